@@ -1,0 +1,22 @@
+"""Exceptions raised by rftheory.
+
+Every error that bad user input can cause derives from :class:`RFTheoryError`, itself a
+:class:`ValueError`, so callers can catch one type and the CLI can turn it into a one-line message
+with exit status 2.
+"""
+
+
+class RFTheoryError(ValueError):
+    """Base class for errors caused by invalid input to rftheory."""
+
+
+class ActivationError(RFTheoryError):
+    """An activation string or specification was refused (unsafe, unknown or malformed)."""
+
+
+class ShapeError(RFTheoryError):
+    """Array arguments have incompatible shapes, dtypes or non-finite entries."""
+
+
+class BackendError(RFTheoryError):
+    """An operation is not available for the array namespace of the inputs."""
