@@ -1,0 +1,116 @@
+"""Solving with an n×n Gram matrix G = ΦΦᵀ — written once, used by training, projection and checks.
+
+Every quantity of the theory that involves a projection onto span(Φ) reduces to a solve with the
+Gram matrix: the min-norm interpolator θ* = Φᵀ G⁺ Y, the projection coefficients
+a = G⁻¹ Φ̂ θ of the reconstruction loss, the per-vector residuals of Theorem 1. This module is the
+only place where that solve (and its rank-deficiency handling) is written.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from array_api_compat import array_namespace
+
+from .errors import ShapeError
+
+__all__ = ["GramSolution", "solve_gram"]
+
+
+@dataclass(frozen=True)
+class GramSolution:
+    """Result of :func:`solve_gram`.
+
+    Attributes
+    ----------
+    solution : array
+        ``G⁺ B`` (equal to ``G⁻¹ B`` when G is numerically non-singular).
+    method : str
+        ``"cholesky"`` when G passed the positive-definiteness and conditioning test and was
+        solved directly, ``"eigh"`` when the eigen-decomposition pseudo-inverse was used.
+    rank : int
+        Numerical rank of G (eigenvalues above the cut-off; ``n`` on the Cholesky path).
+    condition : float
+        Condition-number estimate λ_max/λ_min (``inf`` for a singular G). On the Cholesky path
+        this is the lower bound (max diag L / min diag L)².
+    rank_deficient : bool
+        True when eigenvalues were discarded (duplicated rows, p < n, ...).
+    """
+
+    solution: Any
+    method: str
+    rank: int
+    condition: float
+    rank_deficient: bool
+
+
+def _default_rcond(n: int, dtype: Any, xp: Any) -> float:
+    return float(max(n, 1) * 10 * xp.finfo(dtype).eps)
+
+
+def solve_gram(G: Any, B: Any, *, rcond: float | None = None) -> GramSolution:
+    """Solve ``G X = B`` for a symmetric positive semi-definite Gram matrix, robustly.
+
+    Parameters
+    ----------
+    G : array, shape (n, n)
+        Symmetric positive semi-definite (a Gram matrix ΦΦᵀ).
+    B : array, shape (n,) or (n, k)
+        Right-hand side(s).
+    rcond : float, optional
+        Relative eigenvalue cut-off: eigenvalues below ``rcond * λ_max`` are treated as zero.
+        Default ``10 · n · eps`` of the dtype.
+
+    Returns
+    -------
+    GramSolution
+
+    Notes
+    -----
+    Cholesky is tried first; its diagonal gives the condition lower bound (max L_ii/min L_ii)².
+    If the factorisation fails (CuPy signals this with NaNs rather than an exception) or that
+    bound exceeds ``1/rcond``, the solve falls back to the eigen-decomposition G = QΛQᵀ and
+    returns the minimum-norm solution Q Λ⁺ Qᵀ B with the cut-off above. This is the exact
+    pseudo-inverse semantics needed when rows of Φ coincide (duplicated candidates), when p < n, or
+    when a projection has converged onto a lower-dimensional span; no jitter is added, so no bias
+    is introduced on well-conditioned problems. Results are always finite for finite input.
+    """
+    xp = array_namespace(G, B)
+    if G.ndim != 2 or G.shape[0] != G.shape[1]:
+        raise ShapeError(f"Gram matrix must be square, got shape {tuple(G.shape)}")
+    if B.shape[0] != G.shape[0] or B.ndim not in (1, 2):
+        raise ShapeError(f"right-hand side of shape {tuple(B.shape)} does not match Gram "
+                         f"matrix of size {G.shape[0]}")
+    n = G.shape[0]
+    if rcond is None:
+        rcond = _default_rcond(n, G.dtype, xp)
+    G = (G + xp.matrix_transpose(G)) / 2  # symmetrise away rounding asymmetry
+    try:
+        L = xp.linalg.cholesky(G)
+        diag = xp.abs(xp.linalg.diagonal(L))
+        ok = bool(xp.all(xp.isfinite(L))) and float(xp.min(diag)) > 0.0
+    except Exception:  # numpy raises LinAlgError on non-PD input; other namespaces differ
+        ok = False
+    if ok:
+        cond = (float(xp.max(diag)) / float(xp.min(diag))) ** 2
+        if cond * rcond < 1.0:
+            X = xp.linalg.solve(G, B if B.ndim == 2 else B[:, None])
+            X = X if B.ndim == 2 else X[:, 0]
+            if bool(xp.all(xp.isfinite(X))):
+                return GramSolution(X, "cholesky", n, cond, False)
+    w, Q = xp.linalg.eigh(G)
+    wmax = float(xp.max(w)) if n else 0.0
+    cutoff = rcond * max(wmax, 0.0)
+    keep = w > cutoff
+    rank = int(xp.sum(xp.astype(keep, xp.int64)))
+    if rank == 0:
+        X = xp.zeros_like(B)
+        return GramSolution(X, "eigh", 0, float("inf"), n > 0)
+    inv = xp.where(keep, 1.0 / xp.where(keep, w, xp.ones_like(w)), xp.zeros_like(w))
+    QtB = xp.matmul(xp.matrix_transpose(Q), B if B.ndim == 2 else B[:, None])
+    X = xp.matmul(Q, inv[:, None] * QtB)
+    X = X if B.ndim == 2 else X[:, 0]
+    wmin = float(xp.min(w))
+    condition = wmax / wmin if wmin > cutoff else float("inf")
+    return GramSolution(X, "eigh", rank, condition, rank < n)
