@@ -1,0 +1,29 @@
+"""Shared fixtures and backend helpers for the test suite."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+
+def sphere_points(n: int, d: int, seed: int) -> np.ndarray:
+    """n Gaussian points rescaled to the sphere of radius √d (the paper's data model)."""
+    X = np.random.default_rng(seed).standard_normal((n, d))
+    return X * (np.sqrt(d) / np.linalg.norm(X, axis=1, keepdims=True))
+
+
+@pytest.fixture
+def xp_strict():
+    """The strict array-API namespace: any numpy-only call in a backend-agnostic path fails."""
+    return pytest.importorskip("array_api_strict")
+
+
+def cupy_or_skip():
+    """Return CuPy when a CUDA device is usable, else skip the calling test."""
+    cp = pytest.importorskip("cupy")
+    try:
+        if cp.cuda.runtime.getDeviceCount() < 1:
+            pytest.skip("no CUDA device")
+    except Exception as exc:  # CUDA driver missing or broken
+        pytest.skip(f"no usable CUDA device: {exc}")
+    return cp

@@ -1,0 +1,177 @@
+import numpy as np
+import pytest
+
+from rftheory.errors import RFTheoryError, ShapeError
+from rftheory.features import BLOCK_ROWS, RandomFeatures, train_min_norm
+from tests.conftest import cupy_or_skip, sphere_points
+
+D, N = 12, 7
+P = 2 * BLOCK_ROWS + 321  # two full blocks and a partial one
+
+
+@pytest.fixture
+def rf():
+    return RandomFeatures("relu+tanh", d=D, p=P, seed=5)
+
+
+@pytest.fixture
+def X():
+    return sphere_points(N, D, seed=0)
+
+
+def test_v_statistics_and_determinism(rf):
+    V = rf.weights()
+    assert V.shape == (P, D)
+    # Entries ~ N(0, 1/d): with P*D = 28k samples the sample variance is within ~1 % (4 sigma).
+    assert abs(V.var() * D - 1.0) < 0.04 and abs(V.mean()) < 4 / np.sqrt(V.size / D)
+    np.testing.assert_array_equal(V, RandomFeatures("relu", d=D, p=P, seed=5).weights())
+    assert not np.array_equal(V, RandomFeatures("relu", d=D, p=P, seed=6).weights())
+
+
+def test_models_are_nested_in_p(rf):
+    small = RandomFeatures("relu", d=D, p=BLOCK_ROWS + 10, seed=5)
+    np.testing.assert_array_equal(small.weights(), rf.weights()[: BLOCK_ROWS + 10])
+
+
+@pytest.mark.parametrize("chunk", [1, BLOCK_ROWS, 2 * BLOCK_ROWS + 5, 100 * BLOCK_ROWS])
+def test_results_bit_identical_whatever_chunk_size(rf, X, chunk):
+    other = RandomFeatures("relu+tanh", d=D, p=P, seed=5, chunk_rows=chunk)
+    theta = np.random.default_rng(1).standard_normal(P)
+    a = np.random.default_rng(2).standard_normal(N)
+    G1, c1 = rf.gram_and_matvec(X, theta)
+    G2, c2 = other.gram_and_matvec(X, theta)
+    np.testing.assert_array_equal(G1, G2)
+    np.testing.assert_array_equal(c1, c2)
+    np.testing.assert_array_equal(rf.rmatvec(X, a), other.rmatvec(X, a))
+    cot = lambda blk: np.ones_like(blk.F)  # noqa: E731
+    np.testing.assert_array_equal(rf.vjp(X, cot), other.vjp(X, cot))
+
+
+def test_v_cache_does_not_change_results(rf, X):
+    cached = RandomFeatures("relu+tanh", d=D, p=P, seed=5, v_cache_bytes=10**9)
+    first, second = cached.gram(X), cached.gram(X)  # second call reads the cache
+    np.testing.assert_array_equal(first, rf.gram(X))
+    np.testing.assert_array_equal(second, first)
+
+
+def test_streamed_operations_match_materialised(rf, X):
+    rng = np.random.default_rng(3)
+    Y = sphere_points(4, D, seed=9)
+    theta, a = rng.standard_normal(P), rng.standard_normal(N)
+    V = rf.weights()
+    F, FY = rf.activation(X @ V.T), rf.activation(Y @ V.T)
+    np.testing.assert_allclose(rf.features(X), F, rtol=0, atol=1e-14)
+    # Reductions over p = 2369 terms of size O(1): rounding ~ sqrt(p) eps relative to |G|.
+    np.testing.assert_allclose(rf.gram(X), F @ F.T, rtol=1e-12)
+    np.testing.assert_allclose(rf.cross_gram(X, Y), F @ FY.T, rtol=1e-12)
+    np.testing.assert_allclose(rf.matvec(X, theta), F @ theta, rtol=1e-11)
+    np.testing.assert_allclose(rf.rmatvec(X, a), F.T @ a, rtol=1e-12, atol=1e-13)
+    C = rng.standard_normal((N, P))
+    vjp = rf.vjp(X, lambda blk: C[:, blk.rows])
+    np.testing.assert_allclose(vjp, (C * rf.activation.derivative(X @ V.T)) @ V, rtol=1e-11, atol=1e-12)
+
+
+def test_vjp_is_the_derivative_of_a_linear_functional(rf, X):
+    # d/dX <C, Φ(X)> by central differences (tanh part smooth; relu kinks are not hit at h=1e-6
+    # with probability 1 for Gaussian V), float64: error O(h²) + eps/h ~ 1e-9.
+    rng = np.random.default_rng(4)
+    C, E = rng.standard_normal((N, P)), rng.standard_normal((N, D))
+    f = lambda Z: float(np.sum(C * rf.features(Z)))  # noqa: E731
+    h = 1e-6
+    fd = (f(X + h * E) - f(X - h * E)) / (2 * h)
+    grad = rf.vjp(X, lambda blk: C[:, blk.rows])
+    assert abs(fd - np.sum(grad * E)) <= 1e-6 * max(1.0, abs(fd))
+
+
+def test_float32_close_to_float64(rf, X):
+    G64 = rf.gram(X)
+    G32 = rf.gram(X.astype(np.float32))
+    assert G32.dtype == np.float32
+    # float32 accumulation over p ~ 2.4e3 terms: relative error ~ sqrt(p) * 6e-8 ~ 3e-6.
+    np.testing.assert_allclose(G32, G64, rtol=1e-4)
+
+
+def test_strict_array_api(rf, X, xp_strict):
+    Xs = xp_strict.asarray(X)
+    theta = np.random.default_rng(5).standard_normal(P)
+    G, c = rf.gram_and_matvec(Xs, xp_strict.asarray(theta))
+    G_ref, c_ref = rf.gram_and_matvec(X, theta)
+    np.testing.assert_array_equal(np.asarray(G), G_ref)
+    np.testing.assert_allclose(np.asarray(c), c_ref, rtol=1e-13)
+    model = train_min_norm(rf, Xs, xp_strict.asarray(np.arange(N, dtype=float)))
+    assert model.train_residual < 1e-10
+    vj = rf.vjp(Xs, lambda blk: xp_strict.ones_like(blk.F))
+    assert vj.shape == (N, D)
+
+
+def test_training_fits_labels_above_n_and_is_min_norm(X):
+    rf = RandomFeatures("relu+tanh", d=D, p=300, seed=1)
+    Y = np.random.default_rng(6).standard_normal(N)
+    model = train_min_norm(rf, X, Y)
+    assert model.train_residual < 1e-10 and model.gram.method == "cholesky"
+    F = rf.features(X)
+    # θ* = pinv(Φ) Y; cond(Φ) is modest here, so agreement to ~1e-10 relative.
+    np.testing.assert_allclose(model.theta, np.linalg.pinv(F) @ Y, rtol=1e-8, atol=1e-10)
+
+
+def test_training_below_n_leaves_a_residual(X):
+    rf = RandomFeatures("relu+tanh", d=D, p=3, seed=1)
+    Y = np.random.default_rng(7).standard_normal(N)
+    model = train_min_norm(rf, X, Y)
+    assert model.gram.rank_deficient and model.gram.rank == 3
+    F = rf.features(X)
+    expected = np.linalg.norm(F @ np.linalg.lstsq(F, Y, rcond=None)[0] - Y) / np.linalg.norm(Y)
+    assert model.train_residual == pytest.approx(expected, rel=1e-8)
+    assert model.train_residual > 0.1
+
+
+def test_multi_output_labels(X):
+    rf = RandomFeatures("tanh", d=D, p=200, seed=2)
+    Y = np.random.default_rng(8).standard_normal((N, 3))
+    model = train_min_norm(rf, X, Y)
+    assert model.theta.shape == (200, 3) and model.train_residual < 1e-10
+
+
+@pytest.mark.parametrize("kwargs", [dict(p=0), dict(d=0), dict(p=-3), dict(p=2.5), dict(seed=-1),
+                                    dict(chunk_rows=0), dict(p=True)])
+def test_bad_model_parameters(kwargs):
+    args = dict(activation="relu", d=4, p=10, seed=0) | kwargs
+    with pytest.raises(RFTheoryError):
+        RandomFeatures(**args)
+
+
+def test_bad_data(rf, X):
+    with pytest.raises(ShapeError, match="columns"):
+        rf.gram(X[:, :-1])
+    with pytest.raises(ShapeError, match="2-D"):
+        rf.gram(X[0])
+    bad = X.copy()
+    bad[1, 2] = np.nan
+    with pytest.raises(ShapeError, match="non-finite"):
+        rf.gram(bad)
+    with pytest.raises(ShapeError, match="floating"):
+        rf.gram(np.ones((2, D), dtype=int))
+    with pytest.raises(ShapeError, match="θ"):
+        rf.matvec(X, np.ones(P - 1))
+    with pytest.raises(ShapeError):
+        rf.rmatvec(X, np.ones(N + 1))
+    with pytest.raises(ShapeError):
+        train_min_norm(rf, X, np.ones(N + 1))
+    with pytest.raises(ShapeError):
+        train_min_norm(rf, X, np.full(N, np.inf))
+    with pytest.raises(ShapeError):
+        rf.gram([[1.0] * D])
+
+
+def test_materialising_large_phi_is_explicit():
+    rf = RandomFeatures("relu", d=2, p=2**24, seed=0)
+    with pytest.raises(RFTheoryError, match="allow_large"):
+        rf.features(np.ones((8, 2)))
+
+
+@pytest.mark.gpu
+def test_cupy_matches_numpy(rf, X):
+    cp = cupy_or_skip()
+    G = rf.gram(cp.asarray(X))
+    assert isinstance(G, cp.ndarray)
+    np.testing.assert_allclose(cp.asnumpy(G), rf.gram(X), rtol=1e-10)

@@ -1,0 +1,62 @@
+import numpy as np
+import pytest
+
+from rftheory.errors import ShapeError
+from rftheory.gram import solve_gram
+
+
+def _gram(A):
+    return A @ A.T
+
+
+def test_well_conditioned_uses_cholesky_and_matches_solve():
+    A = np.random.default_rng(0).standard_normal((6, 40))
+    G, b = _gram(A), np.arange(6.0)
+    out = solve_gram(G, b)
+    assert out.method == "cholesky" and out.rank == 6 and not out.rank_deficient
+    # cond(G) ~ 10 here, so the solve is accurate to a few ulps of the solution scale.
+    np.testing.assert_allclose(out.solution, np.linalg.solve(G, b), rtol=1e-12)
+    assert np.isfinite(out.condition) and out.condition >= 1.0
+
+
+def test_duplicate_rows_fall_back_to_pseudo_inverse():
+    A = np.random.default_rng(1).standard_normal((4, 30))
+    A = np.vstack([A, A[:2]])  # rows 4, 5 duplicate rows 0, 1: rank 4
+    G = _gram(A)
+    b = G @ np.ones(6)  # consistent right-hand side
+    out = solve_gram(G, b)
+    assert out.method == "eigh" and out.rank == 4 and out.rank_deficient
+    assert out.condition == np.inf
+    # Minimum-norm solution = pinv(G) b; rcond of pinv chosen below the eigenvalue gap.
+    np.testing.assert_allclose(out.solution, np.linalg.pinv(G, rcond=1e-10) @ b, rtol=1e-8, atol=1e-10)
+    np.testing.assert_allclose(G @ out.solution, b, rtol=1e-9)
+
+
+def test_zero_matrix_gives_zero_rank_and_finite_solution():
+    out = solve_gram(np.zeros((3, 3)), np.ones(3))
+    assert out.rank == 0 and out.rank_deficient and np.all(out.solution == 0)
+
+
+def test_matrix_right_hand_side():
+    A = np.random.default_rng(2).standard_normal((5, 20))
+    G, B = _gram(A), np.random.default_rng(3).standard_normal((5, 3))
+    np.testing.assert_allclose(solve_gram(G, B).solution, np.linalg.solve(G, B), rtol=1e-11)
+
+
+def test_strict_namespace(xp_strict):
+    A = np.random.default_rng(4).standard_normal((5, 20))
+    A2 = np.vstack([A, A[:1]])
+    for M in (A, A2):
+        G = _gram(M)
+        b = G @ np.ones(M.shape[0])
+        out = solve_gram(xp_strict.asarray(G), xp_strict.asarray(b))
+        ref = solve_gram(G, b)
+        assert out.method == ref.method and out.rank == ref.rank
+        np.testing.assert_allclose(np.asarray(out.solution), ref.solution, rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("G, b", [(np.ones((3, 2)), np.ones(3)), (np.eye(3), np.ones(4)),
+                                   (np.eye(3), np.ones((3, 2, 1)))])
+def test_shape_errors(G, b):
+    with pytest.raises(ShapeError):
+        solve_gram(G, b)
