@@ -30,7 +30,9 @@ from .gram import GramSolution, solve_gram
 __all__ = [
     "BLOCK_ROWS",
     "FeatureBlock",
+    "FeatureMap",
     "RandomFeatures",
+    "DenseFeatures",
     "TrainedModel",
     "train_min_norm",
     "check_data",
@@ -84,89 +86,19 @@ class FeatureBlock:
     F: Any
 
 
-@dataclass(frozen=True)
-class RandomFeatures:
-    """The random-features map x ↦ φ(Vx) ∈ R^p, streamed over seeded blocks of V.
+class FeatureMap:
+    """Operations shared by every feature map x ↦ φ(Wx) streamed over blocks of rows of W.
 
-    Parameters
-    ----------
-    activation : Activation or str
-        φ (a registry name or a safe expression in ``z``).
-    d, p : int
-        Input dimension and number of features.
-    seed : int
-        Seed of V; together with (p, d) it determines V exactly.
-    chunk_rows : int
-        Rows of V processed together (rounded down to a multiple of :data:`BLOCK_ROWS`, at least
-        one block). Affects speed and memory only — never the results.
-    v_cache_bytes : int
-        If V (p·d entries in the working dtype) fits in this many bytes it is kept, per array
-        namespace/device/dtype, after the first pass, so iterative methods do not redraw it every
-        step. 0 (default) streams every time. The cache never changes results.
-
-    Notes
-    -----
-    All operations take data X of shape (n, d) in any array-API namespace and return arrays in
-    that namespace, in X's dtype.
+    Subclasses provide ``activation``, ``d``, ``p`` and ``_chunks(xp, dtype, device)``, which
+    yields ``(first block index, chunk of whole blocks of W as an (m, d) array)`` in order.
     """
 
     activation: Activation
     d: int
     p: int
-    seed: int = 0
-    chunk_rows: int = 16 * BLOCK_ROWS
-    v_cache_bytes: int = 0
-    _v_cache: dict = field(default_factory=dict, init=False, repr=False, compare=False)
-
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "activation", get_activation(self.activation))
-        for name in ("d", "p"):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
-                raise RFTheoryError(f"{name} must be a positive integer, got {value!r}")
-            object.__setattr__(self, name, int(value))
-        if isinstance(self.seed, bool) or not isinstance(self.seed, (int, np.integer)) or self.seed < 0:
-            raise RFTheoryError(f"seed must be a non-negative integer, got {self.seed!r}")
-        if self.chunk_rows < 1:
-            raise RFTheoryError(f"chunk_rows must be positive, got {self.chunk_rows}")
-
-    # -- V ------------------------------------------------------------------------------------
-    @property
-    def n_blocks(self) -> int:
-        """Number of blocks of V."""
-        return math.ceil(self.p / BLOCK_ROWS)
-
-    def _block_host(self, b: int) -> np.ndarray:
-        rows = min(BLOCK_ROWS, self.p - b * BLOCK_ROWS)
-        rng = np.random.default_rng([self.seed, b])
-        return rng.standard_normal((rows, self.d)) / math.sqrt(self.d)
-
-    def weights(self, xp: Any = np, dtype: Any = None, device: Any = None) -> Any:
-        """Materialise all of V, shape (p, d) — explicit, for small models and tests."""
-        V = np.concatenate([self._block_host(b) for b in range(self.n_blocks)], axis=0)
-        dtype = xp.float64 if dtype is None else dtype
-        return xp.asarray(V, dtype=dtype, device=device)
 
     def _chunks(self, xp: Any, dtype: Any, dev: Any) -> Iterator[tuple[int, Any]]:
-        """Yield (first block index, V chunk of whole blocks as (m, d)) in block order."""
-        key = (getattr(xp, "__name__", str(xp)), str(dev), str(dtype))
-        cached = self._v_cache.get(key)
-        if cached is not None:
-            yield from cached
-            return
-        itemsize = 4 if "32" in str(dtype) else 8
-        keep = self.p * self.d * itemsize <= self.v_cache_bytes
-        per_chunk = max(1, self.chunk_rows // BLOCK_ROWS)
-        out = []
-        for b0 in range(0, self.n_blocks, per_chunk):
-            host = np.concatenate([self._block_host(b)
-                                   for b in range(b0, min(b0 + per_chunk, self.n_blocks))])
-            chunk = (b0, xp.asarray(host, dtype=dtype, device=dev))
-            if keep:
-                out.append(chunk)
-            yield chunk
-        if keep:
-            self._v_cache[key] = out
+        raise NotImplementedError
 
     # -- streaming ----------------------------------------------------------------------------
     def blocks(self, X: Any) -> Iterator[FeatureBlock]:
@@ -275,13 +207,140 @@ class RandomFeatures:
             raise ShapeError("θ has non-finite entries")
 
 
+
+@dataclass(frozen=True)
+class RandomFeatures(FeatureMap):
+    """The random-features map x ↦ φ(Vx) ∈ R^p, streamed over seeded blocks of V.
+
+    Parameters
+    ----------
+    activation : Activation or str
+        φ (a registry name or a safe expression in ``z``).
+    d, p : int
+        Input dimension and number of features.
+    seed : int
+        Seed of V; together with (p, d) it determines V exactly.
+    chunk_rows : int
+        Rows of V processed together (rounded down to a multiple of :data:`BLOCK_ROWS`, at least
+        one block). Affects speed and memory only — never the results.
+    v_cache_bytes : int
+        If V (p·d entries in the working dtype) fits in this many bytes it is kept, per array
+        namespace/device/dtype, after the first pass, so iterative methods do not redraw it every
+        step. 0 (default) streams every time. The cache never changes results.
+
+    Notes
+    -----
+    All operations take data X of shape (n, d) in any array-API namespace and return arrays in
+    that namespace, in X's dtype.
+    """
+
+    activation: Activation
+    d: int
+    p: int
+    seed: int = 0
+    chunk_rows: int = 16 * BLOCK_ROWS
+    v_cache_bytes: int = 0
+    _v_cache: dict = field(default_factory=dict, init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "activation", get_activation(self.activation))
+        for name in ("d", "p"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
+                raise RFTheoryError(f"{name} must be a positive integer, got {value!r}")
+            object.__setattr__(self, name, int(value))
+        if isinstance(self.seed, bool) or not isinstance(self.seed, (int, np.integer)) or self.seed < 0:
+            raise RFTheoryError(f"seed must be a non-negative integer, got {self.seed!r}")
+        if self.chunk_rows < 1:
+            raise RFTheoryError(f"chunk_rows must be positive, got {self.chunk_rows}")
+
+    # -- V ------------------------------------------------------------------------------------
+    @property
+    def n_blocks(self) -> int:
+        """Number of blocks of V."""
+        return math.ceil(self.p / BLOCK_ROWS)
+
+    def _block_host(self, b: int) -> np.ndarray:
+        rows = min(BLOCK_ROWS, self.p - b * BLOCK_ROWS)
+        rng = np.random.default_rng([self.seed, b])
+        return rng.standard_normal((rows, self.d)) / math.sqrt(self.d)
+
+    def weights(self, xp: Any = np, dtype: Any = None, device: Any = None) -> Any:
+        """Materialise all of V, shape (p, d) — explicit, for small models and tests."""
+        V = np.concatenate([self._block_host(b) for b in range(self.n_blocks)], axis=0)
+        dtype = xp.float64 if dtype is None else dtype
+        return xp.asarray(V, dtype=dtype, device=device)
+
+    def _chunks(self, xp: Any, dtype: Any, dev: Any) -> Iterator[tuple[int, Any]]:
+        """Yield (first block index, V chunk of whole blocks as (m, d)) in block order."""
+        key = (getattr(xp, "__name__", str(xp)), str(dev), str(dtype))
+        cached = self._v_cache.get(key)
+        if cached is not None:
+            yield from cached
+            return
+        itemsize = 4 if "32" in str(dtype) else 8
+        keep = self.p * self.d * itemsize <= self.v_cache_bytes
+        per_chunk = max(1, self.chunk_rows // BLOCK_ROWS)
+        out = []
+        for b0 in range(0, self.n_blocks, per_chunk):
+            host = np.concatenate([self._block_host(b)
+                                   for b in range(b0, min(b0 + per_chunk, self.n_blocks))])
+            chunk = (b0, xp.asarray(host, dtype=dtype, device=dev))
+            if keep:
+                out.append(chunk)
+            yield chunk
+        if keep:
+            self._v_cache[key] = out
+
+
+
+@dataclass(frozen=True)
+class DenseFeatures(FeatureMap):
+    """The feature map x ↦ φ(Wx) for a given first-layer matrix W (e.g. a trained network's).
+
+    Parameters
+    ----------
+    activation : Activation or str
+    weights : array, shape (p, d)
+        W, in the namespace and on the device where the features will be computed. It is cast to
+        the data's dtype per call.
+
+    Notes
+    -----
+    Streams over the same row blocks of :data:`BLOCK_ROWS` as :class:`RandomFeatures`, so every
+    operation (Gram, products, VJPs, the projection loss, reconstruction) applies unchanged.
+    """
+
+    activation: Activation
+    weights: Any
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "activation", get_activation(self.activation))
+        W = self.weights
+        if getattr(W, "ndim", None) != 2 or W.shape[0] < 1 or W.shape[1] < 1:
+            raise ShapeError(f"weights must be a non-empty 2-D array (p, d), got {getattr(W, 'shape', W)!r}")
+        xp = array_namespace(W)
+        if not bool(xp.all(xp.isfinite(W))):
+            raise ShapeError("weights have non-finite entries")
+
+    @property
+    def d(self) -> int:  # type: ignore[override]
+        return int(self.weights.shape[1])
+
+    @property
+    def p(self) -> int:  # type: ignore[override]
+        return int(self.weights.shape[0])
+
+    def _chunks(self, xp: Any, dtype: Any, dev: Any) -> Iterator[tuple[int, Any]]:
+        yield 0, xp.astype(xp.asarray(self.weights, device=dev), dtype)
+
 @dataclass(frozen=True)
 class TrainedModel:
     """A random-features model fitted by the min-norm interpolator θ* = Φ⁺Y.
 
     Attributes
     ----------
-    features : RandomFeatures
+    features : FeatureMap
     theta : array, shape (p,) or (p, k)
     dual : array, shape (n,) or (n, k)
         a = G⁺Y with G = ΦΦᵀ, so θ* = Φᵀa.
@@ -291,19 +350,19 @@ class TrainedModel:
         The Gram solve's diagnostics (method, rank, condition, rank deficiency).
     """
 
-    features: RandomFeatures
+    features: FeatureMap
     theta: Any
     dual: Any
     train_residual: float
     gram: GramSolution
 
 
-def train_min_norm(features: RandomFeatures, X: Any, Y: Any, *, rcond: float | None = None) -> TrainedModel:
+def train_min_norm(features: FeatureMap, X: Any, Y: Any, *, rcond: float | None = None) -> TrainedModel:
     """Fit θ* = Φ⁺Y = Φᵀ(ΦΦᵀ)⁺Y without forming Φ⁺, and measure the training residual.
 
     Parameters
     ----------
-    features : RandomFeatures
+    features : FeatureMap
     X : array, shape (n, d)
     Y : array, shape (n,) or (n, k)
     rcond : float, optional

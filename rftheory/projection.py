@@ -17,7 +17,7 @@ from typing import Any
 from array_api_compat import array_namespace, device as array_device
 
 from .errors import ShapeError
-from .features import RandomFeatures, check_data
+from .features import FeatureMap, check_data
 from .gram import GramSolution, solve_gram
 
 __all__ = ["ProjectionLoss", "projection_loss", "projection_residuals"]
@@ -39,7 +39,7 @@ class ProjectionLoss:
     gradient : array or None
         Euclidean gradient ∂L/∂X̂, shape (n̂, d), in X̂'s namespace.
     coefficients : array
-        a = G⁺Φ̂θ, shape (n̂,): the weight of each candidate in the projection.
+        a = G⁺Φ̂θ, shape (n̂,) or (n̂, k): the weight of each candidate in the projection.
     gram : GramSolution
         Diagnostics of the Gram solve (``rank_deficient`` flags duplicated rows, p < n̂, ...).
     """
@@ -55,18 +55,19 @@ class ProjectionLoss:
         return self.gram.rank_deficient
 
 
-def projection_loss(features: RandomFeatures, X_hat: Any, theta: Any, *, gradient: bool = True,
+def projection_loss(features: FeatureMap, X_hat: Any, theta: Any, *, gradient: bool = True,
                     rcond: float | None = None) -> ProjectionLoss:
     """The projection loss L(X̂) = ‖P⊥_{Φ̂}θ‖²/‖θ‖² and its gradient with respect to X̂.
 
     Parameters
     ----------
-    features : RandomFeatures
-        The model's feature map (V is regenerated from its seed).
+    features : FeatureMap
+        The model's feature map (a :class:`RandomFeatures` regenerates V from its seed).
     X_hat : array, shape (n̂, d)
         Candidate inputs (any array-API namespace; float64 recommended).
-    theta : array, shape (p,)
-        The trained weights θ*.
+    theta : array, shape (p,) or (p, k)
+        The trained weights θ* (k outputs share the candidates' feature block; the loss is then
+        Σ_c ‖P⊥θ_c‖² / Σ_c ‖θ_c‖²).
     gradient : bool
         Also return ∂L/∂X̂ (one more pass over V when the blocks are not kept).
     rcond : float, optional
@@ -85,8 +86,9 @@ def projection_loss(features: RandomFeatures, X_hat: Any, theta: Any, *, gradien
     ``gram.rank_deficient``).
     """
     xp = check_data(X_hat, features.d, "X_hat")
-    if theta.ndim != 1 or theta.shape[0] != features.p:
-        raise ShapeError(f"θ must have shape (p,) = ({features.p},), got {tuple(theta.shape)}")
+    if theta.ndim not in (1, 2) or theta.shape[0] != features.p:
+        raise ShapeError(f"θ must have shape (p,) or (p, k) with p = {features.p}, "
+                         f"got {tuple(theta.shape)}")
     if not bool(xp.all(xp.isfinite(theta))):
         raise ShapeError("θ has non-finite entries")
     theta = xp.astype(theta, X_hat.dtype)
@@ -95,10 +97,10 @@ def projection_loss(features: RandomFeatures, X_hat: Any, theta: Any, *, gradien
     keep = 3 * n_hat * features.p * itemsize <= KEEP_BLOCKS_BYTES
     kept = []
     G = xp.zeros((n_hat, n_hat), dtype=X_hat.dtype, device=array_device(X_hat))
-    c = xp.zeros((n_hat,), dtype=X_hat.dtype, device=array_device(X_hat))
+    c = xp.zeros((n_hat,) + tuple(theta.shape[1:]), dtype=X_hat.dtype, device=array_device(X_hat))
     for blk in features.blocks(X_hat):
         G = G + xp.matmul(blk.F, xp.matrix_transpose(blk.F))
-        c = c + xp.matmul(blk.F, theta[blk.rows])
+        c = c + xp.matmul(blk.F, theta[blk.rows, ...])
         if keep:
             kept.append(blk)
     solved = solve_gram(G, c, rcond=rcond)
@@ -109,16 +111,19 @@ def projection_loss(features: RandomFeatures, X_hat: Any, theta: Any, *, gradien
     blocks = kept if keep else features.blocks(X_hat)
     resid_sq = 0.0
     grad = xp.zeros(X_hat.shape, dtype=X_hat.dtype, device=array_device(X_hat)) if gradient else None
+    # With k outputs sharing one feature block: R = Θ_b − Φ̂_bᵀA and ∂L/∂Φ̂_b = −2 A R_bᵀ/‖Θ‖².
+    A = a if a.ndim == 2 else a[:, None]
+    theta2 = theta if theta.ndim == 2 else theta[:, None]
     for blk in blocks:
-        r = theta[blk.rows] - xp.matmul(a, blk.F)
-        resid_sq += float(xp.sum(r * r))
+        R = theta2[blk.rows, :] - xp.matmul(xp.matrix_transpose(blk.F), A)
+        resid_sq += float(xp.sum(R * R))
         if gradient:
-            C = (-2.0 / theta_sq) * (a[:, None] * r[None, :]) * features.activation.derivative(blk.Z)
+            C = (-2.0 / theta_sq) * xp.matmul(A, xp.matrix_transpose(R)) * features.activation.derivative(blk.Z)
             grad = grad + xp.matmul(C, blk.V)
     return ProjectionLoss(min(resid_sq / theta_sq, 1.0), grad, a, solved)
 
 
-def projection_residuals(features: RandomFeatures, X_hat: Any, X: Any, *,
+def projection_residuals(features: FeatureMap, X_hat: Any, X: Any, *,
                          rcond: float | None = None) -> Any:
     """Relative distances of φ(x_i) to span{φ(x̂_j)}: ‖P⊥_{Φ̂}φ(x_i)‖/‖φ(x_i)‖ for each row of X.
 
