@@ -16,6 +16,10 @@ ReLU and leaky ReLU (arc-cosine kernel of degree 1), the step (degree 0), ``|z|`
 ``erf(a z)`` (arcsine kernel), ``sin(a z)``, ``cos(a z)``, ``exp(a z)``, constant multiples of
 these, and every polynomial (Isserlis' theorem, exact in sympy). They hold for points of *any*
 norm, which the series does not.
+
+:func:`hermite_lower_bound` bounds ``λ_min`` of the kernel matrix from below by
+``Σ_{k>=k₀} μ_k² λ_min((XXᵀ/d)^{∘k})`` (Schur product theorem), with certified eigenvalue bounds
+of the Hadamard powers from :func:`hadamard_power_bounds`.
 """
 
 from __future__ import annotations
@@ -47,6 +51,10 @@ __all__ = [
     "has_closed_form",
     "closed_form_kernel",
     "closed_form_kernel_matrix",
+    "HadamardPowerBounds",
+    "hadamard_power_bounds",
+    "HermiteLowerBound",
+    "hermite_lower_bound",
 ]
 
 #: Default truncation order K of the series.
@@ -983,3 +991,230 @@ def _check_nonzero(form: _ClosedForm, act: Activation, smallest: list[Any]) -> N
     if form.homogeneous and min(smallest) == 0:
         raise ShapeError(f"the {act.name!r} kernel depends on the angle between points; "
                          "rows of zero norm have none")
+
+
+# ---------------------------------------------------------------------------------------------
+# Lower bound on λ_min of the kernel matrix from the Hermite series (Schur product theorem)
+# ---------------------------------------------------------------------------------------------
+
+#: Gershgorin shortcut in :func:`hadamard_power_bounds`: once the Gershgorin disc bound on
+#: λ_min(T^{∘k}) is within this of the smallest diagonal entry (an upper bound on λ_min), no
+#: eigenvalue computation could improve it by more.
+_GERSHGORIN_SLACK = 1e-12
+
+
+@dataclass(frozen=True)
+class HadamardPowerBounds:
+    """Certified lower bounds on ``λ_min(T^{∘k})``, ``T = XXᵀ/d``, for ``k = 0..order``.
+
+    Build with :func:`hadamard_power_bounds`; combine with an activation's coefficients by
+    :func:`hermite_lower_bound`. Depends on the data only, so one object serves every activation.
+
+    Attributes
+    ----------
+    n, d, order : int
+    lower : tuple of float
+        ``ℓ_k <= λ_min(T^{∘k})`` (``>= 0``: every Hadamard power of a PSD matrix is PSD).
+    computed : tuple of float
+        The raw smallest eigenvalue from ``eigvalsh`` (or the Gershgorin bound where it sufficed).
+    gershgorin : tuple of bool
+        Whether term k was settled by Gershgorin's theorem without an eigenvalue computation.
+    max_off_diagonal : float
+        ``max_{i≠j} |t_ij|`` (0 for n = 1).
+    """
+
+    n: int
+    d: int
+    order: int
+    lower: tuple
+    computed: tuple
+    gershgorin: tuple
+    max_off_diagonal: float
+
+
+def hadamard_power_bounds(X: Any, order: int = DEFAULT_ORDER, *,
+                          sphere_rtol: float | None = None) -> HadamardPowerBounds:
+    """Lower bounds on the smallest eigenvalues of the Hadamard powers of ``T = XXᵀ/d``.
+
+    Parameters
+    ----------
+    X : array, shape (n, d)
+        Rows on the sphere of radius ``sqrt(d)``, float64, any array-API namespace (the
+        eigenvalue routine is the namespace's ``linalg.eigvalsh``).
+    order : int
+        Highest power K.
+    sphere_rtol : float, optional
+        As in :func:`kernel_matrix`.
+
+    Returns
+    -------
+    HadamardPowerBounds
+
+    Notes
+    -----
+    ``T`` is formed exactly as in :func:`kernel_matrix` (``XXᵀ/d`` clipped to [-1, 1]) and its
+    powers by repeated entrywise products. For each k, ``ℓ_k = max(0, g_k, λ̂_k − δ_k)`` with
+
+    * ``g_k = min_i (T^{∘k}_ii − Σ_{j≠i} |t_ij|^k)`` (Gershgorin; when ``g_k`` is within 1e-12 of
+      the smallest diagonal entry, an upper bound on λ_min, ``eigvalsh`` is skipped);
+    * ``λ̂_k`` the computed smallest eigenvalue and ``δ_k = 2 n (n + d + 2k + 2) u`` a rounding
+      allowance: entries of ``T^{∘k}`` carry at most ``(d + 2k + 2) u`` absolute error (``|t| <= 1``;
+      ``d`` roundings in the inner product, ``k`` in the powers), which moves eigenvalues by at most
+      ``n`` times that, and a backward-stable symmetric eigensolver adds ``O(n u ‖T^{∘k}‖) <= n² u``;
+      the factor 2 covers the modest constants of LAPACK's bound, which are taken as stated, not
+      proved here;
+    * the clip at 0 is the Schur product theorem (``T`` is a Gram matrix, so is ``T^{∘k}``).
+
+    Points off the sphere within ``sphere_rtol`` are used as given (their diagonal ``t_ii`` is
+    not 1); the bound is for the matrix built from the computed ``T``, as :func:`kernel_matrix`
+    evaluates it. Cost: ``order`` entrywise passes and at most ``order + 1`` symmetric eigenvalue
+    problems of size n.
+    """
+    from array_api_compat import array_namespace
+
+    if isinstance(order, bool) or not isinstance(order, int) or order < 0:
+        raise RFTheoryError(f"order must be a non-negative integer, got {order!r}")
+    X = _as_array(X, "X")
+    xp = array_namespace(X)
+    X, _ = _rows(X, None, xp)
+    if X.dtype != xp.float64:
+        raise ShapeError(f"X must be float64 for certified eigenvalue bounds, got {X.dtype}")
+    n, d = X.shape
+    rtol = _sphere_rtol(sphere_rtol, float(xp.finfo(X.dtype).eps))
+    _check_sphere([("X", xp.sum(X * X, axis=1) / d)], rtol, "the data", xp)
+    T = xp.clip((X @ xp.matrix_transpose(X)) / d, -1.0, 1.0)
+    u = 2.0**-53
+    abs_off = xp.abs(T)
+    flat = xp.reshape(abs_off, (n * n,))
+    flat[::n + 1] = 0.0  # abs_off is a fresh array; zero its diagonal (see kernel_matrix)
+    abs_off = xp.reshape(flat, (n, n))
+    max_off = float(xp.max(abs_off))
+    diag = xp.linalg.diagonal(T)
+    power = xp.ones_like(T)
+    off_power = xp.ones_like(abs_off) if n > 1 else abs_off
+    lower, computed, used_gershgorin = [], [], []
+    for k in range(order + 1):
+        if k > 0:
+            power = power * T
+            off_power = off_power * abs_off
+        diag_k = diag**k
+        # k = 0: off_power is the all-ones matrix with a 1 on the diagonal; use the true zeros.
+        radius = xp.sum(off_power, axis=1) - (xp.linalg.diagonal(off_power) if k == 0 else 0.0)
+        g = float(xp.min(diag_k - radius))
+        smallest_diag = float(xp.min(diag_k))
+        delta = 2.0 * n * (n + d + 2 * k + 2) * u
+        if g >= smallest_diag - _GERSHGORIN_SLACK:
+            lam, settled, low = g, True, g - delta
+        else:
+            lam = float(xp.min(xp.linalg.eigvalsh(power)))
+            settled, low = False, max(g, lam - delta)
+        lower.append(max(low, 0.0))
+        computed.append(lam)
+        used_gershgorin.append(settled)
+    return HadamardPowerBounds(n, d, order, tuple(lower), tuple(computed),
+                               tuple(used_gershgorin), max_off)
+
+
+@dataclass(frozen=True)
+class HermiteLowerBound:
+    """``λ_min(K) >= Σ_{k_min <= k <= K} μ_k² λ_min(T^{∘k})`` for the RF kernel matrix K.
+
+    Attributes
+    ----------
+    activation : str
+    k_min, order : int
+        The terms kept: ``k_min <= k <= order``.
+    value : float
+        The lower bound ``Σ_{k_min<=k<=K} max(c_k − ε_k, 0) ℓ_k`` (see
+        :func:`hermite_lower_bound`).
+    terms : tuple of float
+        ``max(c_k − ε_k, 0) ℓ_k`` for k = 0..K (all of them, whatever ``k_min``).
+    coefficients : tuple of float
+        ``c_k ≈ μ_k²``, k = 0..K.
+    second_moment : float
+        ``E[φ(g)²] = Σ_k μ_k²``.
+    powers : HadamardPowerBounds
+        The data side, ``ℓ_k <= λ_min(T^{∘k})``.
+    """
+
+    activation: str
+    k_min: int
+    order: int
+    value: float
+    terms: tuple
+    coefficients: tuple
+    second_moment: float
+    powers: HadamardPowerBounds
+
+    @property
+    def parseval_tail(self) -> float:
+        """``Σ_{k>=k_min} μ_k² = E[φ(g)²] − Σ_{k<k_min} μ_k²`` (all orders, nothing truncated).
+
+        What the bound tends to when every ``T^{∘k}``, ``k >= k_min``, is close to the identity
+        (``d`` large, ``k_min >= 2``): the usual large-d approximation of ``λ_min(K)``.
+        """
+        return self.second_moment - math.fsum(self.coefficients[:self.k_min])
+
+    def with_k_min(self, k_min: int) -> "HermiteLowerBound":
+        """The same bound keeping only the terms ``k >= k_min`` (no recomputation)."""
+        k_min = _check_k_min(k_min)
+        return HermiteLowerBound(self.activation, k_min, self.order,
+                                 math.fsum(self.terms[k_min:]), self.terms, self.coefficients,
+                                 self.second_moment, self.powers)
+
+
+def _check_k_min(k_min: Any) -> int:
+    if isinstance(k_min, bool) or not isinstance(k_min, int) or k_min < 0:
+        raise RFTheoryError(f"k_min must be a non-negative integer, got {k_min!r}")
+    return k_min
+
+
+def hermite_lower_bound(activation: "str | Activation | KernelSeries", X: Any, *,
+                        k_min: int = 0, order: int | None = None, method: str | None = None,
+                        dps: int | None = None,
+                        sphere_rtol: float | None = None) -> HermiteLowerBound:
+    """Lower bound on ``λ_min`` of the RF kernel matrix from its Hermite series.
+
+    On the sphere ``K = Σ_k μ_k² T^{∘k}`` with ``T = XXᵀ/d``. Every ``T^{∘k}`` is PSD (Schur
+    product theorem), so by Weyl's inequality ``λ_min(K) >= Σ_{k∈S} μ_k² λ_min(T^{∘k})`` for any
+    set S of orders; here ``S = {k_min, ..., K}``.
+
+    Parameters
+    ----------
+    activation : str, Activation or KernelSeries
+        As in :func:`rf_kernel_series` (an mpmath series is used through its double values).
+    X : array or HadamardPowerBounds
+        Data rows on the sphere of radius ``sqrt(d)`` (float64), or the result of
+        :func:`hadamard_power_bounds` for them (reuse it across activations: the eigenvalue
+        problems depend on the data only).
+    k_min : int
+        Lowest order kept. ``0`` gives the tightest bound; ``2`` drops the constant and linear
+        terms, which are singular once ``n > 1`` and ``n > d``.
+    order, method, dps
+        As in :func:`kernel_series` (default order :data:`DEFAULT_ORDER`).
+    sphere_rtol : float, optional
+        As in :func:`kernel_matrix`.
+
+    Returns
+    -------
+    HermiteLowerBound
+
+    Notes
+    -----
+    Terms beyond the truncation order K are PSD and dropped, which keeps the bound valid. The
+    bound uses ``max(c_k − ε_k, 0)``, the coefficient error estimates ``ε_k`` of
+    :class:`KernelSeries` (so it is as rigorous as those estimates), and the certified
+    ``ℓ_k <= λ_min(T^{∘k})`` of :func:`hadamard_power_bounds`. If the power bounds were computed
+    to a lower order than the series, only their orders are used (still a valid bound). The
+    rounding of the final sum of non-negative terms (relative ``(K+1) u``) is not subtracted.
+    """
+    k_min = _check_k_min(k_min)
+    series = _resolve_series(activation, order, method, dps)
+    powers = X if isinstance(X, HadamardPowerBounds) else hadamard_power_bounds(
+        X, series.order, sphere_rtol=sphere_rtol)
+    top = min(series.order, powers.order)
+    c = tuple(float(v) for v in series.coefficients[:top + 1])
+    eps = tuple(float(v) for v in series.coefficient_errors[:top + 1])
+    terms = tuple(max(ck - ek, 0.0) * lk for ck, ek, lk in zip(c, eps, powers.lower))
+    return HermiteLowerBound(series.activation, k_min, top, math.fsum(terms[k_min:]), terms, c,
+                             float(series.second_moment), powers)

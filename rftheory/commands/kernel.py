@@ -1,0 +1,108 @@
+"""``rftheory kernel EXPR --d D --n N --p P1,P2,...``: how ΦΦᵀ/p concentrates around the RF kernel.
+
+For one activation and n points on the √d-sphere: ‖ΦΦᵀ/p − K‖_op and λ_min(ΦΦᵀ)/p for each p
+(averaged over ``--reps`` independent draws of V), λ_min(K), its Hermite lower bounds and the
+fitted log–log slope of the error (−1/2 expected). The measurement is
+:func:`verification.kernel_concentration.measure_concentration`, the same one ``rftheory verify
+kernel_concentration`` runs for several activations.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from ..errors import RFTheoryError
+from ._output import print_json
+
+#: Largest n accepted: the check diagonalises n × n matrices (O(n³)) for every p and draw.
+MAX_N = 5000
+
+
+def register(sub) -> None:
+    p = sub.add_parser(
+        "kernel", help="concentration of PhiPhi^T/p around the RF kernel K, and lambda_min(K)",
+        description="Measure ||PhiPhi^T/p - K||_op and lambda_min(PhiPhi^T)/p against p for one "
+                    "activation on n points of the sphere of radius sqrt(d), with lambda_min(K), "
+                    "its Hermite lower bound and the fitted log-log slope (-1/2 expected).")
+    p.add_argument("activation", metavar="EXPR",
+                   help="activation: registry name (relu, tanh, relu+tanh, erf, ...) or an "
+                        "expression in z such as 'relu(z) + 0.5*tanh(z)'")
+    # Numbers are parsed here, not by argparse, so that bad input gives one line and exit 2.
+    p.add_argument("--d", required=True, metavar="D", help="input dimension (>= 1)")
+    p.add_argument("--n", required=True, metavar="N", help="number of data points (>= 1)")
+    p.add_argument("--p", required=True, metavar="P1,P2,...",
+                   help="comma-separated numbers of features, e.g. 100,400,1600,6400")
+    p.add_argument("--seed", default="0", help="seed of the data and of V (default 0)")
+    p.add_argument("--reps", default="4", help="independent draws of V per p, averaged (default 4)")
+    p.add_argument("--json", action="store_true", help="print the full result as JSON")
+    p.add_argument("--plot", metavar="FILE",
+                   help="write the figure to FILE (.png or .pdf; both are written)")
+    p.set_defaults(handler=handle)
+
+
+def parse_int(text: str, name: str, minimum: int) -> int:
+    """A decimal integer >= ``minimum`` from a command-line string, or RFTheoryError."""
+    try:
+        value = int(text.strip())
+    except (ValueError, AttributeError):
+        raise RFTheoryError(f"--{name} must be an integer, got {text!r}") from None
+    if value < minimum:
+        raise RFTheoryError(f"--{name} must be >= {minimum}, got {value}")
+    return value
+
+
+def parse_p_list(text: str) -> list[int]:
+    """``"100,400,1600"`` -> [100, 400, 1600] (sorted, duplicates refused)."""
+    items = [s.strip() for s in text.split(",")]
+    if not text.strip() or any(not s for s in items):
+        raise RFTheoryError(f"--p must be comma-separated positive integers, got {text!r}")
+    values = [parse_int(s, "p", 1) for s in items]
+    if len(set(values)) != len(values):
+        raise RFTheoryError(f"--p has repeated values: {text!r}")
+    return sorted(values)
+
+
+def _check_plot_name(plot: str | None) -> None:
+    if plot is not None and Path(plot).suffix.lower() not in ("", ".png", ".pdf"):
+        raise RFTheoryError(f"--plot: use a .png or .pdf file name (both are written), got {plot}")
+
+
+def handle(args) -> int:
+    d = parse_int(args.d, "d", 1)
+    n = parse_int(args.n, "n", 1)
+    if n > MAX_N:
+        raise RFTheoryError(f"--n must be <= {MAX_N} (n x n eigenvalue problems), got {n}")
+    p_values = parse_p_list(args.p)
+    seed = parse_int(args.seed, "seed", 0)
+    reps = parse_int(args.reps, "reps", 1)
+    _check_plot_name(args.plot)
+
+    from verification.kernel_concentration import curve_table, measure_concentration, plot_curves
+
+    progress = None if args.json else (lambda msg: print(msg, file=sys.stderr, flush=True))
+    result = measure_concentration(args.activation, d, n, p_values, seed=seed, reps=reps,
+                                   progress=progress)
+    figures = []
+    if args.plot:
+        figures = [str(p) for p in plot_curves([result], Path(args.plot).with_suffix(""))]
+    result["figures"] = figures
+    if args.json:
+        print_json(result)
+        return 0
+    print(f"activation {result['activation']}, n = {n}, d = {d}, seed = {seed}, "
+          f"{reps} draws of V per p, kernel series to order {result['order']}")
+    print(f"lambda_min(K)                       = {result['lambda_min_kernel']:.6e}")
+    print(f"Hermite lower bound, k >= 0         = {result['hermite_bound_k0']:.6e}")
+    print(f"Hermite lower bound, k >= 2         = {result['hermite_bound_k2']:.6e}")
+    print(f"sum_{{k>=2}} mu_k^2 (large-d approx.) = {result['parseval_tail_k2']:.6e}")
+    print(curve_table(result))
+    if result["slope"] is None:
+        print("fitted slope: needs at least two values of p")
+    else:
+        se = result["slope_standard_error"]
+        print(f"fitted slope of log ||PhiPhi^T/p - K||_op vs log p: {result['slope']:.3f}"
+              + ("" if se is None else f" ± {se:.3f}") + " (expected -0.5)")
+    if figures:
+        print(f"figure: {', '.join(figures)}")
+    return 0
