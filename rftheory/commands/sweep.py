@@ -1,0 +1,192 @@
+"""``rftheory sweep run FILE`` and ``rftheory sweep report DIR``: grids of cells at scale.
+
+``run`` validates the sweep file, runs the cells not yet in the store (local processes by
+default, a dask cluster with ``--dask-scheduler``/``--dask-local``), then prints the summary
+table and redraws the figure. ``report`` rebuilds both from the store at any time, also while a
+run is still writing it. The design (store, resume policy) is in :mod:`rftheory.sweep`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import sys
+from pathlib import Path
+from typing import Any
+
+from ..errors import RFTheoryError
+from ._output import format_table, print_json
+
+#: Where ``run`` puts a sweep's store when ``--out`` is not given: ``results/sweeps/<file stem>``.
+DEFAULT_OUT_ROOT = Path("results") / "sweeps"
+
+
+def _number(value: float) -> str:
+    return "nan" if not math.isfinite(value) else f"{value:.3g}"
+
+
+def report_table(report: dict) -> str:
+    """The report as text: a header of counts, then one row per parameter group."""
+    x = report.get("x")
+    lines = [f"sweep {report.get('name') or '(unnamed)'}: cell {report['cell']}, "
+             f"{report['total_cells']} cells — {report['ok']} ok, {report['errors']} failed, "
+             f"{report['pending']} pending" + (f", {report['corrupt']} corrupt (rerun with "
+                                               "--resume)" if report["corrupt"] else "")]
+    if len(report["versions"]) > 1:
+        lines.append(f"note: cells computed by rftheory versions {', '.join(report['versions'])}")
+    if not report["groups"]:
+        return "\n".join(lines + ["(no finished cells yet)"])
+    keys = list(report["line_keys"])
+    headers = keys + (["p", x["label"].strip("$").replace("\\", "")] if x else []) + ["seeds"]
+    headers += [f"{m} (mean ± std)" for m in report["metrics"]]
+    with_errors = any(g["errors"] for g in report["groups"])
+    if with_errors:
+        headers.append("failed")
+    rows = []
+    for group in report["groups"]:
+        row: list[Any] = [group["line"][k] for k in keys]
+        if x:
+            row += [group["params"].get("p", ""), "" if group["x"] is None else f"{group['x']:.3g}"]
+        row.append(group["seeds"])
+        for metric in report["metrics"]:
+            stats = group["stats"].get(metric)
+            row.append("—" if not stats else f"{_number(stats['mean'])} ± {_number(stats['std'])}")
+        if with_errors:
+            row.append(group["errors"])
+        rows.append(row)
+    lines.append(format_table(headers, rows))
+    for sample in report["error_samples"][:3]:
+        lines.append(f"failed: {sample['params']}: {sample['error']}")
+    return "\n".join(lines)
+
+
+def _figure_base(report: dict, out_dir: Path, plot: str | None) -> Path | None:
+    if plot is not None:
+        return Path(plot)
+    if report.get("x") is None or not report["metrics"]:
+        return None
+    return out_dir / f"{report['metrics'][0]}_vs_{report['x']['name']}"
+
+
+def _check_plot_name(plot: str | None) -> None:
+    if plot is not None and Path(plot).suffix.lower() not in ("", ".png", ".pdf"):
+        raise RFTheoryError(f"--plot: use a .png or .pdf file name (both are written), got {plot}")
+
+
+def _report_outputs(out_dir: Path, args: argparse.Namespace) -> tuple[dict, list[Path]]:
+    from ..sweep import plot_sweep_report, sweep_report
+
+    report = sweep_report(out_dir, metrics=args.metric or None)
+    written: list[Path] = []
+    base = None if args.no_figures else _figure_base(report, out_dir, args.plot)
+    if base is not None and any(g["x"] is not None and g["seeds"] for g in report["groups"]):
+        written = plot_sweep_report(report, base)
+    return report, written
+
+
+def _handle_run(args: argparse.Namespace) -> int:
+    from ..sweep import SweepAbortedError, load_spec, plan_sweep, run_sweep
+
+    _check_plot_name(args.plot)
+    spec = load_spec(args.file)  # every check of the file happens before anything runs
+    out_dir = Path(args.out) if args.out else DEFAULT_OUT_ROOT / Path(args.file).stem
+    if args.dry_run:
+        plan = plan_sweep(spec, out_dir, resume=args.resume, retry_errors=args.retry_errors)
+        if args.json:
+            print_json(plan)
+        else:
+            print(f"{plan['total']} cells; {plan['already_done']} already in {plan['store']}; "
+                  f"{plan['planned']} to compute" +
+                  (f" ({plan['corrupt']} corrupt rows to redo)" if plan["corrupt"] else ""))
+        return 0
+    progress = not args.json and not args.no_progress and sys.stderr.isatty()
+    try:
+        run = run_sweep(spec, out_dir, resume=args.resume, retry_errors=args.retry_errors,
+                        workers=args.workers, dask_scheduler=args.dask_scheduler,
+                        dask_local=args.dask_local, progress=progress)
+    except SweepAbortedError as exc:
+        print(f"rftheory sweep: {exc}", file=sys.stderr)
+        return 1
+    report, written = _report_outputs(out_dir, args)
+    if args.json:
+        print_json({"run": run.to_json(), "report": report, "figures": [str(p) for p in written]})
+    else:
+        print(f"computed {run.computed} of {run.total} cells ({run.already_done} already stored"
+              + (f", {run.corrupt_recomputed} corrupt rows redone" if run.corrupt_recomputed else "")
+              + f") on {run.executor} in {run.seconds:.1f} s; store: {run.store}")
+        print(report_table(report))
+        for path in written:
+            print(f"wrote {path}")
+    if report["errors"]:
+        print(f"rftheory sweep: {report['errors']} cells failed (their errors are stored; "
+              "rerun with --resume --retry-errors to try them again)", file=sys.stderr)
+        return 1
+    return 0
+
+
+def _handle_report(args: argparse.Namespace) -> int:
+    _check_plot_name(args.plot)
+    report, written = _report_outputs(Path(args.dir), args)
+    if args.json:
+        report["figures"] = [str(p) for p in written]
+        print_json(report)
+    else:
+        print(report_table(report))
+        for path in written:
+            print(f"wrote {path}")
+    return 0
+
+
+def _figure_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--metric", action="append", metavar="NAME",
+                        help="result key to tabulate and plot (repeatable; default: the cell "
+                             "kind's headline metrics, e.g. rho_abs and train_residual)")
+    figure = parser.add_mutually_exclusive_group()
+    figure.add_argument("--plot", metavar="FILE",
+                        help="figure file (PNG and PDF are both written; default: in the store's "
+                             "directory, named after the metric and axis)")
+    figure.add_argument("--no-figures", action="store_true", help="skip the figure")
+    parser.add_argument("--json", action="store_true", help="machine-readable output on stdout")
+
+
+def register(subparsers: Any) -> None:
+    """Add ``sweep run`` and ``sweep report``."""
+    parser = subparsers.add_parser(
+        "sweep", help="run grids of cells (local processes or dask), resumable; report them",
+        description="Sweeps described in a TOML file: every combination of the [grid] axes is "
+                    "one cell, stored in SQLite as soon as it finishes.")
+    sub = parser.add_subparsers(dest="sweep_command", required=True, metavar="ACTION")
+
+    run = sub.add_parser(
+        "run", help="run a sweep file's cells that are not stored yet",
+        description="Run the cells of a sweep file. Local worker processes by default; "
+                    "--dask-scheduler ADDRESS uses a running dask.distributed cluster and "
+                    "--dask-local N starts a local one (pip install 'rftheory[cluster]').")
+    run.add_argument("file", help="sweep file (TOML): [sweep] cell/seeds, [grid] axes, [fixed]")
+    where = run.add_mutually_exclusive_group()
+    where.add_argument("--workers", type=int, metavar="N",
+                       help="local worker processes (default: the CPUs available)")
+    where.add_argument("--dask-scheduler", metavar="ADDRESS",
+                       help="address of a dask scheduler, e.g. tcp://10.0.0.5:8786")
+    where.add_argument("--dask-local", type=int, metavar="N",
+                       help="start a dask LocalCluster with N worker processes")
+    run.add_argument("--out", metavar="DIR",
+                     help=f"directory of the store (default: {DEFAULT_OUT_ROOT}/<file stem>)")
+    run.add_argument("--resume", action="store_true",
+                     help="continue a store: skip stored cells, compute the rest (a sweep file "
+                          "may grow its grid, not change it)")
+    run.add_argument("--retry-errors", action="store_true",
+                     help="with --resume, rerun cells whose stored outcome is an error")
+    run.add_argument("--dry-run", action="store_true",
+                     help="check the file and count the cells to compute; run nothing")
+    run.add_argument("--no-progress", action="store_true", help="no progress bar")
+    _figure_options(run)
+    run.set_defaults(handler=_handle_run)
+
+    report = sub.add_parser(
+        "report", help="summary table and figure of a sweep store (any time, even mid-run)",
+        description="Aggregate a store over seeds: mean ± std of the headline metrics per "
+                    "parameter group against p/(dn) (or p/n), and a figure (PNG + PDF).")
+    report.add_argument("dir", help="the sweep's directory (holding sweep.sqlite)")
+    _figure_options(report)
+    report.set_defaults(handler=_handle_report)
