@@ -12,6 +12,11 @@ V_ij ~ N(0, 1/d), is never stored whole by default: it is generated in blocks of
 
 V is drawn in float64 on the host and cast to the data's dtype and device, so numpy, CuPy and
 float32 runs all see the same V (up to the cast).
+
+Seed streams: V's blocks use ``default_rng([seed, b])``; every other random object of the package
+(data, labels, initial candidates, bootstrap, ...) uses ``default_rng([seed, tag])`` with a fixed
+``tag >= 2**40``, so one user seed drives them all independently. (``default_rng(seed)`` equals
+block 0's stream — never use it for anything that must be independent of V.)
 """
 
 from __future__ import annotations

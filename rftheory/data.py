@@ -1,0 +1,298 @@
+"""Training data for reconstruction experiments: synthetic sphere data and real images.
+
+Every data set is returned on the paper's data model, rows on the sphere of radius √d, as a
+float64 numpy array (move it to another namespace with ``xp.asarray``). Nothing is ever
+downloaded: the digits images ship inside scikit-learn, and CIFAR-10 is read only from files the
+user already has.
+
+Seeds. Each random object here is a function of an explicit ``seed``. Data draws use the numpy
+stream ``default_rng([seed, stream])`` with a fixed ``stream`` tag per purpose (≥ 2**40), so they
+never coincide with the streams ``default_rng([seed, b])`` of the blocks b of V in
+:mod:`rftheory.features`: one user seed can drive the features, the data and the labels
+independently.
+"""
+
+from __future__ import annotations
+
+import math
+import pickle
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from .errors import RFTheoryError
+
+__all__ = [
+    "DataNotFoundError",
+    "Dataset",
+    "sphere_data",
+    "gaussian_labels",
+    "sign_labels",
+    "normalise_rows",
+    "digits_data",
+    "cifar10_data",
+    "load_dataset",
+    "DATASET_SPECS",
+]
+
+#: Forms of ``spec`` accepted by :func:`load_dataset`.
+DATASET_SPECS = ("sphere", "digits", "cifar10:DIR")
+
+_STREAM_SPHERE = 2**40 + 1
+_STREAM_GAUSSIAN_LABELS = 2**40 + 2
+_STREAM_SIGN_LABELS = 2**40 + 3
+_STREAM_SUBSET = 2**40 + 4
+
+_CIFAR_D = 3 * 32 * 32
+_CIFAR_TRAIN = tuple(f"data_batch_{i}" for i in range(1, 6))
+_CIFAR_TEST = ("test_batch",)
+
+
+class DataNotFoundError(RFTheoryError):
+    """A data set was requested from local files that are missing or unreadable."""
+
+
+@dataclass(frozen=True, eq=False)
+class Dataset:
+    """Training inputs on the √d-sphere, with what is needed to show them as images.
+
+    Attributes
+    ----------
+    X : numpy.ndarray, shape (n, d), float64
+        Rows with ‖x_i‖ = √d.
+    name : str
+        ``"sphere"``, ``"digits"`` or ``"cifar10"``.
+    image_shape : tuple of int or None
+        Shape of one image in storage order — (8, 8) for digits, (3, 32, 32) (channels first)
+        for CIFAR-10 — or None for synthetic data.
+    indices : numpy.ndarray of int or None
+        Rows of the source data set that were selected (None for synthetic data).
+    classes : numpy.ndarray of int or None
+        Class labels of the selected images (not the regression labels; None for synthetic data).
+    """
+
+    X: np.ndarray
+    name: str
+    image_shape: tuple[int, ...] | None = None
+    indices: np.ndarray | None = None
+    classes: np.ndarray | None = None
+
+    @property
+    def n(self) -> int:
+        return int(self.X.shape[0])
+
+    @property
+    def d(self) -> int:
+        return int(self.X.shape[1])
+
+    @property
+    def is_image(self) -> bool:
+        return self.image_shape is not None
+
+    def to_images(self, X: Any) -> np.ndarray:
+        """Rows of X (any array on the host) as displayable images in [0, 1].
+
+        Each image is min–max scaled on its own, which inverts the per-row centring and scaling
+        of :func:`normalise_rows` up to an affine map. Returns (n, H, W) for grey images and
+        (n, H, W, 3) for colour ones.
+        """
+        if self.image_shape is None:
+            raise RFTheoryError(f"data set {self.name!r} has no image shape")
+        X = np.asarray(X, dtype=np.float64)
+        imgs = X.reshape((X.shape[0],) + self.image_shape)
+        if len(self.image_shape) == 3:  # channels first -> channels last
+            imgs = np.moveaxis(imgs, 1, -1)
+        axes = tuple(range(1, imgs.ndim))
+        lo = imgs.min(axis=axes, keepdims=True)
+        span = imgs.max(axis=axes, keepdims=True) - lo
+        return (imgs - lo) / np.where(span > 0, span, 1.0)
+
+
+def _check_count(name: str, value: Any, minimum: int = 1) -> int:
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < minimum:
+        raise RFTheoryError(f"{name} must be an integer >= {minimum}, got {value!r}")
+    return int(value)
+
+
+def _rng(seed: Any, stream: int) -> np.random.Generator:
+    seed = _check_count("seed", seed, 0)
+    return np.random.default_rng([seed, stream])
+
+
+def normalise_rows(A: np.ndarray, *, centre: bool = True) -> np.ndarray:
+    """Centre each row (optionally) and rescale it to norm √d, in float64.
+
+    Raises
+    ------
+    RFTheoryError
+        If a row is constant (zero after centring): it has no direction on the sphere.
+    """
+    A = np.asarray(A, dtype=np.float64)
+    if centre:
+        A = A - A.mean(axis=1, keepdims=True)
+    norms = np.linalg.norm(A, axis=1, keepdims=True)
+    # A row this close to 0 relative to its scale has no meaningful direction.
+    if np.any(norms <= 1e-12 * math.sqrt(A.shape[1])):
+        raise RFTheoryError("a data row is constant (zero after centring); it cannot be "
+                            "normalised to the sphere")
+    return A * (math.sqrt(A.shape[1]) / norms)
+
+
+def sphere_data(n: int, d: int, seed: int = 0) -> np.ndarray:
+    """n points uniform on the sphere of radius √d in R^d (Gaussian rows, normalised).
+
+    Returns
+    -------
+    numpy.ndarray, shape (n, d), float64
+    """
+    n, d = _check_count("n", n), _check_count("d", d)
+    return normalise_rows(_rng(seed, _STREAM_SPHERE).standard_normal((n, d)), centre=False)
+
+
+def gaussian_labels(n: int, seed: int = 0) -> np.ndarray:
+    """n i.i.d. N(0, 1) labels, shape (n,), float64."""
+    return _rng(seed, _STREAM_GAUSSIAN_LABELS).standard_normal(_check_count("n", n))
+
+
+def sign_labels(n: int, seed: int = 0) -> np.ndarray:
+    """n i.i.d. uniform ±1 labels, shape (n,), float64."""
+    n = _check_count("n", n)
+    return _rng(seed, _STREAM_SIGN_LABELS).choice(np.array([-1.0, 1.0]), size=n)
+
+
+def _subset(total: int, n: int, seed: int, what: str) -> np.ndarray:
+    if n > total:
+        raise RFTheoryError(f"n = {n} exceeds the {total} images available in {what}")
+    return np.sort(_rng(seed, _STREAM_SUBSET).choice(total, size=n, replace=False))
+
+
+def digits_data(n: int, seed: int = 0) -> Dataset:
+    """A seeded subset of n of scikit-learn's 1797 8×8 handwritten digits (d = 64).
+
+    Each image is centred (its mean pixel subtracted) and scaled to norm √64 = 8. The images ship
+    inside scikit-learn (:func:`sklearn.datasets.load_digits`); nothing is downloaded.
+    """
+    from sklearn.datasets import load_digits
+
+    n = _check_count("n", n)
+    digits = load_digits()
+    idx = _subset(digits.data.shape[0], n, seed, "scikit-learn's digits")
+    return Dataset(normalise_rows(digits.data[idx]), "digits", (8, 8), idx,
+                   np.asarray(digits.target[idx], dtype=np.int64))
+
+
+def _cifar_batch_dir(directory: Path) -> Path:
+    """The folder holding the batches: ``directory`` or its ``cifar-10-batches-py`` subfolder."""
+    for candidate in (directory, directory / "cifar-10-batches-py"):
+        if any((candidate / name).is_file() for name in _CIFAR_TRAIN + _CIFAR_TEST):
+            return candidate
+    raise DataNotFoundError(
+        f"no CIFAR-10 python batches (data_batch_1..5, test_batch) in {directory}; pass the "
+        "folder of your own extracted cifar-10-python archive (nothing is downloaded)")
+
+
+def _read_cifar_batch(path: Path) -> tuple[np.ndarray, np.ndarray]:
+    try:
+        with open(path, "rb") as f:
+            # The official CIFAR-10 python format is a pickle; only the user's own local files
+            # are read here.
+            batch = pickle.load(f, encoding="bytes")
+    except (OSError, pickle.UnpicklingError, EOFError, AttributeError, ValueError) as exc:
+        raise DataNotFoundError(f"cannot read CIFAR-10 batch {path}: {exc}") from None
+    if not isinstance(batch, dict) or b"data" not in batch:
+        raise DataNotFoundError(f"{path} is not a CIFAR-10 python batch (no b'data' entry)")
+    data = np.asarray(batch[b"data"])
+    if data.ndim != 2 or data.shape[1] != _CIFAR_D:
+        raise DataNotFoundError(f"{path}: expected data of shape (N, {_CIFAR_D}), got {data.shape}")
+    labels = np.asarray(batch.get(b"labels", np.full(data.shape[0], -1)), dtype=np.int64)
+    return data, labels
+
+
+def cifar10_data(directory: str | Path, n: int, seed: int = 0, *, split: str = "train") -> Dataset:
+    """A seeded subset of n CIFAR-10 images read from the user's local python batches (d = 3072).
+
+    Parameters
+    ----------
+    directory : str or Path
+        Folder containing ``data_batch_1`` … ``data_batch_5`` and/or ``test_batch`` (the
+        extracted ``cifar-10-python.tar.gz``), or its parent holding ``cifar-10-batches-py``.
+        Only these local files are read; nothing is downloaded.
+    n : int
+        Number of images.
+    seed : int
+        Seed of the subset.
+    split : {"train", "test"}
+        ``"train"`` draws from the training batches present in the folder (all five normally),
+        ``"test"`` from ``test_batch``.
+
+    Returns
+    -------
+    Dataset
+        Images centred and scaled to norm √3072, ``image_shape`` (3, 32, 32) (channels first,
+        the storage order of the batches).
+
+    Raises
+    ------
+    DataNotFoundError
+        If the folder or the batches are missing or not in the CIFAR-10 python format.
+
+    Notes
+    -----
+    The batches are pickles (the official distribution format), loaded with
+    ``pickle.load(f, encoding="bytes")``. Unpickling can run code, so point this only at your
+    own copy of the data set.
+    """
+    n = _check_count("n", n)
+    names = {"train": _CIFAR_TRAIN, "test": _CIFAR_TEST}.get(split)
+    if names is None:
+        raise RFTheoryError(f"CIFAR-10 split must be 'train' or 'test', got {split!r}")
+    directory = Path(directory).expanduser()
+    if not directory.is_dir():
+        raise DataNotFoundError(f"CIFAR-10 folder {directory} does not exist")
+    folder = _cifar_batch_dir(directory)
+    files = [folder / name for name in names if (folder / name).is_file()]
+    if not files:
+        raise DataNotFoundError(f"no CIFAR-10 {split} batches ({', '.join(names)}) in {folder}")
+    data, labels = zip(*(_read_cifar_batch(f) for f in files))
+    data, labels = np.concatenate(data), np.concatenate(labels)
+    idx = _subset(data.shape[0], n, seed, f"the CIFAR-10 {split} batches in {folder}")
+    return Dataset(normalise_rows(data[idx]), "cifar10", (3, 32, 32), idx, labels[idx])
+
+
+def load_dataset(spec: str, n: int, d: int | None = None, seed: int = 0) -> Dataset:
+    """Load a data set named by ``spec``: ``"sphere"``, ``"digits"`` or ``"cifar10:DIR"``.
+
+    Parameters
+    ----------
+    spec : str
+        ``"sphere"`` (uniform on the √d-sphere; needs ``d``), ``"digits"`` (scikit-learn's 8×8
+        digits, d = 64) or ``"cifar10:DIR"`` (CIFAR-10 training batches in the local folder DIR,
+        d = 3072).
+    n : int
+        Number of training points.
+    d : int, optional
+        Input dimension. Required for ``sphere``; for image data it is fixed by the images and,
+        if given, must agree.
+    seed : int
+        Seed of the points (sphere) or of the subset (images).
+    """
+    if not isinstance(spec, str):
+        raise RFTheoryError(f"data set must be a string, got {spec!r}")
+    name, sep, arg = spec.partition(":")
+    name = name.strip().lower()
+    if d is not None:
+        d = _check_count("d", d)
+    if name == "sphere" and not sep:
+        if d is None:
+            raise RFTheoryError("sphere data needs the dimension d")
+        return Dataset(sphere_data(n, d, seed), "sphere")
+    fixed_d = {"digits": 64, "cifar10": _CIFAR_D}.get(name)
+    if fixed_d is None or (name == "digits" and sep) or (name == "cifar10" and not arg.strip()):
+        raise RFTheoryError(f"unknown data set {spec!r}; use one of: {', '.join(DATASET_SPECS)}")
+    if d is not None and d != fixed_d:
+        raise RFTheoryError(f"{name} images have d = {fixed_d}, but d = {d} was requested")
+    if name == "digits":
+        return digits_data(n, seed)
+    return cifar10_data(arg.strip(), n, seed)

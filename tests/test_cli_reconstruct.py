@@ -1,0 +1,125 @@
+import json
+import sys
+import types
+
+import numpy as np
+import pytest
+
+from rftheory.cli import main
+from rftheory.commands.reconstruct import run_reconstruction
+from rftheory.data import load_dataset
+
+
+def run_json(capsys, argv):
+    assert main(["reconstruct", *argv, "--json"]) == 0
+    return json.loads(capsys.readouterr().out)
+
+
+def test_end_to_end_with_the_real_optimiser(capsys):
+    pytest.importorskip("rftheory.reconstruct")
+    out = run_json(capsys, ["--d", "5", "--n", "3", "--p-mult", "4", "--max-steps", "2000"])
+    assert out["p"] == 60 and out["p_over_dn"] == 4 and out["n_hat"] == 3
+    # p = 20n ≫ n: labels are interpolated (Gram solve in float64, condition ≲ 1e3).
+    assert out["train_residual"] < 1e-10
+    assert out["steps"] == len(out["history"]) and 0.0 <= out["loss"] <= 1.0
+    assert out["rho"]["abs"] <= out["rho"]["sign_invariant"] <= out["rho"]["signed"]
+    assert np.mean(out["per_sample_rho"]) == pytest.approx(out["rho"]["abs"], rel=1e-12)
+    # p = 4dn is past the reconstruction threshold for relu+tanh: the (tiny) training set is
+    # recovered. A loss ≤ 1e-10 forces candidates within ~1e-3 of the training points here.
+    assert out["converged"]
+    assert out["rho"]["abs"] < 1e-3
+
+
+def fake_optimiser(transform):
+    """A stand-in for rftheory.reconstruct that returns transform(X) of the CLI's training data.
+
+    It regenerates X from the documented seeding (load_dataset(data, n, d, seed)) — so the test
+    checks that the CLI scores the reconstruction against exactly that data.
+    """
+    calls = {}
+
+    def reconstruct(features, theta, n_hat, *, seed=0, callback=None, **options):
+        calls.update(d=features.d, p=features.p, n_hat=n_hat, seed=seed, options=options)
+        X = load_dataset(calls["spec"], calls["n"], features.d, seed).X
+        X_hat = transform(X)
+        history = (0.5, 0.1, 1e-3)
+        if callback is not None:
+            for step, loss in enumerate(history, 1):
+                callback(step, loss, X_hat)
+        return types.SimpleNamespace(X_hat=X_hat, loss=history[-1], history=history,
+                                     steps=len(history), converged=False, stop_reason="budget")
+
+    module = types.ModuleType("rftheory.reconstruct")
+    module.reconstruct = reconstruct
+    return module, calls
+
+
+def test_scores_against_the_training_data_with_a_fake(monkeypatch, capsys):
+    perm = np.array([2, 0, 3, 1])
+    module, calls = fake_optimiser(lambda X: -X[perm])
+    calls.update(spec="sphere", n=4)
+    monkeypatch.setitem(sys.modules, "rftheory.reconstruct", module)
+    out = run_json(capsys, ["--d", "6", "--n", "4", "--p", "50", "--seed", "3",
+                            "--max-steps", "7"])
+    assert calls["options"]["max_steps"] == 7 and calls["seed"] == 3 and calls["n_hat"] == 4
+    # −X permuted: the official and sign-invariant ρ forgive it, the signed one does not.
+    assert out["rho"]["abs"] == pytest.approx(0.0, abs=1e-12)
+    assert out["rho"]["sign_invariant"] == pytest.approx(0.0, abs=1e-12)
+    assert out["rho"]["signed"] > 0.5
+    assert out["sign_flips"] == 4 and out["flipped"] == [True] * 4
+    assert out["assignment"] == np.argsort(perm).tolist()
+    assert out["stop_reason"] == "budget" and out["history"] == [0.5, 0.1, 1e-3]
+
+
+def test_progress_callback_and_plots(monkeypatch, tmp_path, capsys):
+    module, calls = fake_optimiser(lambda X: X[::-1])
+    calls.update(spec="digits", n=3)
+    monkeypatch.setitem(sys.modules, "rftheory.reconstruct", module)
+    report = run_reconstruction(activation="tanh", n=3, d=None, p=None, p_mult=2.0,
+                                data="digits", progress=True)
+    assert report.p == 2 * 64 * 3 and report.matchings["signed"].rho == pytest.approx(0, abs=1e-12)
+    assert "reconstruct" in capsys.readouterr().err  # the tqdm bar went to stderr
+    assert main(["reconstruct", "--data", "digits", "--n", "3", "--p", "400",
+                 "--plot", str(tmp_path / "img.png")]) == 0
+    assert (tmp_path / "img.png").stat().st_size > 0 and (tmp_path / "img.pdf").stat().st_size > 0
+    table = capsys.readouterr().out
+    assert "ρ official" in table and f"wrote {tmp_path / 'img.pdf'}" in table
+    calls.update(spec="sphere")
+    assert main(["reconstruct", "--d", "4", "--n", "3", "--p", "40", "--json",
+                 "--plot", str(tmp_path / "curve")]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["figures"] == [str(tmp_path / "curve.png"), str(tmp_path / "curve.pdf")]
+    assert (tmp_path / "curve.pdf").stat().st_size > 0
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--d", "4", "--n", "0", "--p", "40"], "--n must be >= 1"),
+    (["--d", "4", "--n", "3", "--p", "3"], "must exceed n_hat"),
+    (["--d", "4", "--n", "3", "--p", "10", "--n-hat", "12"], "must exceed n_hat"),
+    (["--d", "4", "--n", "3", "--p-mult", "-1"], "--p-mult must be a positive"),
+    (["--n", "3", "--p", "40"], "needs the dimension"),
+    (["--data", "digits", "--d", "10", "--n", "3", "--p", "40"], "d = 64"),
+    (["--data", "mnist", "--d", "4", "--n", "3", "--p", "40"], "unknown data set"),
+    (["--data", "cifar10:/no/such/dir", "--n", "3", "--p", "40"], "does not exist"),
+    (["--d", "4", "--n", "3", "--p", "40", "--plot", "fig.txt"], ".png or .pdf"),
+    (["--d", "4", "--n", "3", "--p", "40", "--activation", "__import__('os')"], ""),
+    (["--d", "4", "--n", "3", "--p", "40", "--seed", "-2"], "--seed must be >= 0"),
+])
+def test_bad_input_exits_2_with_one_line(capsys, argv, message):
+    assert main(["reconstruct", *argv]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith("rftheory reconstruct: error:")
+    assert message in err
+
+
+def test_gpu_request_without_cuda_exits_2(capsys):
+    try:
+        import cupy
+
+        if cupy.cuda.runtime.getDeviceCount() > 0:
+            pytest.skip("a CUDA device is present")
+    except Exception:  # noqa: BLE001 - no CuPy or no driver: the case under test
+        pass
+    assert main(["reconstruct", "--d", "4", "--n", "3", "--p", "40", "--device", "gpu"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "gpu" in err

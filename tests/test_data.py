@@ -1,0 +1,115 @@
+import pickle
+
+import numpy as np
+import pytest
+
+from rftheory.data import (DataNotFoundError, cifar10_data, digits_data, gaussian_labels,
+                           load_dataset, sign_labels, sphere_data)
+from rftheory.errors import RFTheoryError
+from rftheory.features import RandomFeatures
+
+# Norms are rescaled to √d by one division: float64 rounding leaves ~1e-15 relative error.
+NORM_RTOL = 1e-12
+
+
+def test_sphere_data_norms_seeds_and_isotropy():
+    X = sphere_data(2000, 10, seed=3)
+    np.testing.assert_allclose(np.linalg.norm(X, axis=1), np.sqrt(10), rtol=NORM_RTOL)
+    np.testing.assert_array_equal(X, sphere_data(2000, 10, seed=3))
+    assert not np.array_equal(X, sphere_data(2000, 10, seed=4))
+    # Uniform on the √d-sphere: E[x xᵀ] = I. With 2000 points each entry of the empirical second
+    # moment has standard deviation ≈ √(2/2000) ≈ 0.03; 0.15 is 5 sigma.
+    np.testing.assert_allclose(X.T @ X / 2000, np.eye(10), atol=0.15)
+
+
+def test_data_streams_are_independent_of_v():
+    # The same user seed must not reproduce the rows of V (block 0 uses default_rng([seed, 0])).
+    rf = RandomFeatures("relu", d=5, p=3, seed=0)
+    V = rf.weights()
+    X = sphere_data(3, 5, seed=0)
+    cos = np.abs(np.sum(V * X, axis=1)) / (np.linalg.norm(V, axis=1) * np.sqrt(5))
+    assert np.all(cos < 0.999)
+
+
+def test_labels():
+    y = gaussian_labels(5000, seed=1)
+    # mean ~ N(0, 1/5000): |mean| < 0.06 is > 4 sigma; variance within 0.1 (~7 sigma of 0.02).
+    assert abs(y.mean()) < 0.06 and abs(y.var() - 1) < 0.1
+    s = sign_labels(100, seed=1)
+    assert set(np.unique(s)) == {-1.0, 1.0}
+    np.testing.assert_array_equal(s, sign_labels(100, seed=1))
+
+
+def test_digits_shape_norms_and_centring():
+    ds = digits_data(30, seed=2)
+    assert ds.X.shape == (30, 64) and ds.image_shape == (8, 8) and ds.name == "digits"
+    np.testing.assert_allclose(np.linalg.norm(ds.X, axis=1), 8.0, rtol=NORM_RTOL)
+    np.testing.assert_allclose(ds.X.mean(axis=1), 0.0, atol=1e-12)
+    assert len(np.unique(ds.indices)) == 30
+    np.testing.assert_array_equal(ds.indices, digits_data(30, seed=2).indices)
+    imgs = ds.to_images(ds.X)
+    assert imgs.shape == (30, 8, 8) and imgs.min() == 0.0 and imgs.max() == 1.0
+    with pytest.raises(RFTheoryError, match="exceeds"):
+        digits_data(5000)
+
+
+def write_fake_cifar(folder, n_per_batch=6, batches=(1, 2)):
+    rng = np.random.default_rng(0)
+    for b in batches:
+        data = rng.integers(0, 256, size=(n_per_batch, 3072), dtype=np.uint8)
+        with open(folder / f"data_batch_{b}", "wb") as f:
+            pickle.dump({b"data": data, b"labels": list(range(n_per_batch))}, f)
+
+
+def test_cifar_loader_reads_local_batches(tmp_path):
+    write_fake_cifar(tmp_path)
+    ds = cifar10_data(tmp_path, 8, seed=1)
+    assert ds.X.shape == (8, 3072) and ds.image_shape == (3, 32, 32)
+    np.testing.assert_allclose(np.linalg.norm(ds.X, axis=1), np.sqrt(3072), rtol=NORM_RTOL)
+    assert ds.to_images(ds.X).shape == (8, 32, 32, 3)
+    # The rows are the stored images (batches in order), centred and rescaled.
+    raw = []
+    for b in (1, 2):
+        with open(tmp_path / f"data_batch_{b}", "rb") as f:
+            raw.append(pickle.load(f, encoding="bytes")[b"data"].astype(float))
+    rows = np.concatenate(raw)[ds.indices]
+    rows -= rows.mean(axis=1, keepdims=True)
+    expected = rows * (np.sqrt(3072) / np.linalg.norm(rows, axis=1, keepdims=True))
+    np.testing.assert_allclose(ds.X, expected, rtol=1e-12)
+    np.testing.assert_array_equal(ds.classes, ds.indices % 6)  # fake labels 0..5 per batch
+    # The parent folder of cifar-10-batches-py is accepted too.
+    sub = tmp_path / "parent" / "cifar-10-batches-py"
+    sub.mkdir(parents=True)
+    write_fake_cifar(sub)
+    assert load_dataset(f"cifar10:{tmp_path / 'parent'}", 4, seed=0).d == 3072
+
+
+def test_cifar_missing_or_malformed(tmp_path):
+    with pytest.raises(DataNotFoundError, match="does not exist"):
+        cifar10_data(tmp_path / "nope", 3)
+    with pytest.raises(DataNotFoundError, match="no CIFAR-10"):
+        cifar10_data(tmp_path, 3)
+    with open(tmp_path / "data_batch_1", "wb") as f:
+        pickle.dump({b"data": np.zeros((2, 10), dtype=np.uint8)}, f)
+    with pytest.raises(DataNotFoundError, match="expected data of shape"):
+        cifar10_data(tmp_path, 1)
+    (tmp_path / "data_batch_1").write_bytes(b"not a pickle")
+    with pytest.raises(DataNotFoundError, match="cannot read"):
+        cifar10_data(tmp_path, 1)
+
+
+def test_load_dataset_specs():
+    assert load_dataset("sphere", 4, d=7, seed=1).X.shape == (4, 7)
+    assert load_dataset("digits", 4).d == 64
+    assert load_dataset("digits", 4, d=64).d == 64
+    with pytest.raises(RFTheoryError, match="d = 64"):
+        load_dataset("digits", 4, d=10)
+    with pytest.raises(RFTheoryError, match="needs the dimension"):
+        load_dataset("sphere", 4)
+    for bad in ("mnist", "cifar10", "cifar10:", "digits:x", "sphere:3"):
+        with pytest.raises(RFTheoryError, match="unknown data set"):
+            load_dataset(bad, 4, d=3)
+    with pytest.raises(RFTheoryError):
+        load_dataset("sphere", 0, d=3)
+    with pytest.raises(RFTheoryError):
+        load_dataset("sphere", 3, d=3, seed=-1)
