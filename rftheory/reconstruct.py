@@ -1,0 +1,421 @@
+"""Recover the training set of a random-features model from (θ*, V) by minimising the projection loss.
+
+:func:`reconstruct` looks for n̂ points on the √d-sphere whose features span θ*: it minimises
+L(X̂) = ‖P⊥_{Φ̂}θ*‖²/‖θ*‖² (:func:`rftheory.projection.projection_loss`, the one implementation of
+the loss and its gradient) over X̂ ∈ (√d·S^{d−1})^n̂, with no learning rate to tune.
+
+Notes
+-----
+Algorithm (default). Rows are parametrised without constraints, x = √d·u/‖u‖, and the loss is
+minimised by scipy's L-BFGS-B (its line search picks every step; the gradient is chained through
+the normalisation, i.e. projected on the sphere's tangent space and scaled by √d/‖u‖). One
+*round* is:
+
+1. optimise an over-complete pool of ⌈2n̂⌉ candidates (the current n̂ rows plus fresh random ones)
+   until the loss reaches ``tol`` or stalls;
+2. keep n̂ of them by backward elimination on the loss itself: repeatedly drop the candidate whose
+   removal raises ‖P⊥θ‖² least (computed exactly from the pool's Gram matrix G = Φ̂Φ̂ᵀ and Φ̂θ —
+   one pass over V). Candidates with no weight in the projection, and one of each near-duplicate
+   pair, go first; no ground truth is used;
+3. polish the n̂ rows with L-BFGS.
+
+Rounds repeat (max ``max_rounds``) until the n̂ rows reach ``tol``, the step budget is spent or the
+callback stops the run. From the second round on, the fresh candidates are first fitted (same
+L-BFGS, other rows fixed) to the residual r = θ − Φ̂ᵀa of the current rows, normalised by ‖r‖:
+a training point of small weight that the first round missed contributes little to L but
+dominates r (measured: d=20, n=10, seed 4 stalls at L ≈ 1.6e-8 with 9 of 10 points found for 10
+rounds without this step, and converges in round 2 with it). Why this is the default: fixed-step (momentum) gradient descent needs a
+problem-dependent step; plain L-BFGS on n̂ rows converges fast but to non-zero local minima in most
+seeds, whose signature is rows that carry almost no weight; an over-complete pool escapes those
+minima (the extra rows are free directions), and the exact leave-one-out selection turns the pool
+back into n̂ rows without ground truth.
+
+Measured with ``python benchmarks/bench_reconstruct_success.py --cases CASE --seeds 10``
+(synthetic sphere data, Gaussian labels, p = 10dn, default options, success = paper's ρ < 0.01),
+on 2 cores shared with other jobs (load 10–15, so wall times are several times the unloaded ones):
+
+* relu+tanh, d=20, n=10: 10/10; median 930 steps (max 1356); one seed needed round 2.
+* relu, d=20, n=10: 10/10 (sign-invariant ρ equal to ρ); median 350 steps (max 1510).
+* relu, d=100, n=20: 10/10; median 852 steps (max 3716, seed 6: 6 rounds, run before the
+  residual seeding was added), wall median 91 s loaded, 32–54 s once the load fell (≈ 25–60 ms
+  per evaluation of a 40-row pool).
+* relu+tanh, d=100, n=20: seeds 0–6 7/7 (seeds 0, 1, 6 in round 2: 2392, 3410, 2737 steps; the
+  others 449–1989 steps, 61–119 s loaded); seeds 7–9 were not run in the time available.
+  This is the slowest case: its first pool phase can stall at L ~ 1e-6 and need a second round.
+
+Without the pool, plain L-BFGS on n̂ rows recovered 1 of 5 seeds at d=20, n=10 (project notes,
+reconstruction-landscape.md); without the residual seeding, d=20 relu+tanh was 9/10 here.
+
+Accuracy: the run stops at loss ≤ ``tol`` (default 1e-10); at that loss the recovered rows are
+typically 1e-5–1e-3 (ρ) from the training points. The loss is ‖θ − Φ̂ᵀa‖²/‖θ‖² accumulated directly
+in float64 (not as 1 − θᵀPθ), so it keeps its relative accuracy at the small values tol asks for.
+
+Namespaces: θ (and X_init) may be numpy, CuPy or any array-API array; the loss, its gradient and
+every pass over V run in θ's namespace and device. The optimiser itself (scipy) works on host
+float64 vectors of n̂·d (or 2n̂·d) numbers: each evaluation copies X̂ to the device and the gradient
+back (small: n̂·d numbers against the n̂·p·d work of the pass over V).
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass
+from typing import Any, Callable
+
+import numpy as np
+import scipy.optimize
+from array_api_compat import array_namespace, device as array_device, is_numpy_array
+
+from .errors import RFTheoryError, ShapeError
+from .features import FeatureMap, RandomFeatures, check_data
+from .projection import projection_loss
+
+__all__ = ["ReconstructionResult", "reconstruct", "sphere_project", "STOP_REASONS"]
+
+#: Possible values of :attr:`ReconstructionResult.stop_reason`.
+STOP_REASONS = ("tolerance", "stalled", "budget", "callback")
+
+#: Stream tag of the random candidates: ``default_rng([seed, tag])`` never coincides with the
+#: streams of V's blocks (``[seed, b]``, b < 2**40) nor with rftheory.data's tags (2**40 + 1..4).
+_STREAM_CANDIDATES = 2**40 + 100
+
+
+@dataclass(frozen=True)
+class ReconstructionResult:
+    """Outcome of :func:`reconstruct`.
+
+    Attributes
+    ----------
+    X_hat : array, shape (n_hat, d)
+        Reconstructed inputs, rows on the √d-sphere, in θ's array namespace and device.
+    loss : float
+        Projection loss L(X̂) of the returned rows (re-evaluated, not the optimiser's last value).
+    history : tuple of float
+        Loss after each optimiser iteration, all phases and rounds concatenated.
+    steps : int
+        Optimiser iterations in total (all rounds and phases).
+    converged : bool
+        ``loss <= tol``.
+    stop_reason : str
+        ``"tolerance"`` (loss ≤ tol), ``"stalled"`` (no round improved enough / rounds
+        exhausted), ``"budget"`` (``max_steps`` iterations used) or ``"callback"`` (the callback
+        returned True).
+    residual_steps : int
+        Of ``steps``, the iterations spent seeding fresh candidates on the residual (rounds ≥ 2);
+        ``history`` has ``steps − residual_steps`` entries.
+    rounds : int
+        Over-complete rounds run (each: optimise ``n_candidates`` rows, select ``n_hat``, polish).
+    n_candidates : int
+        Size of the over-complete candidate pool of each round.
+    evaluations : int
+        Loss-and-gradient evaluations in total (line searches evaluate more than once per step).
+    coefficients : array, shape (n_hat,) or (n_hat, k)
+        Projection weights a = G⁺Φ̂θ of the returned rows.
+    wall_time : float
+        Seconds spent in :func:`reconstruct`.
+    """
+
+    X_hat: Any
+    loss: float
+    history: tuple[float, ...]
+    steps: int
+    converged: bool
+    stop_reason: str
+    rounds: int = 0
+    residual_steps: int = 0
+    n_candidates: int = 0
+    evaluations: int = 0
+    coefficients: Any = None
+    wall_time: float = 0.0
+
+
+def sphere_project(X: Any, d: int | None = None) -> Any:
+    """Scale every row of X onto the sphere of radius √d (``d`` defaults to X's columns).
+
+    Rows of norm 0 cannot be projected and raise :class:`~rftheory.errors.ShapeError`.
+    """
+    xp = array_namespace(X)
+    d = X.shape[1] if d is None else d
+    norms = xp.linalg.vector_norm(X, axis=1, keepdims=True)
+    if not bool(xp.all(norms > 0)):
+        raise ShapeError("cannot project a zero row onto the sphere")
+    return X * (math.sqrt(d) / norms)
+
+
+def _random_sphere_host(n: int, d: int, rng: np.random.Generator) -> np.ndarray:
+    """n uniform points on the √d-sphere (float64, host)."""
+    # Private on purpose: rftheory.data owns the public data generators.
+    U = rng.standard_normal((n, d))
+    return U * (math.sqrt(d) / np.linalg.norm(U, axis=1, keepdims=True))
+
+
+def _to_host(a: Any) -> np.ndarray:
+    """float64 numpy copy of an array of any namespace (CuPy → host via its own transfer)."""
+    if is_numpy_array(a):
+        return np.asarray(a, dtype=np.float64)
+    get = getattr(a, "get", None)  # CuPy
+    if callable(get):
+        return np.asarray(get(), dtype=np.float64)
+    return np.asarray(np.from_dlpack(a), dtype=np.float64)
+
+
+class _Stop(Exception):
+    """Raised inside the objective to end an L-BFGS run early (tolerance, stall, budget, callback)."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+class _Tracker:
+    """Objective on the unconstrained parametrisation x = √d·u/‖u‖, with the run's bookkeeping.
+
+    One instance lives for the whole reconstruction: it counts iterations and evaluations across
+    rounds, records the loss history, enforces the step budget and calls the user's callback.
+    """
+
+    def __init__(self, features, theta, xp, dev, tol, max_steps, callback, callback_every,
+                 stall_window, stall_factor):
+        self.features, self.theta, self.xp, self.dev = features, theta, xp, dev
+        self.d = features.d
+        self.tol, self.max_steps = tol, max_steps
+        self.callback, self.callback_every = callback, callback_every
+        self.stall_window, self.stall_factor = stall_window, stall_factor
+        self.steps = 0
+        self.residual_steps = 0
+        self.evaluations = 0
+        self.history: list[float] = []
+        self._last: tuple[float, np.ndarray] | None = None
+
+    def _rows(self, u: np.ndarray, m: int) -> np.ndarray:
+        U = u.reshape(m, self.d)
+        return U * (math.sqrt(self.d) / np.linalg.norm(U, axis=1, keepdims=True))
+
+    def loss_and_grad(self, u: np.ndarray, m: int, target: Any) -> tuple[float, np.ndarray]:
+        U = u.reshape(m, self.d)
+        norms = np.linalg.norm(U, axis=1, keepdims=True)
+        X = U * (math.sqrt(self.d) / norms)
+        res = projection_loss(self.features, self.xp.asarray(X, device=self.dev), target)
+        self.evaluations += 1
+        g = _to_host(res.gradient)
+        # Chain rule through x = √d u/‖u‖: project g on the tangent space, scale by √d/‖u‖.
+        unit = U / norms
+        g_u = (g - np.sum(g * unit, axis=1, keepdims=True) * unit) * (math.sqrt(self.d) / norms)
+        self._last = (res.loss, X)
+        return res.loss, g_u.ravel()
+
+    def minimise(self, X0: np.ndarray, memory: int,
+                 residual: Any = None) -> tuple[np.ndarray, float, str | None]:
+        """L-BFGS from X0 until tol, stall, budget or callback; returns (X, loss, stop or None).
+
+        ``stop`` is None when the run merely stalled (the caller decides what comes next).
+        With ``residual`` the rows are fitted to that vector instead of θ (a seeding phase): its
+        iterations count as steps (and against the budget) but are not part of ``history``, do
+        not call the callback and never report "tolerance".
+        """
+        m = X0.shape[0]
+        target = self.theta if residual is None else residual
+        local: list[float] = []
+        loss0, _ = self.loss_and_grad(X0.ravel(), m, target)
+        if residual is None and loss0 <= self.tol:  # already there (e.g. X_init at the answer)
+            return X0, loss0, "tolerance"
+        best = {"loss": loss0, "X": X0}
+
+        def on_iteration(intermediate_result):
+            loss, X = self._last
+            self.steps += 1
+            local.append(loss)
+            if loss < best["loss"]:
+                best["loss"], best["X"] = loss, X
+            if residual is None:
+                self.history.append(loss)
+                if self.callback is not None and self.steps % self.callback_every == 0:
+                    if self.callback(self.steps, loss, self.xp.asarray(X, device=self.dev)):
+                        raise _Stop("callback")
+                if loss <= self.tol:
+                    raise _Stop("tolerance")
+            else:
+                self.residual_steps += 1
+            if self.steps >= self.max_steps:
+                raise _Stop("budget")
+            if len(local) > self.stall_window:
+                before = min(local[:len(local) - self.stall_window])
+                if best["loss"] > self.stall_factor * before:
+                    raise _Stop("stalled")
+
+        stop = None
+        try:
+            scipy.optimize.minimize(
+                self.loss_and_grad, X0.ravel(), args=(m, target), jac=True, method="L-BFGS-B",
+                callback=on_iteration,
+                # ftol/gtol 0: scipy's absolute tests (|Δf| ≤ ftol·max(|f|, 1)) would stop at
+                # losses ~1e-9; stopping is decided in on_iteration instead.
+                options={"maxcor": memory, "ftol": 0.0, "gtol": 0.0,
+                         "maxiter": 10**9, "maxfun": 10**9},
+            )
+        except _Stop as exc:
+            stop = exc.reason
+        if stop == "stalled":
+            stop = None
+        return best["X"], best["loss"], stop
+
+
+def _select_rows(features: RandomFeatures, X: np.ndarray, theta: Any, xp: Any, dev: Any,
+                 keep: int) -> np.ndarray:
+    """Indices of ``keep`` rows of X chosen by backward elimination on the projection loss.
+
+    Repeatedly drops the row whose removal raises ‖P⊥θ‖² least. Everything follows from the
+    Gram matrix G = Φ̂Φ̂ᵀ and c = Φ̂θ of the pool (one pass over V): the residual of a subset S
+    is ‖θ‖² − c_Sᵀ G_S⁺ c_S. Near-duplicate rows make each other redundant, so one of each pair
+    goes first; rows that carry no weight in the projection go next.
+    """
+    G, c = features.gram_and_matvec(xp.asarray(X, device=dev), theta)
+    G, c = _to_host(G), _to_host(c)
+    active = list(range(X.shape[0]))
+    while len(active) > keep:
+        best_j, best_val = None, -math.inf
+        for j in active:
+            S = [i for i in active if i != j]
+            GS = G[np.ix_(S, S)]
+            cS = c[S]
+            sol = np.linalg.lstsq(GS, cS, rcond=None)[0]
+            explained = float(np.sum(cS * sol))  # θᵀP_Sθ (summed over outputs): larger = smaller residual
+            if explained > best_val:
+                best_j, best_val = j, explained
+        active.remove(best_j)
+    return np.asarray(active)
+
+
+def reconstruct(features: RandomFeatures, theta: Any, n_hat: int, *, seed: int = 0,
+                X_init: Any = None, tol: float = 1e-10, max_steps: int = 20000,
+                callback: Callable[[int, float, Any], Any] | None = None,
+                oversample: float = 2.0, max_rounds: int = 10, memory: int = 20,
+                stall_window: int = 200, stall_factor: float = 0.9,
+                callback_every: int = 10) -> ReconstructionResult:
+    """Recover n̂ inputs whose features span θ*: minimise L(X̂) = ‖P⊥_{Φ̂}θ‖²/‖θ‖² on the sphere.
+
+    Parameters
+    ----------
+    features : FeatureMap
+        The model's feature map: a :class:`RandomFeatures` (its V) or a
+        :class:`~rftheory.features.DenseFeatures` (e.g. a trained network's first layer).
+    theta : array, shape (p,) or (p, k)
+        Trained weights θ* (numpy, CuPy, ...); k outputs share one feature block (the loss is
+        Σ_c‖P⊥θ_c‖²/Σ_c‖θ_c‖²). The result lives in the same namespace/device.
+    n_hat : int
+        Number of rows to return (n̂). n̂ = n targets the training set; n̂ > n returns a superset
+        (extra rows free), n̂ < n the best n̂-row fit found.
+    seed : int
+        Seed of the random initial candidates.
+    X_init : array, shape (n_hat, d), optional
+        Starting rows (projected onto the sphere); random ones are added to form the pool.
+    tol : float
+        Target loss; the run stops as soon as the n̂ returned rows reach it.
+    max_steps : int
+        Budget of optimiser iterations over all rounds.
+    callback : callable, optional
+        ``callback(step, loss, X_hat)`` every ``callback_every`` iterations; X_hat holds the
+        current rows of the running phase, in θ's namespace: the whole pool (``n_candidates``
+        rows) during an over-complete phase, n̂ rows while polishing. Returning True stops the
+        run. Not called while seeding fresh candidates on the residual.
+    oversample : float
+        Pool size factor: each round optimises ⌈oversample·n̂⌉ candidates (capped at p).
+    max_rounds : int
+        Most over-complete rounds.
+    memory : int
+        L-BFGS memory (correction pairs).
+    stall_window, stall_factor : int, float
+        A phase is stalled when its best loss over the last ``stall_window`` iterations did not
+        fall below ``stall_factor`` times the best before them.
+
+    Returns
+    -------
+    ReconstructionResult
+    """
+    t0 = time.perf_counter()
+    if not isinstance(features, FeatureMap):
+        raise RFTheoryError(f"features must be a FeatureMap (RandomFeatures, DenseFeatures), got {type(features).__name__}")
+    try:
+        xp = array_namespace(theta)
+    except TypeError as exc:
+        raise ShapeError(f"theta must be an array: {exc}") from None
+    if theta.ndim not in (1, 2) or theta.shape[0] != features.p:
+        raise ShapeError(f"theta must have shape (p,) or (p, k) with p = {features.p}, got {tuple(theta.shape)}")
+    if not xp.isdtype(theta.dtype, "real floating"):
+        raise ShapeError(f"theta must have a real floating dtype, got {theta.dtype}")
+    if not bool(xp.all(xp.isfinite(theta))):
+        raise ShapeError("theta has non-finite entries (NaN or inf)")
+    if float(xp.linalg.vector_norm(theta)) == 0.0:
+        raise ShapeError("theta is zero: there is nothing to reconstruct")
+    if isinstance(n_hat, bool) or not isinstance(n_hat, (int, np.integer)) or n_hat < 1:
+        raise RFTheoryError(f"n_hat must be a positive integer, got {n_hat!r}")
+    n_hat = int(n_hat)
+    if n_hat > features.p:
+        raise RFTheoryError(f"n_hat = {n_hat} exceeds p = {features.p}: at most p candidates "
+                            "have linearly independent features")
+    for name, value in (("max_steps", max_steps), ("max_rounds", max_rounds), ("memory", memory),
+                        ("stall_window", stall_window), ("callback_every", callback_every)):
+        if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
+            raise RFTheoryError(f"{name} must be a positive integer, got {value!r}")
+    if not (tol >= 0.0 and math.isfinite(tol)):
+        raise RFTheoryError(f"tol must be a finite non-negative number, got {tol!r}")
+    if not (oversample >= 1.0 and math.isfinite(oversample)):
+        raise RFTheoryError(f"oversample must be a finite number ≥ 1, got {oversample!r}")
+    if not (0.0 < stall_factor < 1.0):
+        raise RFTheoryError(f"stall_factor must lie in (0, 1), got {stall_factor!r}")
+    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
+        raise RFTheoryError(f"seed must be a non-negative integer, got {seed!r}")
+    dev = array_device(theta)
+    theta = xp.astype(theta, xp.float64)
+    d = features.d
+    rng = np.random.default_rng([int(seed), _STREAM_CANDIDATES])
+    if X_init is not None:
+        check_data(X_init, d, "X_init")
+        if X_init.shape[0] != n_hat:
+            raise ShapeError(f"X_init has {X_init.shape[0]} rows but n_hat = {n_hat}")
+        current = _to_host(sphere_project(X_init, d))
+    else:
+        current = _random_sphere_host(n_hat, d, rng)
+    pool_size = min(features.p, max(n_hat, math.ceil(oversample * n_hat)))
+
+    tracker = _Tracker(features, theta, xp, dev, tol, max_steps, callback, callback_every,
+                       stall_window, stall_factor)
+    stop = None
+    best_X, best_loss = current, math.inf
+    rounds = 0
+    for rounds in range(1, max_rounds + 1):
+        if pool_size > n_hat:
+            fresh = _random_sphere_host(pool_size - n_hat, d, rng)
+            if rounds > 1:
+                # The current rows stalled above tol: seed the fresh candidates on what they miss,
+                # the residual r = θ − Φ̂ᵀa (normalised, so a missing point of small weight is
+                # as visible as any other).
+                coeff = projection_loss(features, xp.asarray(current, device=dev), theta,
+                                        gradient=False).coefficients
+                resid = theta - features.rmatvec(xp.asarray(current, device=dev), coeff)
+                fresh, _, stop = tracker.minimise(fresh, memory, residual=resid)
+                if stop in ("budget",):
+                    break
+            pool = np.concatenate([current, fresh])
+            pool, _, stop = tracker.minimise(pool, memory)
+            chosen = _select_rows(features, pool, theta, xp, dev, n_hat)
+            current = pool[chosen]
+            if stop in ("budget", "callback"):
+                break
+        current, loss, stop = tracker.minimise(current, memory)
+        if loss < best_loss:
+            best_X, best_loss = current, loss
+        if stop is not None:
+            break
+    final = projection_loss(features, xp.asarray(best_X, device=dev), theta, gradient=False)
+    if stop is None:
+        stop = "stalled"
+    if final.loss <= tol:
+        stop = "tolerance"
+    return ReconstructionResult(
+        X_hat=xp.asarray(best_X, device=dev), loss=final.loss, history=tuple(tracker.history),
+        steps=tracker.steps, converged=final.loss <= tol, stop_reason=stop, rounds=rounds,
+        residual_steps=tracker.residual_steps,
+        n_candidates=pool_size, evaluations=tracker.evaluations,
+        coefficients=final.coefficients, wall_time=time.perf_counter() - t0)
