@@ -83,12 +83,15 @@ class FeatureBlock:
         Pre-activations X V_bᵀ.
     F : array, shape (n, m)
         Features φ(Z) — columns ``rows`` of Φ(X).
+    D : array, shape (n, m), or None
+        Derivatives φ′(Z), when the stream was asked for them.
     """
 
     rows: slice
     V: Any
     Z: Any
     F: Any
+    D: Any = None
 
 
 class FeatureMap:
@@ -106,12 +109,14 @@ class FeatureMap:
         raise NotImplementedError
 
     # -- streaming ----------------------------------------------------------------------------
-    def blocks(self, X: Any) -> Iterator[FeatureBlock]:
+    def blocks(self, X: Any, *, derivative: bool = False) -> Iterator[FeatureBlock]:
         """Stream Φ(X) over the blocks of V, in order.
 
         Pre-activations of a chunk are computed as a stack of per-block products (same shape for
         every full block), so every block's numbers are independent of the chunk size.
+        φ (and φ′ when ``derivative``) is evaluated once per chunk, not per block.
         """
+        act = self.activation
         xp = check_data(X, self.d)
         dev = array_device(X)
         for b0, Vc in self._chunks(xp, X.dtype, dev):
@@ -120,15 +125,18 @@ class FeatureMap:
             if full:
                 Vs = xp.reshape(Vc[: full * BLOCK_ROWS, :], (full, BLOCK_ROWS, self.d))
                 Zs = xp.matmul(X[None, :, :], xp.permute_dims(Vs, (0, 2, 1)))
-                Fs = self.activation(Zs)
+                Fs = act(Zs)
+                Ds = act.derivative(Zs) if derivative else None
                 for i in range(full):
                     start = (b0 + i) * BLOCK_ROWS
-                    yield FeatureBlock(slice(start, start + BLOCK_ROWS), Vs[i, ...], Zs[i, ...], Fs[i, ...])
+                    yield FeatureBlock(slice(start, start + BLOCK_ROWS), Vs[i, ...], Zs[i, ...],
+                                       Fs[i, ...], Ds[i, ...] if derivative else None)
             if m_total > full * BLOCK_ROWS:  # the last, partial block of V
                 Vb = Vc[full * BLOCK_ROWS:, :]
                 Zb = xp.matmul(X, xp.matrix_transpose(Vb))
                 start = (b0 + full) * BLOCK_ROWS
-                yield FeatureBlock(slice(start, start + Vb.shape[0]), Vb, Zb, self.activation(Zb))
+                yield FeatureBlock(slice(start, start + Vb.shape[0]), Vb, Zb, act(Zb),
+                                   act.derivative(Zb) if derivative else None)
 
     # -- operations ---------------------------------------------------------------------------
     def features(self, X: Any, *, allow_large: bool = False) -> Any:
@@ -197,8 +205,8 @@ class FeatureMap:
         """
         xp = check_data(X, self.d)
         out = xp.zeros(X.shape, dtype=X.dtype, device=array_device(X))
-        for blk in self.blocks(X):
-            C = cotangent(blk) * self.activation.derivative(blk.Z)
+        for blk in self.blocks(X, derivative=True):
+            C = cotangent(blk) * blk.D
             out = out + xp.matmul(C, blk.V)
         return out
 

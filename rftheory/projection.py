@@ -98,7 +98,7 @@ def projection_loss(features: FeatureMap, X_hat: Any, theta: Any, *, gradient: b
     kept = []
     G = xp.zeros((n_hat, n_hat), dtype=X_hat.dtype, device=array_device(X_hat))
     c = xp.zeros((n_hat,) + tuple(theta.shape[1:]), dtype=X_hat.dtype, device=array_device(X_hat))
-    for blk in features.blocks(X_hat):
+    for blk in features.blocks(X_hat, derivative=gradient and keep):
         G = G + xp.matmul(blk.F, xp.matrix_transpose(blk.F))
         c = c + xp.matmul(blk.F, theta[blk.rows, ...])
         if keep:
@@ -108,7 +108,7 @@ def projection_loss(features: FeatureMap, X_hat: Any, theta: Any, *, gradient: b
     theta_sq = float(xp.sum(theta * theta))
     if theta_sq == 0.0:
         raise ShapeError("θ is zero: the projection loss is undefined")
-    blocks = kept if keep else features.blocks(X_hat)
+    blocks = kept if keep else features.blocks(X_hat, derivative=gradient)
     resid_sq = 0.0
     grad = xp.zeros(X_hat.shape, dtype=X_hat.dtype, device=array_device(X_hat)) if gradient else None
     # With k outputs sharing one feature block: R = Θ_b − Φ̂_bᵀA and ∂L/∂Φ̂_b = −2 A R_bᵀ/‖Θ‖².
@@ -118,7 +118,7 @@ def projection_loss(features: FeatureMap, X_hat: Any, theta: Any, *, gradient: b
         R = theta2[blk.rows, :] - xp.matmul(xp.matrix_transpose(blk.F), A)
         resid_sq += float(xp.sum(R * R))
         if gradient:
-            C = (-2.0 / theta_sq) * xp.matmul(A, xp.matrix_transpose(R)) * features.activation.derivative(blk.Z)
+            C = (-2.0 / theta_sq) * xp.matmul(A, xp.matrix_transpose(R)) * blk.D
             grad = grad + xp.matmul(C, blk.V)
     return ProjectionLoss(min(resid_sq / theta_sq, 1.0), grad, a, solved)
 
