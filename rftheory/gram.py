@@ -8,6 +8,7 @@ only place where that solve (and its rank-deficiency handling) is written.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Any
 
@@ -70,7 +71,8 @@ def solve_gram(G: Any, B: Any, *, rcond: float | None = None) -> GramSolution:
     -----
     Cholesky is tried first; its diagonal gives the condition lower bound (max L_ii/min L_ii)².
     If the factorisation fails (CuPy signals this with NaNs rather than an exception) or that
-    bound exceeds ``1/rcond``, the solve falls back to the eigen-decomposition G = QΛQᵀ and
+    bound exceeds 1/√eps — it is only a lower bound, and a rank-deficient G (p < n) can pass
+    Cholesky with a bound near 1e13 while its solution is meaningless — the solve falls back to the eigen-decomposition G = QΛQᵀ and
     returns the minimum-norm solution Q Λ⁺ Qᵀ B with the cut-off above. This is the exact
     pseudo-inverse semantics needed when rows of Φ coincide (duplicated candidates), when p < n, or
     when a projection has converged onto a lower-dimensional span; no jitter is added, so no bias
@@ -94,7 +96,7 @@ def solve_gram(G: Any, B: Any, *, rcond: float | None = None) -> GramSolution:
         ok = False
     if ok:
         cond = (float(xp.max(diag)) / float(xp.min(diag))) ** 2
-        if cond * rcond < 1.0:
+        if cond * math.sqrt(float(xp.finfo(G.dtype).eps)) < 1.0:
             X = xp.linalg.solve(G, B if B.ndim == 2 else B[:, None])
             X = X if B.ndim == 2 else X[:, 0]
             if bool(xp.all(xp.isfinite(X))):

@@ -1,0 +1,44 @@
+"""``rftheory demo``: the package's main job — the law of data reconstruction at its default size.
+
+Runs the check of ``verification/law.py`` (= ``rftheory verify law``): sweeps p/(dn) for a few
+(d, n) and seeds, reconstructs the training set at every point, locates p*_label (≈ n) and
+p*_data (≈ dn), writes ``<out>/law.json`` and the figure, and prints the thresholds table and the
+figure's path.
+"""
+
+from __future__ import annotations
+
+import sys
+
+from ._output import print_json
+
+
+def register(sub) -> None:
+    p = sub.add_parser(
+        "demo", help="the main job: the law of data reconstruction (label vs data threshold)",
+        description="Sweep p over multiples of n and dn, reconstruct the training data of the RF "
+                    "model at every point, and report the label-fitting threshold p*_label/n and "
+                    "the reconstruction threshold p*_data/(dn) with bootstrap intervals "
+                    "(same as `rftheory verify law`). A few minutes on 2 cores.")
+    p.add_argument("--out", default="results", help="directory for law.json and the figures "
+                                                    "(default: results)")
+    p.add_argument("--seed", type=int, default=0, help="base seed (default 0)")
+    p.add_argument("--quick", action="store_true", help="smaller sweep (about a minute)")
+    p.add_argument("--json", action="store_true", help="print the whole result as JSON")
+    p.set_defaults(handler=handle)
+
+
+def handle(args) -> int:
+    from verification.common import run_claim
+    from verification.law import summary
+
+    progress = None if args.json else (lambda msg: print(msg, file=sys.stderr, flush=True))
+    result = run_claim("law", quick=args.quick, seed=args.seed, out_dir=args.out,
+                       progress=progress)
+    if args.json:
+        print_json(result)
+        return 0
+    print(summary(result))
+    print(f"wall time {result['wall_seconds']} s; results: {args.out}/law.json")
+    print(f"figure: {', '.join(result.get('figures', []))}")
+    return 0

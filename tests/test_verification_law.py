@@ -1,0 +1,121 @@
+"""The law of data reconstruction check (verification/law.py) and ``rftheory demo``."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import numpy as np
+import pytest
+
+from rftheory.cli import main as cli_main
+from rftheory.errors import RFTheoryError
+from verification import law
+
+#: A tiny sweep: d = 4, n = 6, p ∈ {3, 5, 6, 240} (n/2, n − 1, n, 10·dn), two seeds. p = 10·dn is
+#: deep in the success regime (every seed of the default sweep succeeds there) and p = n deep in
+#: the failure regime; 1500 steps is ~3× what the p = 10·dn runs need (measured: 100–700).
+TINY = {"grid": ((4, 6),), "ratios": (10.0,), "seeds": 2, "max_steps": 1500}
+
+
+@pytest.fixture(scope="module")
+def tiny_result():
+    return law.run(seed=0, workers=1, resamples=200, **TINY)
+
+
+def test_crossing_interpolates_in_log_p():
+    # success 0 at p = 10, 1 at p = 1000: the 1/2 crossing is the geometric midpoint, 100.
+    p_star, status = law.crossing([10, 1000], [0.0, 1.0])
+    assert status == "ok"
+    assert p_star == pytest.approx(100.0, rel=1e-12)  # exact formula, rounding only
+    # The crossing after the *last* dip below 1/2 counts (a late failure resets the threshold).
+    p_star, _ = law.crossing([1, 10, 100, 1000], [0.0, 1.0, 0.0, 1.0])
+    assert p_star == pytest.approx(math.sqrt(100 * 1000), rel=1e-12)
+    assert law.crossing([1, 10], [0.75, 1.0]) == (1.0, "below_grid")
+    p_star, status = law.crossing([1, 10], [0.0, 0.25])
+    assert status == "above_grid" and math.isnan(p_star)
+
+
+def test_label_threshold_brackets_the_first_fitting_p():
+    residual = np.array([[0.5, 0.1, 1e-14, 1e-13], [0.4, 1e-3, 1e-15, 1e-14]])
+    th = law.label_threshold([5, 9, 10, 20], residual)
+    assert th["p_star"] == 10 and th["p_below"] == 9
+    never = law.label_threshold([5, 9], residual[:, :2])
+    assert math.isnan(never["p_star"])
+
+
+def test_data_threshold_bootstrap_is_seeded_and_brackets_the_estimate():
+    success = np.array([[0, 0, 1, 1], [0, 1, 1, 1], [0, 0, 0, 1], [0, 0, 1, 1]], dtype=bool)
+    p = [10, 20, 40, 80]
+    a = law.data_threshold(p, success, rng=np.random.default_rng(1), resamples=500)
+    b = law.data_threshold(p, success, rng=np.random.default_rng(1), resamples=500)
+    assert a == b
+    assert a["success_probability"] == [0.0, 0.25, 0.75, 1.0]
+    lo, hi = a["interval"]
+    assert lo <= a["p_star"] <= hi
+    assert 20 < a["p_star"] < 40  # P crosses 1/2 between 0.25 (p = 20) and 0.75 (p = 40)
+
+
+def test_p_values_include_n_minus_one_and_n():
+    assert law.p_values(5, 10, (0.05, 1.0, 10.0)) == [2, 5, 9, 10, 50, 500]
+
+
+def test_tiny_sweep_separates_label_and_data_thresholds(tiny_result):
+    (g,) = tiny_result["per_grid"]
+    n, d = g["n"], g["d"]
+    # Label fitting switches on exactly at p = n.
+    assert g["label"]["p_star"] == n and g["label"]["p_below"] == n - 1
+    rows = {row["p"]: row for row in g["rows"]}
+    # At p = n labels fit but the data are not recovered: failed runs sit at ρ_abs ≈ 0.4–0.65
+    # (random points on the sphere), so 0.2 leaves a wide margin.
+    assert rows[n]["success_abs"] == 0.0
+    assert rows[n]["median_rho_abs"] > 0.2
+    assert rows[n]["median_rho_signed"] > 0.5
+    # At p = 10·dn both seeds recover the data; successful runs measure ρ ≈ 1e-5–1e-3 (the loss
+    # tolerance 1e-10 bounds them), so 0.01 is a loose bound.
+    top = rows[10 * d * n]
+    assert top["success_abs"] == 1.0 and top["success_signed"] == 1.0
+    assert top["median_rho_signed"] < 0.01
+    th = g["data"]["abs"]
+    assert th["status"] == "ok" and n < th["p_star"] < 10 * d * n
+    v = tiny_result["verdict"]
+    assert v["label_threshold_is_n"] and v["fails_at_p_equal_n"] and v["succeeds_at_largest_ratio"]
+    # Cells below p = n are label fits only; every cell at p >= n has all three ρ.
+    for cell in tiny_result["cells"]:
+        assert (cell["kind"] == "label_fit") == (cell["p"] < n)
+        if cell["kind"] == "reconstruction":
+            assert cell["rho_abs"] <= cell["rho_sign_invariant"] + 1e-12 <= cell["rho_signed"] + 2e-12
+
+
+def test_result_is_json_and_plots(tiny_result, tmp_path):
+    from rftheory.commands._output import to_jsonable
+
+    json.dumps(to_jsonable(tiny_result))
+    paths = law.plot(tiny_result, tmp_path / "law")
+    assert {p.suffix for p in paths} == {".png", ".pdf"}
+    assert all(p.stat().st_size > 1000 for p in paths)
+    text = law.summary(tiny_result)
+    assert "p*_label/n" in text and "verdict:" in text
+
+
+def test_bad_parameters_are_refused():
+    with pytest.raises(RFTheoryError, match="seeds"):
+        law.run(grid=((4, 6),), ratios=(1.0,), seeds=1)
+    with pytest.raises(RFTheoryError, match="grid"):
+        law.run(grid=((4, 1),), ratios=(1.0,), seeds=2)
+    with pytest.raises(RFTheoryError, match="ratios"):
+        law.run(grid=((4, 6),), ratios=(0.0,), seeds=2)
+    with pytest.raises(RFTheoryError, match="success_variant"):
+        law.run(grid=((4, 6),), ratios=(1.0,), seeds=2, success_variant="nope")
+
+
+def test_demo_cli_writes_json_and_figures(tmp_path, monkeypatch, capsys):
+    # The real default takes minutes; the CLI plumbing is the same at any size.
+    monkeypatch.setattr(law, "FULL", {**TINY, "activation": "relu+tanh"})
+    status = cli_main(["demo", "--json", "--out", str(tmp_path), "--seed", "3"])
+    assert status == 0
+    payload = json.loads(capsys.readouterr().out)
+    assert payload["claim"] == "law" and payload["seed"] == 3 and payload["quick"] is False
+    assert (tmp_path / "law.json").exists()
+    assert (tmp_path / "law.png").exists() and (tmp_path / "law.pdf").exists()
+    assert payload["per_grid"][0]["label"]["p_star"] == 6
