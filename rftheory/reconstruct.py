@@ -402,6 +402,12 @@ def reconstruct(features: RandomFeatures, theta: Any, n_hat: int, *, seed: int =
             chosen = _select_rows(features, pool, theta, xp, dev, n_hat)
             current = pool[chosen]
             if stop in ("budget", "callback"):
+                # Stopped inside the pool phase: the selected rows may still beat the best so far
+                # (in round 1 there is no best yet, and returning the random start would be wrong).
+                loss = projection_loss(features, xp.asarray(current, device=dev), theta,
+                                       gradient=False).loss
+                if loss < best_loss:
+                    best_X, best_loss = current, loss
                 break
         current, loss, stop = tracker.minimise(current, memory)
         if loss < best_loss:

@@ -182,3 +182,22 @@ def test_recovery_rate_d20_n10(activation):
         rf, X, theta = _problem(activation, d=20, n=10, data_seed=200 + s)
         ok += _rho_abs(X, reconstruct(rf, theta, 10, seed=s).X_hat) < 0.01
     assert ok >= 4
+
+
+def test_budget_exhausted_in_the_first_pool_phase_returns_the_selected_rows():
+    # Regression: a budget spent inside round 1's pool phase used to return the random start.
+    import numpy as np
+
+    from rftheory.data import gaussian_labels, sphere_data
+    from rftheory.features import RandomFeatures, train_min_norm
+    from rftheory.projection import projection_loss
+    from rftheory.reconstruct import _STREAM_CANDIDATES, _random_sphere_host, reconstruct
+
+    d, n = 8, 4
+    rf = RandomFeatures("relu+tanh", d=d, p=10 * d * n, seed=11)
+    theta = train_min_norm(rf, sphere_data(n, d, 11), gaussian_labels(n, 11)).theta
+    result = reconstruct(rf, theta, n, seed=3, max_steps=15)
+    start = _random_sphere_host(n, d, np.random.default_rng([3, _STREAM_CANDIDATES]))
+    assert result.stop_reason == "budget"
+    assert not np.allclose(np.asarray(result.X_hat), start)
+    assert result.loss < projection_loss(rf, start, theta, gradient=False).loss
