@@ -422,6 +422,20 @@ def _mp_eval(expr: sp.Expr, x: Any) -> Any:
     raise BackendError(f"no mpmath rule for {f.__name__}")
 
 
+def _mp_real(expr: sp.Expr, x: float) -> float:
+    """``expr`` at the float ``x`` via mpmath (30 digits); FloatingPointError if not real."""
+    with mpmath.workdps(30):
+        try:
+            value = _mp_eval(expr, mpmath.mpf(x))
+        except (ValueError, ZeroDivisionError) as exc:
+            raise FloatingPointError(f"activation is undefined at z = {x!r}: {exc}") from None
+    if isinstance(value, mpmath.mpc):
+        if value.imag != 0:
+            raise FloatingPointError(f"activation is not real at z = {x!r}")
+        value = value.real
+    return float(value)
+
+
 def _mp_condition(cond: Any, x: Any) -> bool:
     if isinstance(cond, sp.And):
         return all(_mp_condition(c, x) for c in cond.args)
@@ -444,7 +458,8 @@ def _mp_condition(cond: Any, x: Any) -> bool:
 _KINK_HEADS = (sp.Max, sp.Min, sp.Abs, sp.Heaviside, sp.sign, sp.DiracDelta)
 
 
-def _real_zeros(arg: sp.Expr) -> list[float]:
+def _real_zeros(arg: sp.Expr) -> list[sp.Expr]:
+    """Exact real zeros (rationals, radicals or ``CRootOf``) of a polynomial argument."""
     if not arg.has(Z):
         return []
     try:
@@ -454,25 +469,31 @@ def _real_zeros(arg: sp.Expr) -> list[float]:
             f"cannot locate the kinks of a non-polynomial argument {arg}; "
             "kink arguments must be polynomial in z"
         ) from None
-    return [float(r) for r in sp.real_roots(poly)]
+    return list(sp.real_roots(poly))
 
 
-def _find_kinks(expr: sp.Expr) -> tuple[float, ...]:
-    points: set[float] = set()
+def _find_kinks(expr: sp.Expr) -> tuple[sp.Expr, ...]:
+    # Keyed by a 30-digit value so that one point reached through two forms is kept once.
+    points: dict[str, sp.Expr] = {}
+
+    def add(roots: list[sp.Expr]) -> None:
+        for r in roots:
+            points.setdefault(str(sp.N(r, 30)), r)
+
     for node in sp.preorder_traversal(expr):
         if isinstance(node, _KINK_HEADS):
             if isinstance(node, (sp.Max, sp.Min)):
                 args = node.args
                 for i in range(len(args)):
                     for j in range(i + 1, len(args)):
-                        points.update(_real_zeros(args[i] - args[j]))
+                        add(_real_zeros(args[i] - args[j]))
             else:
-                points.update(_real_zeros(node.args[0]))
+                add(_real_zeros(node.args[0]))
         elif isinstance(node, sp.Piecewise):
             for _, cond in node.args:
                 for rel in cond.atoms(sp.core.relational.Relational):
-                    points.update(_real_zeros(rel.lhs - rel.rhs))
-    return tuple(sorted(points))
+                    add(_real_zeros(rel.lhs - rel.rhs))
+    return tuple(sorted(points.values(), key=lambda r: float(r)))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -509,6 +530,11 @@ class Activation:
     @cached_property
     def kinks(self) -> tuple[float, ...]:
         """Sorted real points where φ or φ' is not smooth (quadrature splits there)."""
+        return tuple(float(k) for k in self.exact_kinks)
+
+    @cached_property
+    def exact_kinks(self) -> tuple[sp.Expr, ...]:
+        """:attr:`kinks` as exact sympy numbers (for splitting integrals beyond double precision)."""
         return _find_kinks(self.expr)
 
     @cached_property
@@ -542,9 +568,16 @@ class Activation:
         if is_numpy_namespace(xp):
             import numpy as np
 
-            # exp overflow inside sigmoid-like terms rounds to the right limit (1/inf = 0).
-            with np.errstate(over="ignore", invalid="raise", divide="raise"):
+            # exp overflow inside sigmoid-like terms usually rounds to the right limit
+            # (1/inf = 0); where it produces inf*0 or inf/inf instead (e.g. silu'(z) for
+            # z < -709), the NaNs are recomputed below in mpmath.
+            with np.errstate(over="ignore", invalid="ignore", divide="raise"):
                 out = _compile_array(expr, ops)
+            if not isinstance(out, float):
+                bad = np.isnan(out) & np.isfinite(x)
+                if np.any(bad):
+                    out = np.array(out, copy=True)
+                    out[bad] = [_mp_real(expr, float(v)) for v in np.asarray(x)[bad]]
         else:
             out = _compile_array(expr, ops)
         if isinstance(out, float):
