@@ -130,6 +130,27 @@ class ReconstructionResult:
     wall_time: float = 0.0
 
 
+#: Below this many flops per block product (2·n̂_pool·d·BLOCK_ROWS) BLAS runs on one thread during
+#: reconstruction: the products are too small to share, and waking a second thread for each of
+#: thousands of them cost 50× (35 ms → 1.8 s per step at d = 100, pool 40, on a 2-core machine
+#: with one core busy). Larger products keep BLAS's own threading.
+_SINGLE_THREAD_FLOPS = 2**28
+
+
+def _blas_threads_for(xp: Any, pool_size: int, d: int):
+    """Context manager limiting host BLAS to one thread for small per-block products."""
+    from contextlib import nullcontext
+
+    from array_api_compat import is_numpy_namespace
+    from threadpoolctl import threadpool_limits
+
+    from .features import BLOCK_ROWS
+
+    if is_numpy_namespace(xp) and 2 * pool_size * d * BLOCK_ROWS < _SINGLE_THREAD_FLOPS:
+        return threadpool_limits(limits=1, user_api="blas")
+    return nullcontext()
+
+
 def sphere_project(X: Any, d: int | None = None) -> Any:
     """Scale every row of X onto the sphere of radius √d (``d`` defaults to X's columns).
 
@@ -379,41 +400,42 @@ def reconstruct(features: RandomFeatures, theta: Any, n_hat: int, *, seed: int =
         current = _random_sphere_host(n_hat, d, rng)
     pool_size = min(features.p, max(n_hat, math.ceil(oversample * n_hat)))
 
-    tracker = _Tracker(features, theta, xp, dev, tol, max_steps, callback, callback_every,
-                       stall_window, stall_factor)
-    stop = None
-    best_X, best_loss = current, math.inf
-    rounds = 0
-    for rounds in range(1, max_rounds + 1):
-        if pool_size > n_hat:
-            fresh = _random_sphere_host(pool_size - n_hat, d, rng)
-            if rounds > 1:
-                # The current rows stalled above tol: seed the fresh candidates on what they miss,
-                # the residual r = θ − Φ̂ᵀa (normalised, so a missing point of small weight is
-                # as visible as any other).
-                coeff = projection_loss(features, xp.asarray(current, device=dev), theta,
-                                        gradient=False).coefficients
-                resid = theta - features.rmatvec(xp.asarray(current, device=dev), coeff)
-                fresh, _, stop = tracker.minimise(fresh, memory, residual=resid)
-                if stop in ("budget",):
+    with _blas_threads_for(xp, pool_size, d):
+        tracker = _Tracker(features, theta, xp, dev, tol, max_steps, callback, callback_every,
+                           stall_window, stall_factor)
+        stop = None
+        best_X, best_loss = current, math.inf
+        rounds = 0
+        for rounds in range(1, max_rounds + 1):
+            if pool_size > n_hat:
+                fresh = _random_sphere_host(pool_size - n_hat, d, rng)
+                if rounds > 1:
+                    # The current rows stalled above tol: seed the fresh candidates on what they miss,
+                    # the residual r = θ − Φ̂ᵀa (normalised, so a missing point of small weight is
+                    # as visible as any other).
+                    coeff = projection_loss(features, xp.asarray(current, device=dev), theta,
+                                            gradient=False).coefficients
+                    resid = theta - features.rmatvec(xp.asarray(current, device=dev), coeff)
+                    fresh, _, stop = tracker.minimise(fresh, memory, residual=resid)
+                    if stop in ("budget",):
+                        break
+                pool = np.concatenate([current, fresh])
+                pool, _, stop = tracker.minimise(pool, memory)
+                chosen = _select_rows(features, pool, theta, xp, dev, n_hat)
+                current = pool[chosen]
+                if stop in ("budget", "callback"):
+                    # Stopped inside the pool phase: the selected rows may still beat the best so far
+                    # (in round 1 there is no best yet, and returning the random start would be wrong).
+                    loss = projection_loss(features, xp.asarray(current, device=dev), theta,
+                                           gradient=False).loss
+                    if loss < best_loss:
+                        best_X, best_loss = current, loss
                     break
-            pool = np.concatenate([current, fresh])
-            pool, _, stop = tracker.minimise(pool, memory)
-            chosen = _select_rows(features, pool, theta, xp, dev, n_hat)
-            current = pool[chosen]
-            if stop in ("budget", "callback"):
-                # Stopped inside the pool phase: the selected rows may still beat the best so far
-                # (in round 1 there is no best yet, and returning the random start would be wrong).
-                loss = projection_loss(features, xp.asarray(current, device=dev), theta,
-                                       gradient=False).loss
-                if loss < best_loss:
-                    best_X, best_loss = current, loss
+            current, loss, stop = tracker.minimise(current, memory)
+            if loss < best_loss:
+                best_X, best_loss = current, loss
+            if stop is not None:
                 break
-        current, loss, stop = tracker.minimise(current, memory)
-        if loss < best_loss:
-            best_X, best_loss = current, loss
-        if stop is not None:
-            break
     final = projection_loss(features, xp.asarray(best_X, device=dev), theta, gradient=False)
     if stop is None:
         stop = "stalled"
