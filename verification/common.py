@@ -41,6 +41,19 @@ def environment() -> dict:
             "machine": platform.machine(), "date": time.strftime("%Y-%m-%dT%H:%M:%S%z")}
 
 
+def save_figure(fig, stem: Path, dpi: int = 150) -> list[Path]:
+    """Save a matplotlib figure as ``stem.png`` and ``stem.pdf``, close it, return the paths."""
+    import matplotlib.pyplot as plt
+
+    stem = Path(stem)
+    stem.parent.mkdir(parents=True, exist_ok=True)
+    paths = [stem.with_suffix(".png"), stem.with_suffix(".pdf")]
+    for path in paths:
+        fig.savefig(path, dpi=dpi)
+    plt.close(fig)
+    return paths
+
+
 def write_json_atomic(path: Path, payload: Any) -> None:
     """Write JSON to ``path`` via a temporary file and ``os.replace``: a crash or a bad value
     never leaves a truncated or corrupted result behind."""

@@ -41,6 +41,7 @@ from rftheory.kernel import (
     kernel_matrix,
     kernel_series,
 )
+from verification.common import save_figure
 
 CLAIM = "kernel_concentration"
 
@@ -438,11 +439,7 @@ def plot_curves(curves: Sequence[dict], stem: Path, sweep: dict | None = None) -
         ax.set_title(rf"n = {sweep['n']}: $\lambda_{{\min}}(K)$ (solid), bound $k_0=0$ (dashed), "
                      r"$k_0=2$ (dotted)", fontsize=9)
         ax.legend(fontsize=8)
-    paths = [stem.with_suffix(".png"), stem.with_suffix(".pdf")]
-    for path in paths:
-        fig.savefig(path, dpi=150)
-    plt.close(fig)
-    return paths
+    return save_figure(fig, stem)
 
 
 def plot(result: dict, stem: Path) -> list[Path]:

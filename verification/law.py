@@ -54,6 +54,7 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from rftheory.errors import RFTheoryError
+from verification.common import save_figure
 
 CLAIM = "law"
 
@@ -554,11 +555,7 @@ def plot(result: dict[str, Any], stem: str | Path) -> list[Path]:
     fig.suptitle(f"Law of data reconstruction, φ = {result['activation']}, {result['seeds']} seeds"
                  f"{' (quick)' if result.get('quick') else ''}")
     fig.tight_layout()
-    paths = [stem.with_suffix(".png"), stem.with_suffix(".pdf")]
-    for path in paths:
-        fig.savefig(path, dpi=150)
-    plt.close(fig)
-    return paths
+    return save_figure(fig, stem)
 
 
 if __name__ == "__main__":

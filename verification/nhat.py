@@ -40,6 +40,7 @@ import numpy as np
 
 from rftheory.errors import RFTheoryError
 from verification.law import source_digests
+from verification.common import save_figure
 
 CLAIM = "nhat"
 
@@ -340,11 +341,7 @@ def plot(result: dict[str, Any], stem: str | Path) -> list[Path]:
     fig.suptitle(f"n̂ ≠ n: {result['activation']}, d = {result['d']}, n = {n}, p = {result['p']}, "
                  f"{result['seeds']} seeds{' (quick)' if result.get('quick') else ''}")
     fig.tight_layout()
-    paths = [stem.with_suffix(".png"), stem.with_suffix(".pdf")]
-    for path in paths:
-        fig.savefig(path, dpi=150)
-    plt.close(fig)
-    return paths
+    return save_figure(fig, stem)
 
 
 if __name__ == "__main__":

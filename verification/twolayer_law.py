@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 import numpy as np
+from verification.common import save_figure
 
 CLAIM = "twolayer_law"
 
@@ -409,11 +410,7 @@ def plot(result: dict[str, Any], stem: str | Path) -> list[Path]:
     fig.suptitle(f"Two-layer networks trained by GD ({result['activation']}): "
                  r"reconstruction from $(W_1, W_2 - W_2(0))$")
     fig.tight_layout(rect=(0, 0.02 + 0.025 * math.ceil(len(labels) / 4), 1, 1))
-    paths = [stem.with_suffix(".png"), stem.with_suffix(".pdf")]
-    for path in paths:
-        fig.savefig(path, dpi=150)
-    plt.close(fig)
-    return paths
+    return save_figure(fig, stem)
 
 
 def main(argv: list[str] | None = None) -> int:
