@@ -193,12 +193,30 @@ def _cifar_batch_dir(directory: Path) -> Path:
         "folder of your own extracted cifar-10-python archive (nothing is downloaded)")
 
 
+class _ArrayOnlyUnpickler(pickle.Unpickler):
+    """Unpickler that rebuilds numpy arrays and plain containers and refuses every other global,
+    so a tampered batch file cannot run code (plain ``pickle.load`` would import and call
+    whatever the file names)."""
+
+    _ALLOWED = {
+        ("numpy", "ndarray"), ("numpy", "dtype"),
+        ("numpy.core.multiarray", "_reconstruct"), ("numpy._core.multiarray", "_reconstruct"),
+        ("numpy.core.multiarray", "scalar"), ("numpy._core.multiarray", "scalar"),
+        ("_codecs", "encode"),
+    }
+
+    def find_class(self, module: str, name: str) -> Any:
+        if (module, name) in self._ALLOWED:
+            return super().find_class(module, name)
+        raise pickle.UnpicklingError(f"refusing to load {module}.{name} from a data file")
+
+
 def _read_cifar_batch(path: Path) -> tuple[np.ndarray, np.ndarray]:
     try:
         with open(path, "rb") as f:
-            # The official CIFAR-10 python format is a pickle; only the user's own local files
-            # are read here.
-            batch = pickle.load(f, encoding="bytes")
+            # The official CIFAR-10 python format is a pickle: read it with an unpickler that
+            # only rebuilds arrays and containers.
+            batch = _ArrayOnlyUnpickler(f, encoding="bytes").load()
     except (OSError, pickle.UnpicklingError, EOFError, AttributeError, ValueError) as exc:
         raise DataNotFoundError(f"cannot read CIFAR-10 batch {path}: {exc}") from None
     if not isinstance(batch, dict) or b"data" not in batch:
@@ -240,9 +258,9 @@ def cifar10_data(directory: str | Path, n: int, seed: int = 0, *, split: str = "
 
     Notes
     -----
-    The batches are pickles (the official distribution format), loaded with
-    ``pickle.load(f, encoding="bytes")``. Unpickling can run code, so point this only at your
-    own copy of the data set.
+    The batches are pickles (the official distribution format). They are read by an unpickler
+    that rebuilds only numpy arrays and plain containers and refuses any other global, so a
+    tampered file raises :class:`DataNotFoundError` instead of running code.
     """
     n = _check_count("n", n)
     names = {"train": _CIFAR_TRAIN, "test": _CIFAR_TEST}.get(split)

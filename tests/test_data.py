@@ -113,3 +113,23 @@ def test_load_dataset_specs():
         load_dataset("sphere", 0, d=3)
     with pytest.raises(RFTheoryError):
         load_dataset("sphere", 3, d=3, seed=-1)
+
+
+class _Payload:
+    """Unpickling this would call os.system: the loader must refuse it, never run it."""
+
+    def __reduce__(self):
+        import os
+
+        return (os.system, ("touch SHOULD_NOT_EXIST",))
+
+
+def test_cifar_loader_refuses_pickles_that_would_run_code(tmp_path, monkeypatch):
+    from rftheory.data import DataNotFoundError, cifar10_data
+
+    monkeypatch.chdir(tmp_path)
+    with open(tmp_path / "data_batch_1", "wb") as f:
+        pickle.dump({b"data": _Payload()}, f)
+    with pytest.raises(DataNotFoundError, match="refusing"):
+        cifar10_data(tmp_path, 1)
+    assert not (tmp_path / "SHOULD_NOT_EXIST").exists()
