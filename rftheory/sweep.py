@@ -121,6 +121,30 @@ class SweepSpecError(RFTheoryError):
     """A sweep file was refused: missing, not TOML, or a key/value the cell kind does not accept."""
 
 
+
+def _recover_wal_if_no_writer(directory: Path, path: Path) -> None:
+    """Let SQLite replay the WAL of a writer that was killed, before a read-only open.
+
+    A writer killed between making a commit durable in the WAL and updating the shared WAL index
+    leaves a commit that read-only connections do not see (they cannot rebuild the index), so a
+    report right after a SIGKILL could miss the last finished cell. When no writer holds the lock,
+    a short read-write connection rebuilds the index; it writes no rows.
+    """
+    import fcntl
+
+    if not (directory / LOCK_FILE).is_file() or not Path(f"{path}-wal").is_file():
+        return
+    with open(directory / LOCK_FILE, "a+") as lock:
+        try:
+            fcntl.flock(lock.fileno(), fcntl.LOCK_SH | fcntl.LOCK_NB)
+        except OSError:
+            return  # a writer is running: its index is current
+        try:
+            with sqlite3.connect(path, timeout=60) as db:
+                db.execute("SELECT count(*) FROM sqlite_master").fetchone()
+        except sqlite3.DatabaseError:
+            pass  # open_reader reports an unusable store itself
+
 class SweepStoreError(RFTheoryError):
     """A sweep store cannot be used: wrong sweep, locked by another writer, damaged or missing."""
 
@@ -703,6 +727,7 @@ class SweepStore:
         path = directory / STORE_FILE
         if not path.is_file():
             raise SweepStoreError(f"no sweep store in {directory} (expected {path})")
+        _recover_wal_if_no_writer(directory, path)
         try:
             db = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True,
                                  isolation_level=None, timeout=60)
