@@ -31,17 +31,14 @@ minima (the extra rows are free directions), and the exact leave-one-out selecti
 back into n̂ rows without ground truth.
 
 Measured with ``python benchmarks/bench_reconstruct_success.py --cases CASE --seeds 10``
-(synthetic sphere data, Gaussian labels, p = 10dn, default options, success = paper's ρ < 0.01),
-on 2 cores shared with other jobs (load 10–15, so wall times are several times the unloaded ones):
+(synthetic sphere data, Gaussian labels, p = 10dn, default options, seeds 0–9, success = paper's
+ρ < 0.01; 2 cores, the d = 100 cases sharing them with another benchmark):
 
-* relu+tanh, d=20, n=10: 10/10; median 930 steps (max 1356); one seed needed round 2.
-* relu, d=20, n=10: 10/10 (sign-invariant ρ equal to ρ); median 350 steps (max 1510).
-* relu, d=100, n=20: 10/10; median 852 steps (max 3716, seed 6: 6 rounds, run before the
-  residual seeding was added), wall median 91 s loaded, 32–54 s once the load fell (≈ 25–60 ms
-  per evaluation of a 40-row pool).
-* relu+tanh, d=100, n=20: seeds 0–6 7/7 (seeds 0, 1, 6 in round 2: 2392, 3410, 2737 steps; the
-  others 449–1989 steps, 61–119 s loaded); seeds 7–9 were not run in the time available.
-  This is the slowest case: its first pool phase can stall at L ~ 1e-6 and need a second round.
+* relu+tanh, d=20, n=10: 10/10; median 930 steps (max 1356), median 1.0 s.
+* relu, d=20, n=10: 10/10 (sign-invariant ρ equal to ρ); median 350 steps (max 1510), 0.3 s.
+* relu, d=100, n=20: 10/10; median 852 steps (max 3137), median 18.5 s (max 61 s).
+* relu+tanh, d=100, n=20: 10/10; median 2348 steps (max 3410), median 70 s (max 125 s). The
+  slowest case: its first pool phase can stall near L ~ 1e-6 and need a second round (5 seeds).
 
 Without the pool, plain L-BFGS on n̂ rows recovered 1 of 5 seeds at d=20, n=10 (project notes,
 reconstruction-landscape.md); without the residual seeding, d=20 relu+tanh was 9/10 here.
