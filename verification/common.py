@@ -41,6 +41,29 @@ def environment() -> dict:
             "machine": platform.machine(), "date": time.strftime("%Y-%m-%dT%H:%M:%S%z")}
 
 
+def map_tasks(fn: Callable[[Any], Any], tasks: list, workers: int = 1):
+    """Yield ``fn(task)`` for each task, in order: in this process when ``workers == 1``, else in
+    a pool of worker processes (``fn`` must then be importable at module level)."""
+    from concurrent.futures import ProcessPoolExecutor
+
+    if workers == 1:
+        yield from map(fn, tasks)
+        return
+    with ProcessPoolExecutor(max_workers=workers) as pool:
+        yield from pool.map(fn, tasks)
+
+
+def sparse_log_ticks(ax) -> None:
+    """At most ~6 major and no minor ticks on log axes: the default locators put hundreds of
+    ticks on axes spanning 15 decades, which makes drawing take tens of seconds."""
+    from matplotlib.ticker import LogLocator, NullLocator
+
+    for axis in (ax.xaxis, ax.yaxis):
+        if axis.get_scale() == "log":
+            axis.set_major_locator(LogLocator(numticks=6))
+            axis.set_minor_locator(NullLocator())
+
+
 def save_figure(fig, stem: Path, dpi: int = 150) -> list[Path]:
     """Save a matplotlib figure as ``stem.png`` and ``stem.pdf``, close it, return the paths."""
     import matplotlib.pyplot as plt

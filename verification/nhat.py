@@ -32,7 +32,6 @@ from __future__ import annotations
 import math
 import os
 import time
-from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
@@ -40,7 +39,7 @@ import numpy as np
 
 from rftheory.errors import RFTheoryError
 from verification.law import source_digests
-from verification.common import save_figure
+from verification.common import map_tasks, save_figure
 
 CLAIM = "nhat"
 
@@ -207,13 +206,8 @@ def run(quick: bool = False, seed: int = 0, progress: Callable[[str], None] | No
                      f"loss={case['final_loss']:.1e} covered={case['covered']}/{n} "
                      f"ρ={case['rho_abs']:.1e} ({case['seconds']:.1f} s)")
 
-    if workers == 1:
-        for t in tasks:
-            report(run_case(t))
-    else:
-        with ProcessPoolExecutor(max_workers=workers) as pool:
-            for case in pool.map(run_case, tasks):
-                report(case)
+    for case in map_tasks(run_case, tasks, workers):
+        report(case)
 
     rows = []
     for m in n_hats:

@@ -55,7 +55,7 @@ from rftheory.kernel import KernelSeries, kernel_series
 from rftheory.metrics import match
 from rftheory.projection import projection_loss
 from rftheory.reconstruct import reconstruct
-from verification.common import save_figure
+from verification.common import save_figure, sparse_log_ticks
 
 CLAIM = "theorem1"
 
@@ -409,17 +409,6 @@ def run(quick: bool = False, seed: int = 0,
     }
 
 
-def _sparse_log_ticks(ax) -> None:
-    """At most ~6 major and no minor ticks on log axes: the default locators put hundreds of
-    ticks on axes spanning 15 decades, which makes drawing take tens of seconds."""
-    from matplotlib.ticker import LogLocator, NullLocator
-
-    for axis in (ax.xaxis, ax.yaxis):
-        if axis.get_scale() == "log":
-            axis.set_major_locator(LogLocator(numticks=6))
-            axis.set_minor_locator(NullLocator())
-
-
 def plot(result: dict[str, Any], stem: str | Path) -> list[Path]:
     """(a) zero-loss solutions' ρ against p/(dn); (b) g(ε) against p with n + d and dn marked;
     (c) g(ε)/g_∞(ε) against p/(dn). PNG + PDF."""
@@ -483,7 +472,7 @@ def plot(result: dict[str, Any], stem: str | Path) -> list[Path]:
     ax.set_title(r"$g_\infty$: kernel limit $p\to\infty$", fontsize=9)
     ax.legend(fontsize=7)
     for ax in np.ravel(axes):
-        _sparse_log_ticks(ax)
+        sparse_log_ticks(ax)
     ratios = [row["p_over_dn"] for row in result["uniqueness"]]
     axes[0].set_xticks(ratios, [f"{r:g}" for r in ratios])
     return save_figure(fig, stem)

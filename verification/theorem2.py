@@ -49,7 +49,7 @@ from rftheory.errors import RFTheoryError, ShapeError
 from rftheory.features import FeatureMap, RandomFeatures, train_min_norm
 from rftheory.gram import GramSolution, solve_gram
 from rftheory.projection import projection_loss
-from verification.common import save_figure
+from verification.common import save_figure, sparse_log_ticks
 
 CLAIM = "theorem2"
 
@@ -459,17 +459,6 @@ def run(quick: bool = False, seed: int = 0,
     }
 
 
-def _sparse_log_ticks(ax) -> None:
-    """At most ~6 major and no minor ticks on log axes: the default locators put hundreds of
-    ticks on axes spanning 15 decades, which makes drawing take tens of seconds."""
-    from matplotlib.ticker import LogLocator, NullLocator
-
-    for axis in (ax.xaxis, ax.yaxis):
-        if axis.get_scale() == "log":
-            axis.set_major_locator(LogLocator(numticks=6))
-            axis.set_minor_locator(NullLocator())
-
-
 def plot(result: dict[str, Any], stem: str | Path) -> list[Path]:
     """Per activation: min_D(δ) L / L₀ against δ (one line per p/(dn)); and L₀ and min_D(δ) L
     against p/(dn). PNG + PDF."""
@@ -521,7 +510,7 @@ def plot(result: dict[str, Any], stem: str | Path) -> list[Path]:
         if col == 0:
             ax.legend(fontsize=7)
     for ax in np.ravel(axes):
-        _sparse_log_ticks(ax)
+        sparse_log_ticks(ax)
     ratios = sorted({r["p_over_dn"] for c in curves for r in c["rows"]})
     for ax in axes[1]:
         ax.set_xticks(ratios, [f"{r:g}" for r in ratios])

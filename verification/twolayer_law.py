@@ -29,12 +29,11 @@ import math
 import os
 import statistics
 import time
-from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import Any, Callable
 
 import numpy as np
-from verification.common import save_figure
+from verification.common import map_tasks, save_figure
 
 CLAIM = "twolayer_law"
 
@@ -259,13 +258,8 @@ def run(quick: bool = False, seed: int = 0, progress: Callable[[str], None] | No
                      f"p^(L)/(dn)={case['ratio']:5.2f} seed={case['seed']} ρ={case['rho']:.2e} "
                      f"span residual={case['span_residual']:.1e} ({case['seconds']:.1f} s)")
 
-    if workers == 1:
-        for task in tasks:
-            report(_run_task(task))
-    else:
-        with ProcessPoolExecutor(max_workers=workers) as pool:
-            for case in pool.map(_run_task, tasks):
-                report(case)
+    for case in map_tasks(_run_task, tasks, workers):
+        report(case)
     summary_ = _aggregate(cases, ratios)
     top = max(ratios)
     per_setup = {}
