@@ -62,10 +62,12 @@ from typing import Any, Callable
 
 import numpy as np
 import scipy.optimize
-from array_api_compat import array_namespace, device as array_device, is_numpy_array
+from array_api_compat import array_namespace, device as array_device
 
 from .errors import RFTheoryError, ShapeError
 from .features import FeatureMap, RandomFeatures, check_data
+from .data import normalise_rows
+from .metrics import to_host
 from .projection import projection_loss
 
 __all__ = ["ReconstructionResult", "reconstruct", "sphere_project", "STOP_REASONS"]
@@ -163,19 +165,13 @@ def sphere_project(X: Any, d: int | None = None) -> Any:
 
 def _random_sphere_host(n: int, d: int, rng: np.random.Generator) -> np.ndarray:
     """n uniform points on the √d-sphere (float64, host)."""
-    # Private on purpose: rftheory.data owns the public data generators.
-    U = rng.standard_normal((n, d))
-    return U * (math.sqrt(d) / np.linalg.norm(U, axis=1, keepdims=True))
+    # The candidates' own stream (not rftheory.data's seeded streams), same normalisation.
+    return normalise_rows(rng.standard_normal((n, d)), centre=False)
 
 
 def _to_host(a: Any) -> np.ndarray:
-    """float64 numpy copy of an array of any namespace (CuPy → host via its own transfer)."""
-    if is_numpy_array(a):
-        return np.asarray(a, dtype=np.float64)
-    get = getattr(a, "get", None)  # CuPy
-    if callable(get):
-        return np.asarray(get(), dtype=np.float64)
-    return np.asarray(np.from_dlpack(a), dtype=np.float64)
+    """float64 host copy for scipy's optimiser (the transfer itself is :func:`metrics.to_host`)."""
+    return np.asarray(to_host(a), dtype=np.float64)
 
 
 class _Stop(Exception):
