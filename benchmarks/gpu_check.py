@@ -1,7 +1,8 @@
 """GPU check: CPU and GPU projection losses/gradients agree, and a CIFAR-scale step's cost.
 
-    python benchmarks/gpu_check.py                 # agreement + CIFAR scale (n̂=100, d=3072, p=10dn)
+    python benchmarks/gpu_check.py                 # agreement, step rates, CIFAR scale (p=10dn)
     python benchmarks/gpu_check.py --p-mult 1      # smaller CIFAR-scale p (faster first pass)
+    python benchmarks/gpu_check.py --skip-cifar --skip-rates   # agreement only
 
 Prints "no CUDA device: skipped" and exits 0 where CuPy or a CUDA device is missing, so it can
 run anywhere. Exit status 1 when CPU and GPU disagree beyond the tolerances below.
@@ -11,7 +12,11 @@ the host from the seed, then copied) gives the same loss and gradient on both ba
 BLAS reassociation and the GPU's transcendental functions: relative 1e-9 on the loss, 1e-7 on the
 gradient (norm-wise).
 
-Part 2 — timing at CIFAR scale: V has p·d ≈ 9.4·10⁹ entries. It is drawn on the host, so the first
+Part 2 — step rates with V cached on the device, float32 and float64, against the device's
+measured GEMM rates ("square": a 8192² product; "same shape": (n̂×d)·(d×16384), the step's
+pre-activation product), with the flop count of ``benchmarks/bench_projection_step.py``.
+
+Part 3 — timing at CIFAR scale: V has p·d ≈ 9.4·10⁹ entries. It is drawn on the host, so the first
 step (which also fills the V cache on the device, 38 GB in float32) is bound by host random
 generation; later steps reuse the cached V and measure the GPU arithmetic. Peak device memory is
 read from CuPy's memory pool.
@@ -21,6 +26,7 @@ from __future__ import annotations
 
 import argparse
 import math
+import os
 import sys
 import time
 
@@ -67,6 +73,46 @@ def agreement(cp) -> bool:
     return ok
 
 
+def _device_time(cp, fn, min_seconds: float = 0.3, min_runs: int = 3) -> float:
+    """Best wall time of ``fn()`` with the device synchronised around it, after one warm-up."""
+    fn()
+    cp.cuda.Device().synchronize()
+    best, runs, t_start = np.inf, 0, time.perf_counter()
+    while runs < min_runs or time.perf_counter() - t_start < min_seconds:
+        t0 = time.perf_counter()
+        fn()
+        cp.cuda.Device().synchronize()
+        best = min(best, time.perf_counter() - t0)
+        runs += 1
+    return best
+
+
+def step_rates(cp, chunk_blocks: int) -> None:
+    cases = [(50, 100, 20_000), (50, 100, 200_000), (50, 784, 392_000), (100, 3072, 307_200)]
+    print(f"step rates, V cached on the device, chunk = {chunk_blocks} blocks of V")
+    print(f"{'dtype':>7} {'n̂':>4} {'d':>5} {'p':>8} | {'ms/step':>8} {'GFLOP/s':>9} | "
+          f"{'% square':>8} {'% same-shape':>12}")
+    for dtype in ("float32", "float64"):
+        A = cp.asarray(np.random.default_rng(0).standard_normal((8192, 8192)), dtype=dtype)
+        square = 2 * 8192**3 / _device_time(cp, lambda: A @ A) / 1e9
+        del A
+        for n_hat, d, p in cases:
+            itemsize = np.dtype(dtype).itemsize
+            rf = RandomFeatures(ACTIVATION, d=d, p=p, seed=0, chunk_rows=chunk_blocks * 1024,
+                                v_cache_bytes=p * d * itemsize + 1)
+            X = cp.asarray(sphere(n_hat, d), dtype=dtype)
+            theta = cp.asarray(np.random.default_rng(2).standard_normal(p), dtype=dtype)
+            Bm = cp.asarray(np.random.default_rng(3).standard_normal((16384, d)), dtype=dtype)
+            same = 2 * n_hat * d * 16384 / _device_time(cp, lambda: X @ Bm.T) / 1e9
+            seconds = _device_time(cp, lambda: projection_loss(rf, X, theta))
+            rate = (4 * n_hat * p * d + 2 * n_hat**2 * p) / seconds / 1e9
+            print(f"{dtype:>7} {n_hat:>4} {d:>5} {p:>8} | {1e3 * seconds:8.2f} {rate:9.0f} | "
+                  f"{100 * rate / square:7.1f}% {100 * rate / same:11.1f}%   "
+                  f"(GEMM square {square:.0f}, same shape {same:.0f} GFLOP/s)", flush=True)
+            del rf, X, theta, Bm
+            cp.get_default_memory_pool().free_all_blocks()
+
+
 def cifar_timing(cp, p_mult: float, steps: int, dtype: str) -> None:
     n_hat, d = 100, 3072
     p = max(1, round(p_mult * d * n_hat))
@@ -84,10 +130,14 @@ def cifar_timing(cp, p_mult: float, steps: int, dtype: str) -> None:
         cp.cuda.Device().synchronize()
         times.append(time.perf_counter() - t0)
     print(f"CIFAR scale n̂={n_hat} d={d} p={p:,} {dtype}: loss {res.loss:.6f}")
-    print(f"  first step (draws V on the host, fills the device cache): {times[0]:.1f} s")
+    print(f"  first step (draws V on the host with {len(os.sched_getaffinity(0))} threads, fills the device "
+          f"cache): {times[0]:.1f} s")
     if len(times) > 1:
         best = min(times[1:])
-        print(f"  cached-V step: {best:.3f} s, {flops / best / 1e9:.0f} GFLOP/s")
+        A = cp.asarray(np.random.default_rng(0).standard_normal((8192, 8192)), dtype=dtype)
+        square = 2 * 8192**3 / _device_time(cp, lambda: A @ A) / 1e9
+        print(f"  cached-V step: {best:.3f} s, {flops / best / 1e9:.0f} GFLOP/s "
+              f"({100 * flops / best / 1e9 / square:.1f} % of the square GEMM rate {square:.0f} GFLOP/s)")
     print(f"  device memory pool: {pool.total_bytes() / 2**30:.1f} GiB held "
           f"(V alone {p * d * itemsize / 2**30:.1f} GiB)")
 
@@ -98,6 +148,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--steps", type=int, default=3)
     parser.add_argument("--dtype", choices=("float32", "float64"), default="float32")
     parser.add_argument("--skip-cifar", action="store_true")
+    parser.add_argument("--skip-rates", action="store_true")
+    parser.add_argument("--chunk-blocks", type=int, default=16, help="blocks of V per chunk")
     args = parser.parse_args(argv)
     cp = cuda_or_none()
     if cp is None:
@@ -106,6 +158,8 @@ def main(argv: list[str] | None = None) -> int:
     props = cp.cuda.runtime.getDeviceProperties(0)
     print(f"device: {props['name'].decode() if isinstance(props['name'], bytes) else props['name']}")
     ok = agreement(cp)
+    if not args.skip_rates:
+        step_rates(cp, args.chunk_blocks)
     if not args.skip_cifar:
         cifar_timing(cp, args.p_mult, args.steps, args.dtype)
     return 0 if ok else 1

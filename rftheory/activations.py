@@ -14,12 +14,14 @@ from __future__ import annotations
 
 import ast
 import math
+import operator
 from dataclasses import dataclass
 from functools import cached_property
-from typing import Any, Callable
+from typing import Any, Callable, NamedTuple
 
 import mpmath
 import sympy as sp
+from array_api_compat import array_namespace, device, is_numpy_namespace
 
 from .errors import ActivationError, BackendError
 
@@ -243,132 +245,399 @@ def _special_erf(xp: Any) -> Callable[[Any], Any]:
     raise BackendError(f"erf is not available for array namespace {name!r} (numpy or CuPy only)")
 
 
-class _ArrayOps:
-    """Evaluation rules for array-API namespaces."""
+# The array path compiles each Activation once into a small straight-line program: a tuple of
+# steps over numbered slots (slot 0 holds the input), with every numeric constant folded to a
+# Python float at compile time. Programs hold only strings, ints and floats, so they are
+# namespace-agnostic (the namespace is chosen per call) and pickle with the Activation. They are
+# built from ``sympy.cse`` of [φ, φ'] so that one program computes both with shared work, and are
+# interpreted by :func:`_run_program`; no string is ever evaluated.
 
-    def __init__(self, xp: Any, x: Any):
-        self.xp = xp
-        self.x = x
+class _LogOnePlusExp(sp.Function):
+    """``log(1 + exp(u))`` kept whole through CSE; evaluated as the stable ``logaddexp(0, u)``."""
 
-    def const(self, value: float) -> Any:
-        return self.xp.asarray(value, dtype=self.x.dtype, device=_device(self.x))
-
-    def lift(self, v: Any) -> Any:
-        return v if not isinstance(v, float) else self.const(v)
-
-    def apply(self, head: Any, args: list[Any], expr: sp.Expr) -> Any:
-        xp = self.xp
-        if head is sp.Add:
-            out = args[0]
-            for a in args[1:]:
-                out = out + a
-            return out
-        if head is sp.Mul:
-            out = args[0]
-            for a in args[1:]:
-                out = out * a
-            return out
-        if head is sp.Pow:
-            base, exponent = args
-            e = float(expr.exp)
-            if e == 0.5:
-                return xp.sqrt(self.lift(base))
-            if e == int(e):
-                n = int(e)
-                if n >= 0:
-                    return base**n
-                return 1.0 / (base ** (-n))
-            return self.lift(base) ** e
-        if head is sp.Max or head is sp.Min:
-            out = self.lift(args[0])
-            pick = xp.maximum if head is sp.Max else xp.minimum
-            for a in args[1:]:
-                out = pick(out, self.lift(a))
-            return out
-        if head is sp.Abs:
-            return xp.abs(self.lift(args[0]))
-        if head is sp.sign:
-            return xp.sign(self.lift(args[0]))
-        if head is sp.Heaviside:
-            a = self.lift(args[0])
-            h0 = float(expr.args[1]) if len(expr.args) > 1 else 0.5
-            return xp.where(a > 0, self.const(1.0), xp.where(a < 0, self.const(0.0), self.const(h0)))
-        if head is sp.DiracDelta:
-            # Derivative of a jump: zero almost everywhere (kinks have Gaussian measure zero).
-            return xp.zeros_like(self.x)
-        if head is sp.log:
-            inner = expr.args[0]
-            # log(1 + exp(u)) overflows for large u; logaddexp(0, u) is the same function, stably.
-            if inner.is_Add and len(inner.args) == 2 and sp.S.One in inner.args:
-                other = inner.args[1] if inner.args[0] == 1 else inner.args[0]
-                if isinstance(other, sp.exp):
-                    u = self.lift(_compile_array(other.args[0], self))
-                    return xp.logaddexp(xp.zeros_like(u), u)
-            return xp.log(self.lift(args[0]))
-        if head is sp.erf:
-            return _special_erf(xp)(self.lift(args[0]))
-        simple = {sp.tanh: "tanh", sp.sinh: "sinh", sp.cosh: "cosh", sp.exp: "exp",
-                  sp.sin: "sin", sp.cos: "cos", sp.atan: "atan"}
-        if head in simple:
-            return getattr(xp, simple[head])(self.lift(args[0]))
-        raise BackendError(f"no numeric rule for {head.__name__} in activation {expr}")
+    nargs = 1
 
 
-def _device(x: Any) -> Any:
-    from array_api_compat import device
+#: sympy heads evaluated by one array-API function of the same meaning (name in the namespace).
+_ARRAY_FUNCS: dict[Any, str] = {
+    sp.tanh: "tanh", sp.sinh: "sinh", sp.cosh: "cosh", sp.exp: "exp", sp.sin: "sin",
+    sp.cos: "cos", sp.atan: "atan", sp.log: "log", sp.Abs: "abs", sp.sign: "sign",
+    sp.erf: "erf", _LogOnePlusExp: "softplus",
+}
+#: sympy relations -> names of the Python comparison operators (array API operators).
+_RELATIONS: dict[Any, str] = {
+    sp.StrictLessThan: "lt", sp.LessThan: "le", sp.StrictGreaterThan: "gt",
+    sp.GreaterThan: "ge", sp.Equality: "eq", sp.Unequality: "ne",
+}
+#: Integer powers up to this degree are repeated products: at most 3 roundings against
+#: ``pow``'s ~1 ulp, and ~100x faster than NumPy's ``x**3``. Higher powers use ``**``.
+_MAX_PRODUCT_POWER = 4
 
-    return device(x)
+
+class _Step(NamedTuple):
+    """One instruction: ``slots[out] = op(args; param)``.
+
+    ``args`` are slot numbers (ints) or folded constants (Python floats). ``consume`` says the
+    first argument is a temporary that dies here and is not read again after the first
+    operation, so the step may overwrite it in place; ``free`` lists slots whose last use is
+    this step (dropped at once to keep peak memory low).
+    """
+
+    op: str
+    out: int
+    args: tuple
+    param: Any = None
+    consume: bool = False
+    free: tuple[int, ...] = ()
 
 
-def _compile_array(expr: sp.Expr, ops: _ArrayOps) -> Any:
-    """Evaluate ``expr`` at ``ops.x``; numbers stay Python floats so they broadcast."""
-    if expr == Z:
-        return ops.x
-    if expr.is_number:
-        value = complex(expr.evalf(30))
-        if value.imag != 0:
-            raise BackendError(f"activation has a non-real constant {expr}")
-        return float(value.real)
-    if isinstance(expr, sp.Piecewise):
-        xp = ops.xp
-        out = None
-        for piece, cond in reversed(expr.args):
-            value = ops.lift(_compile_array(piece, ops)) + xp.zeros_like(ops.x)
-            if cond is sp.true:
-                out = value
+class _Program(NamedTuple):
+    """Straight-line steps computing ``outputs`` from slot 0 (the input)."""
+
+    steps: tuple[_Step, ...]
+    outputs: tuple  # slot numbers, or Python floats for constant outputs
+    n_slots: int
+
+
+def _real_float(expr: sp.Expr) -> float:
+    value = complex(expr.evalf(30))
+    if value.imag != 0:
+        raise BackendError(f"activation has a non-real constant {expr}")
+    return float(value.real)
+
+
+def _prepare(expr: sp.Expr) -> sp.Expr:
+    """Rewrite ``expr`` into the forms the compiler evaluates, before CSE can split them."""
+    # Derivative of a jump: zero almost everywhere (kinks have Gaussian measure zero).
+    expr = expr.replace(lambda e: isinstance(e, sp.DiracDelta), lambda e: sp.S.Zero)
+
+    def is_log1p_exp(e: sp.Expr) -> bool:
+        if not isinstance(e, sp.log):
+            return False
+        inner = e.args[0]
+        return (inner.is_Add and len(inner.args) == 2 and sp.S.One in inner.args
+                and any(isinstance(a, sp.exp) for a in inner.args))
+
+    def log1p_exp(e: sp.Expr) -> sp.Expr:
+        exp_term = next(a for a in e.args[0].args if isinstance(a, sp.exp))
+        return _LogOnePlusExp(exp_term.args[0])
+
+    # log(1 + exp(u)) overflows for large u; logaddexp(0, u) is the same function, stably.
+    return expr.replace(is_log1p_exp, log1p_exp)
+
+
+class _Compiler:
+    """Translate sympy expressions (after CSE) into :class:`_Step` s over slots."""
+
+    def __init__(self) -> None:
+        self.steps: list[_Step] = []
+        self.refs: dict[Any, Any] = {Z: 0}  # expression or CSE symbol -> slot or float
+        self.n_slots = 1
+
+    def emit(self, op: str, args: tuple, param: Any = None) -> int:
+        slot = self.n_slots
+        self.n_slots += 1
+        self.steps.append(_Step(op, slot, args, param))
+        return slot
+
+    def ref(self, expr: Any) -> Any:
+        if expr in self.refs:
+            return self.refs[expr]
+        if isinstance(expr, sp.Expr) and expr.is_number:
+            out = _real_float(expr)
+        else:
+            out = self._node(expr)
+        self.refs[expr] = out
+        return out
+
+    def _node(self, e: Any) -> Any:
+        if isinstance(e, sp.Add):
+            return self._add(e)
+        if isinstance(e, sp.Mul):
+            return self._mul(e)
+        if isinstance(e, sp.Pow):
+            return self._pow(e)
+        if isinstance(e, (sp.Max, sp.Min)):
+            consts = [a for a in e.args if a.is_number]
+            slots = [self.ref(a) for a in e.args if not a.is_number]
+            pick = sp.Max if isinstance(e, sp.Max) else sp.Min
+            const = _real_float(pick(*consts)) if consts else None
+            name = "maximum" if isinstance(e, sp.Max) else "minimum"
+            return self.emit("extremum", tuple(slots), (name, const))
+        if isinstance(e, sp.Heaviside):
+            h0 = _real_float(e.args[1]) if len(e.args) > 1 else 0.5
+            return self.emit("heaviside", (self.ref(e.args[0]),), h0)
+        if e.func in _ARRAY_FUNCS:
+            return self.emit("fn", (self.ref(e.args[0]),), _ARRAY_FUNCS[e.func])
+        if isinstance(e, sp.Piecewise):
+            args: list[Any] = []
+            default: Any = 0.0  # no condition holds: zero, as in the mpmath evaluator
+            for piece, cond in e.args:
+                if cond == sp.true:
+                    default = self.ref(piece)
+                    break
+                args += [self.ref(cond), self.ref(piece)]
+            return self.emit("where", (*args, default))
+        if isinstance(e, (sp.And, sp.Or)):
+            name = "logical_and" if isinstance(e, sp.And) else "logical_or"
+            return self.emit("logical", tuple(self.ref(c) for c in e.args), name)
+        if isinstance(e, sp.Not):
+            return self.emit("fn", (self.ref(e.args[0]),), "logical_not")
+        for kind, fn in _RELATIONS.items():
+            if isinstance(e, kind):
+                return self.emit("compare", (self.ref(e.lhs), self.ref(e.rhs)), fn)
+        name = getattr(e.func, "__name__", type(e).__name__)
+        raise BackendError(f"no numeric rule for {name} in activation {e}")
+
+    def _add(self, e: sp.Add) -> Any:
+        const = _real_float(sp.Add(*[a for a in e.args if a.is_number]))
+        terms: list[tuple[int, int]] = []  # (sign, slot)
+        for a in e.args:
+            if a.is_number:
+                continue
+            coeff, rest = a.as_coeff_Mul()
+            sign, r = (-1, self.ref(rest)) if coeff == -1 else (1, self.ref(a))
+            if isinstance(r, float):
+                const += sign * r
             else:
-                mask = _compile_condition(cond, ops)
-                out = xp.where(mask, value, out if out is not None else xp.zeros_like(ops.x))
-        return out
-    if expr.func is sp.log:
-        return ops.apply(sp.log, [], expr)
-    args = [_compile_array(a, ops) for a in expr.args]
-    if expr.func is sp.Heaviside:
-        args = args[:1]
-    return ops.apply(expr.func, args, expr)
+                terms.append((sign, r))
+        if not terms:
+            return const
+        terms.sort(key=lambda t: t[0] < 0)  # a positive term first: no negation (stable sort)
+        if len(terms) == 1 and terms[0][0] == 1 and const == 0.0:
+            return terms[0][1]
+        return self.emit("lincomb", tuple(s for _, s in terms),
+                         (const, tuple(sign for sign, _ in terms)))
+
+    def _mul(self, e: sp.Mul) -> Any:
+        const = _real_float(sp.Mul(*[a for a in e.args if a.is_number]))
+        num: list[int] = []
+        den: list[int] = []
+        for a in e.args:
+            if a.is_number:
+                continue
+            into, factor, times = num, a, 1
+            if isinstance(a, sp.Pow) and a.exp.is_number and a.exp.is_negative:
+                into, factor = den, sp.Pow(a.base, -a.exp)
+            if (isinstance(factor, sp.Pow) and factor.exp.is_Integer
+                    and 0 < factor.exp <= _MAX_PRODUCT_POWER):
+                factor, times = factor.base, int(factor.exp)  # u**n inline: n factors of u
+            r = self.ref(factor)
+            if isinstance(r, float):
+                const = const * r**times if into is num else const / r**times
+            else:
+                into += [r] * times
+        return self._product(const, num, den)
+
+    def _product(self, const: float, num: list[int], den: list[int]) -> Any:
+        if const == 0.0 or not (num or den):
+            return const
+        if len(num) == 1 and not den and const == 1.0:
+            return num[0]
+        return self.emit("product", (*num, *den), (const, len(num)))
+
+    def _pow(self, e: sp.Pow) -> Any:
+        base, exponent = e.args
+        if not exponent.is_number:
+            raise BackendError(f"no numeric rule for a non-constant exponent in activation {e}")
+        b = self.ref(base)
+        if exponent.is_Integer:
+            n = int(exponent)
+            if abs(n) <= _MAX_PRODUCT_POWER:
+                factors = [b] * abs(n)
+            else:
+                factors = [self.emit("pow", (b,), abs(n))]
+            return self._product(1.0, factors, []) if n > 0 else self._product(1.0, [], factors)
+        if exponent == sp.S.Half:
+            return self.emit("fn", (b,), "sqrt")
+        if exponent == -sp.S.Half:
+            return self._product(1.0, [], [self.emit("fn", (b,), "sqrt")])
+        return self.emit("pow", (b,), _real_float(exponent))
 
 
-def _compile_condition(cond: Any, ops: _ArrayOps) -> Any:
-    xp = ops.xp
-    if isinstance(cond, sp.And):
-        out = _compile_condition(cond.args[0], ops)
-        for c in cond.args[1:]:
-            out = xp.logical_and(out, _compile_condition(c, ops))
-        return out
-    if isinstance(cond, sp.Or):
-        out = _compile_condition(cond.args[0], ops)
-        for c in cond.args[1:]:
-            out = xp.logical_or(out, _compile_condition(c, ops))
-        return out
-    lhs = ops.lift(_compile_array(cond.lhs, ops))
-    rhs = ops.lift(_compile_array(cond.rhs, ops))
-    table = {sp.StrictLessThan: xp.less, sp.LessThan: xp.less_equal,
-             sp.StrictGreaterThan: xp.greater, sp.GreaterThan: xp.greater_equal,
-             sp.Equality: xp.equal, sp.Unequality: xp.not_equal}
-    for kind, fn in table.items():
-        if isinstance(cond, kind):
-            return fn(lhs, rhs)
-    raise BackendError(f"unsupported condition {cond}")
+def _slots(args: tuple) -> list[int]:
+    return [a for a in args if isinstance(a, int)]
+
+
+def _select(steps: list[_Step], outputs: tuple, n_slots: int) -> _Program:
+    """The steps ``outputs`` need, with in-place and freeing decisions for that subset."""
+    needed = set(_slots(outputs))
+    kept: list[_Step] = []
+    for step in reversed(steps):
+        if step.out in needed:
+            kept.append(step)
+            needed.update(_slots(step.args))
+    kept.reverse()
+    keep_alive = {0, *_slots(outputs)}  # never overwrite the input or free an output
+    last_use: dict[int, int] = {}
+    for i, step in enumerate(kept):
+        for s in _slots(step.args):
+            last_use[s] = i
+    final = []
+    for i, step in enumerate(kept):
+        arg_slots = _slots(step.args)
+        dying = tuple(sorted({s for s in arg_slots if last_use[s] == i and s not in keep_alive}))
+
+        def consumable(k: int) -> bool:
+            a = step.args[k]
+            if a not in dying:
+                return False
+            if arg_slots.count(a) == 1:
+                return True
+            # u*u or u+u in place is safe (each element is read before it is written); a later
+            # read of u (u*u*u, or u in a denominator) would see the overwritten value.
+            pair_in_place = step.op == "lincomb" or step.param[1] == len(step.args) >= 2
+            return k == 0 and arg_slots.count(a) == 2 and step.args[1] == a and pair_in_place
+
+        if step.op == "lincomb" or (step.op == "product" and step.param[1] >= 1):
+            swappable = (step.param[1][:2] == (1, 1) if step.op == "lincomb"
+                         else step.param[1] == len(step.args) >= 2)
+            if swappable and not consumable(0) and consumable(1):
+                # The first operation is then a + b or a * b, and a + b == b + a exactly, so
+                # putting the dying temporary first (to be overwritten in place) changes no bit.
+                args = (step.args[1], step.args[0], *step.args[2:])
+                step = step._replace(args=args)
+            step = step._replace(consume=consumable(0))
+        final.append(step._replace(free=dying))
+    return _Program(tuple(final), outputs, n_slots)
+
+
+def _compile_programs(exprs: list[sp.Expr]) -> tuple[list[_Step], tuple, int]:
+    """CSE over all of ``exprs`` and compile; returns (steps, output refs, number of slots)."""
+    replacements, reduced = sp.cse([_prepare(e) for e in exprs])
+    compiler = _Compiler()
+    numeric: dict[sp.Symbol, sp.Expr] = {}
+    for symbol, sub in replacements:
+        sub = sub.xreplace(numeric)
+        if isinstance(sub, sp.Expr) and sub.is_number:
+            numeric[symbol] = sub  # keep constants exact so products of them fold exactly
+        else:
+            compiler.refs[symbol] = compiler.ref(sub)
+    outputs = tuple(compiler.ref(e.xreplace(numeric)) for e in reduced)
+    return compiler.steps, outputs, compiler.n_slots
+
+
+def _run_program(program: _Program, x: Any, xp: Any) -> list[Any]:
+    """Run ``program`` on the array ``x`` of namespace ``xp``; one fresh array per output."""
+    slots: list[Any] = [None] * program.n_slots
+    slots[0] = x
+    zero_d: dict[float, Any] = {}
+
+    def array(ref: Any) -> Any:  # a slot, or a constant as a 0-d array of x's dtype and device
+        if isinstance(ref, int):
+            return slots[ref]
+        if ref not in zero_d:
+            zero_d[ref] = xp.asarray(ref, dtype=x.dtype, device=device(x))
+        return zero_d[ref]
+
+    for step in program.steps:
+        op, args = step.op, step.args
+        if op == "lincomb":
+            const, signs = step.param
+            acc, owned, const_used = slots[args[0]], step.consume, False
+            if signs[0] < 0:
+                acc, owned, const_used = (const - acc if const else -acc), True, True
+            for sign, s in zip(signs[1:], args[1:]):
+                if owned:
+                    if sign > 0:
+                        acc += slots[s]
+                    else:
+                        acc -= slots[s]
+                else:
+                    acc, owned = (acc + slots[s] if sign > 0 else acc - slots[s]), True
+            if const and not const_used:
+                if owned:
+                    acc += const
+                else:
+                    acc = acc + const
+            value = acc
+        elif op == "product":
+            # Numerator and denominator factors alternate (n1 / d1 * n2 / d2 ...) so that ratios
+            # like exp(-z) / (1 + exp(-z))**2 stay finite where either side alone overflows.
+            const, n_num = step.param
+            num, den = args[:n_num], args[n_num:]
+            if num:
+                acc, owned = slots[num[0]], step.consume
+                order = [(True, s) for s in num[1:]]
+            else:
+                acc, owned = const / slots[den[0]], True
+                den = den[1:]
+                order = []
+            for i, s in enumerate(den):
+                order.insert(2 * i, (False, s))
+            for is_num, s in order:
+                if owned:
+                    if is_num:
+                        acc *= slots[s]
+                    else:
+                        acc /= slots[s]
+                else:
+                    acc, owned = (acc * slots[s] if is_num else acc / slots[s]), True
+            if num and const != 1.0:
+                if owned:
+                    acc *= const
+                else:
+                    acc = acc * const
+            value = acc
+        elif op == "fn":
+            name, u = step.param, slots[args[0]]
+            if name == "erf":
+                value = _special_erf(xp)(u)
+            elif name == "softplus":
+                value = xp.logaddexp(array(0.0), u)
+            else:
+                value = getattr(xp, name)(u)
+        elif op == "heaviside":
+            u, h0 = slots[args[0]], step.param
+            # All exact for non-NaN u: sign(u) is -1, 0 or 1, and the 0/1 masks are exact.
+            if h0 == 0.5:
+                value = xp.sign(u)
+                value += 1.0
+                value *= 0.5
+            elif h0 == 1.0:
+                value = xp.astype(u >= 0.0, x.dtype)
+            else:
+                value = xp.astype(u > 0.0, x.dtype)
+                if h0 != 0.0:
+                    value += h0 * xp.astype(u == 0.0, x.dtype)
+        elif op == "extremum":
+            name, const = step.param
+            pick = getattr(xp, name)
+            value = slots[args[0]]
+            for s in args[1:]:
+                value = pick(value, slots[s])
+            if const is not None:
+                value = pick(value, array(const))
+        elif op == "pow":
+            value = slots[args[0]] ** step.param
+        elif op == "where":
+            value = array(args[-1])
+            for i in range(len(args) - 3, -1, -2):  # later pieces first: earlier ones win
+                value = xp.where(slots[args[i]], array(args[i + 1]), value)
+        elif op == "compare":
+            lhs, rhs = (slots[a] if isinstance(a, int) else a for a in args)
+            value = getattr(operator, step.param)(lhs, rhs)
+        elif op == "logical":
+            pick = getattr(xp, step.param)
+            value = slots[args[0]]
+            for s in args[1:]:
+                value = pick(value, slots[s])
+        else:  # the compiler emits only the ops above
+            raise AssertionError(f"unknown step {op!r}")
+        slots[step.out] = value
+        for s in step.free:
+            slots[s] = None
+
+    results: list[Any] = []
+    for ref in program.outputs:
+        if isinstance(ref, float):
+            out = xp.full_like(x, ref)
+        elif ref == 0 or any(isinstance(r, int) and r == ref for r in program.outputs[:len(results)]):
+            out = xp.asarray(slots[ref], copy=True)  # never hand out the input or one array twice
+        else:
+            out = slots[ref]
+        results.append(out)
+    return results
 
 
 _MP_FUNCS: dict[Any, Callable[..., Any]] = {
@@ -517,6 +786,18 @@ class Activation:
     derivatives (sympy's ``Heaviside(0) = 1/2``, ``sign(0) = 0``), so ``relu'(0) = 1/2`` and
     ``abs'(0) = 0``. Kinks have probability zero under Gaussian pre-activations, so this choice
     does not change any expectation; it only fixes what finite-difference tests see at a kink.
+
+    Array evaluation runs a program compiled once per activation from ``sympy.cse`` of
+    [φ, φ'] (:meth:`value_and_derivative` shares the common work; ``__call__`` and
+    :meth:`derivative` run the parts they need, with bitwise the same results). It works in the
+    input's floating dtype (integer input is promoted to float64): constants are rounded once to
+    double and then to that dtype, integer powers up to 4 are repeated products (at most 3
+    roundings), ``Heaviside`` and ``DiracDelta`` are exact, ``log(1 + exp(u))`` is the stable
+    ``logaddexp(0, u)``, and the rest is the namespace's elementwise functions (SciPy/CuPy for
+    ``erf``). So φ is accurate to a few ulp of the dtype times the conditioning of the
+    expression (e.g. ``1 - tanh(z)**2`` has absolute error ~ulp(1), not relative). With NumPy,
+    NaNs at finite inputs (overflow giving ``inf/inf``, e.g. silu'(z) for z < -709) are
+    recomputed in 30-digit mpmath; a non-real value raises ``FloatingPointError``.
     """
 
     name: str
@@ -544,13 +825,33 @@ class Activation:
         pieces = pw.args if isinstance(pw, sp.Piecewise) else ((pw, sp.true),)
         return all(p.is_polynomial(Z) for p, _ in pieces)
 
+    @cached_property
+    def _programs(self) -> tuple[_Program, _Program, _Program]:
+        """Compiled array programs for (φ, φ', both), all cut from one CSE of [φ, φ'].
+
+        Sharing one instruction list makes ``value_and_derivative`` bitwise equal to
+        ``__call__`` and ``derivative``: each output is computed by the same operations.
+        """
+        steps, (value, slope), n_slots = _compile_programs([self.expr, self.derivative_expr])
+        return (_select(steps, (value,), n_slots), _select(steps, (slope,), n_slots),
+                _select(steps, (value, slope), n_slots))
+
     def __call__(self, x: Any) -> Any:
         """φ(x) elementwise, for any array-API array ``x`` (result in the same namespace)."""
-        return self._evaluate(self.expr, x)
+        return self._evaluate(self._programs[0], (self.expr,), x)[0]
 
     def derivative(self, x: Any) -> Any:
         """φ'(x) elementwise (kink convention in the class Notes)."""
-        return self._evaluate(self.derivative_expr, x)
+        return self._evaluate(self._programs[1], (self.derivative_expr,), x)[0]
+
+    def value_and_derivative(self, x: Any) -> tuple[Any, Any]:
+        """``(φ(x), φ'(x))`` elementwise, sharing their common subexpressions.
+
+        Bitwise equal to ``(self(x), self.derivative(x))`` but cheaper: e.g. for ``relu+tanh``
+        ``tanh(x)`` is computed once instead of twice.
+        """
+        value, slope = self._evaluate(self._programs[2], (self.expr, self.derivative_expr), x)
+        return value, slope
 
     def mp(self, x: Any) -> Any:
         """φ(x) at an mpmath number, in the current ``mpmath.mp`` precision."""
@@ -560,29 +861,31 @@ class Activation:
         """φ'(x) at an mpmath number."""
         return _mp_eval(self.derivative_expr, mpmath.mpf(x))
 
-    def _evaluate(self, expr: sp.Expr, x: Any) -> Any:
-        from array_api_compat import array_namespace, is_numpy_namespace
-
+    @staticmethod
+    def _evaluate(program: _Program, exprs: tuple[sp.Expr, ...], x: Any) -> list[Any]:
         xp = array_namespace(x)
-        ops = _ArrayOps(xp, x)
-        if is_numpy_namespace(xp):
-            import numpy as np
+        if not xp.isdtype(x.dtype, "real floating"):
+            if xp.isdtype(x.dtype, "complex floating"):
+                raise BackendError(f"activations are real functions; got a {x.dtype} array")
+            x = xp.astype(x, xp.float64)  # integers and booleans: evaluate in float64
+        if not is_numpy_namespace(xp):
+            return _run_program(program, x, xp)
+        import numpy as np
 
-            # exp overflow inside sigmoid-like terms usually rounds to the right limit
-            # (1/inf = 0); where it produces inf*0 or inf/inf instead (e.g. silu'(z) for
-            # z < -709), the NaNs are recomputed below in mpmath.
-            with np.errstate(over="ignore", invalid="ignore", divide="raise"):
-                out = _compile_array(expr, ops)
-            if not isinstance(out, float):
+        # exp overflow inside sigmoid-like terms usually rounds to the right limit
+        # (1/inf = 0); where it produces inf*0 or inf/inf instead (e.g. silu'(z) for
+        # z < -709), the NaNs are recomputed below in mpmath.
+        with np.errstate(over="ignore", invalid="ignore", divide="raise"):
+            outs = _run_program(program, x, xp)
+        results = []
+        for out, expr in zip(outs, exprs):
+            out = np.asarray(out)  # NumPy returns scalars for 0-d inputs
+            if np.isnan(out).any():  # one cheap pass; the mask only when there is a NaN
                 bad = np.isnan(out) & np.isfinite(x)
-                if np.any(bad):
-                    out = np.array(out, copy=True)
-                    out[bad] = [_mp_real(expr, float(v)) for v in np.asarray(x)[bad]]
-        else:
-            out = _compile_array(expr, ops)
-        if isinstance(out, float):
-            return xp.full_like(x, out)
-        return out
+                if bad.any():
+                    out[bad] = [_mp_real(expr, float(v)) for v in x[bad]]
+            results.append(out)
+        return results
 
     def __str__(self) -> str:
         return self.name

@@ -10,8 +10,9 @@ V_ij ~ N(0, 1/d), is never stored whole by default: it is generated in blocks of
   block order, so results are **bit-identical whatever compute chunk size** is used;
 * memory beyond the inputs is O(n · chunk_rows + n²).
 
-V is drawn in float64 on the host and cast to the data's dtype and device, so numpy, CuPy and
-float32 runs all see the same V (up to the cast).
+V is drawn in float64 on the host (by a pool of threads, a few chunks ahead of the arithmetic) and
+cast to the data's dtype and device, so numpy, CuPy and float32 runs all see the same V (up to
+the cast).
 
 Seed streams: V's blocks use ``default_rng([seed, b])``; every other random object of the package
 (data, labels, initial candidates, bootstrap, ...) uses ``default_rng([seed, tag])`` with a fixed
@@ -21,7 +22,11 @@ block 0's stream — never use it for anything that must be independent of V.)
 
 from __future__ import annotations
 
+import itertools
 import math
+import os
+from collections import deque
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, Iterator
 
@@ -35,7 +40,9 @@ from .gram import GramSolution, solve_gram
 __all__ = [
     "BLOCK_ROWS",
     "FeatureBlock",
+    "FeatureChunk",
     "FeatureMap",
+    "BlockSum",
     "RandomFeatures",
     "DenseFeatures",
     "TrainedModel",
@@ -47,6 +54,10 @@ __all__ = [
 BLOCK_ROWS = 1024
 #: Largest Φ (entries) that :meth:`RandomFeatures.features` materialises without ``allow_large``.
 MATERIALIZE_LIMIT = 2**26
+#: Blocks whose terms are summed together before joining a reduction over p (see BlockSum).
+SUM_GROUP = 16
+#: Below this many entries of V, drawing it in one thread is faster than starting a pool.
+THREADED_DRAW_MIN = 2**21
 
 
 def check_data(X: Any, d: int, name: str = "X") -> Any:
@@ -94,11 +105,115 @@ class FeatureBlock:
     D: Any = None
 
 
+@dataclass(frozen=True)
+class FeatureChunk:
+    """Consecutive blocks of V of equal size, stacked, with the data's features on them.
+
+    Stacking lets one batched product serve all blocks of a chunk, while every block's numbers
+    (and every per-block partial sum) stay those of that block alone — so reductions that add the
+    per-block terms in block order are bit-identical whatever the chunk size.
+
+    Attributes
+    ----------
+    start : int
+        First row of V covered.
+    V : array, shape (nb, m, d)
+        The blocks of V.
+    Z, F : arrays, shape (nb, n, m)
+        Pre-activations X V_bᵀ and features φ(Z), per block.
+    D : array, shape (nb, n, m), or None
+        φ′(Z), when the stream was asked for derivatives.
+    """
+
+    start: int
+    V: Any
+    Z: Any
+    F: Any
+    D: Any = None
+
+    @property
+    def first_block(self) -> int:
+        """Index of the chunk's first block of V."""
+        return self.start // BLOCK_ROWS
+
+    @property
+    def rows(self) -> slice:
+        """Rows of V (and of θ) covered by the chunk."""
+        return slice(self.start, self.start + self.V.shape[0] * self.V.shape[1])
+
+    def stacked(self, theta: Any) -> Any:
+        """θ's rows for this chunk as (nb, m, k) (a 1-D θ gets k = 1)."""
+        nb, m = self.V.shape[0], self.V.shape[1]
+        part = theta[self.rows, ...]
+        return _reshape(part, (nb, m, part.shape[1] if part.ndim == 2 else 1))
+
+    def blocks(self) -> Iterator[FeatureBlock]:
+        """The chunk's blocks, one at a time (views, no copies)."""
+        m = self.V.shape[1]
+        for i in range(self.V.shape[0]):
+            s = self.start + i * m
+            yield FeatureBlock(slice(s, s + m), self.V[i, ...], self.Z[i, ...], self.F[i, ...],
+                               None if self.D is None else self.D[i, ...])
+
+
+def _reshape(x: Any, shape: tuple[int, ...]) -> Any:
+    return array_namespace(x).reshape(x, shape)
+
+
+def _transpose_blocks(x: Any) -> Any:
+    """(nb, a, b) -> (nb, b, a) as a view."""
+    return array_namespace(x).permute_dims(x, (0, 2, 1))
+
+
+class BlockSum:
+    """Σ_b T_b over the blocks of V, in an association fixed by the block index alone.
+
+    The terms of :data:`SUM_GROUP` consecutive blocks (blocks 16j, …, 16j + 15) are summed by one
+    reduction over a contiguous stack, and the group sums are added to the total in order. Neither
+    step depends on how the stream is chunked, so every reduction over p is bit-identical for any
+    chunk size — while it costs two array operations (kernel launches, on a GPU) per group of
+    blocks rather than one per block.
+
+    Parameters
+    ----------
+    total : array
+        The initial value (usually zeros); the terms must broadcast to its shape.
+    """
+
+    def __init__(self, total: Any):
+        self.total = total
+        self._pending: list[Any] = []
+
+    def add(self, first_block: int, parts: Any) -> None:
+        """Add ``parts[i]``, the term of block ``first_block + i``; blocks must come in order."""
+        xp = array_namespace(parts)
+        i, nb = 0, parts.shape[0]
+        while i < nb:
+            room = SUM_GROUP - (first_block + i) % SUM_GROUP  # blocks left in this group
+            take = min(room, nb - i)
+            self._pending.append(parts[i:i + take, ...])
+            if take == room:
+                self._flush(xp)
+            i += take
+
+    def result(self) -> Any:
+        """The sum (the last group may be incomplete)."""
+        if self._pending:
+            self._flush(array_namespace(self._pending[0]))
+        return self.total
+
+    def _flush(self, xp: Any) -> None:
+        stack = self._pending[0] if len(self._pending) == 1 else xp.concat(self._pending, axis=0)
+        self.total = self.total + xp.sum(stack, axis=0)
+        self._pending = []
+
+
 class FeatureMap:
     """Operations shared by every feature map x ↦ φ(Wx) streamed over blocks of rows of W.
 
-    Subclasses provide ``activation``, ``d``, ``p`` and ``_chunks(xp, dtype, device)``, which
-    yields ``(first block index, chunk of whole blocks of W as an (m, d) array)`` in order.
+    Subclasses provide ``activation``, ``d``, ``p``, ``_chunks(xp, dtype, device)``, which yields
+    ``(first row, stack of equal blocks of W as an (nb, m, d) array)`` in row order, and
+    ``weights_resident(xp, dtype, device)``.
     """
 
     activation: Activation
@@ -108,35 +223,31 @@ class FeatureMap:
     def _chunks(self, xp: Any, dtype: Any, dev: Any) -> Iterator[tuple[int, Any]]:
         raise NotImplementedError
 
-    # -- streaming ----------------------------------------------------------------------------
-    def blocks(self, X: Any, *, derivative: bool = False) -> Iterator[FeatureBlock]:
-        """Stream Φ(X) over the blocks of V, in order.
+    def weights_resident(self, xp: Any, dtype: Any, dev: Any) -> bool:
+        """True when streaming W again costs no generation (W is held in memory)."""
+        raise NotImplementedError
 
-        Pre-activations of a chunk are computed as a stack of per-block products (same shape for
-        every full block), so every block's numbers are independent of the chunk size.
-        φ (and φ′ when ``derivative``) is evaluated once per chunk, not per block.
+    # -- streaming ----------------------------------------------------------------------------
+    def chunks(self, X: Any, *, derivative: bool = False) -> Iterator[FeatureChunk]:
+        """Stream Φ(X) over stacks of blocks of V, in order.
+
+        One batched product gives the pre-activations of all blocks of a chunk, and φ (with φ′,
+        sharing their common subexpressions, when ``derivative``) is evaluated once per chunk.
         """
         act = self.activation
         xp = check_data(X, self.d)
-        dev = array_device(X)
-        for b0, Vc in self._chunks(xp, X.dtype, dev):
-            m_total = Vc.shape[0]
-            full = m_total // BLOCK_ROWS
-            if full:
-                Vs = xp.reshape(Vc[: full * BLOCK_ROWS, :], (full, BLOCK_ROWS, self.d))
-                Zs = xp.matmul(X[None, :, :], xp.permute_dims(Vs, (0, 2, 1)))
-                Fs = act(Zs)
-                Ds = act.derivative(Zs) if derivative else None
-                for i in range(full):
-                    start = (b0 + i) * BLOCK_ROWS
-                    yield FeatureBlock(slice(start, start + BLOCK_ROWS), Vs[i, ...], Zs[i, ...],
-                                       Fs[i, ...], Ds[i, ...] if derivative else None)
-            if m_total > full * BLOCK_ROWS:  # the last, partial block of V
-                Vb = Vc[full * BLOCK_ROWS:, :]
-                Zb = xp.matmul(X, xp.matrix_transpose(Vb))
-                start = (b0 + full) * BLOCK_ROWS
-                yield FeatureBlock(slice(start, start + Vb.shape[0]), Vb, Zb, act(Zb),
-                                   act.derivative(Zb) if derivative else None)
+        for start, Vs in self._chunks(xp, X.dtype, array_device(X)):
+            Zs = xp.matmul(X[None, :, :], _transpose_blocks(Vs))
+            if derivative:
+                Fs, Ds = act.value_and_derivative(Zs)
+            else:
+                Fs, Ds = act(Zs), None
+            yield FeatureChunk(start, Vs, Zs, Fs, Ds)
+
+    def blocks(self, X: Any, *, derivative: bool = False) -> Iterator[FeatureBlock]:
+        """Stream Φ(X) one block of V at a time, in order (views into :meth:`chunks`)."""
+        for chunk in self.chunks(X, derivative=derivative):
+            yield from chunk.blocks()
 
     # -- operations ---------------------------------------------------------------------------
     def features(self, X: Any, *, allow_large: bool = False) -> Any:
@@ -156,14 +267,21 @@ class FeatureMap:
         """Φ(X)Φ(X)ᵀ and Φ(X)θ in one pass over V (θ may be None, or (p,) or (p, k))."""
         xp = check_data(X, self.d)
         self._check_theta(theta, xp)
-        n = X.shape[0]
-        G = xp.zeros((n, n), dtype=X.dtype, device=array_device(X))
+        n, dev = X.shape[0], array_device(X)
+        G = xp.zeros((n, n), dtype=X.dtype, device=dev)
         c = None
-        for blk in self.blocks(X):
-            G = G + xp.matmul(blk.F, xp.matrix_transpose(blk.F))
+        if theta is not None:
+            theta = xp.astype(theta, X.dtype)
+            k = theta.shape[1] if theta.ndim == 2 else 1
+            c = xp.zeros((n, k), dtype=X.dtype, device=dev)
+        G, c = BlockSum(G), None if c is None else BlockSum(c)
+        for ch in self.chunks(X):
+            G.add(ch.first_block, xp.matmul(ch.F, _transpose_blocks(ch.F)))
             if theta is not None:
-                term = xp.matmul(blk.F, theta[blk.rows, ...])
-                c = term if c is None else c + term
+                c.add(ch.first_block, xp.matmul(ch.F, ch.stacked(theta)))
+        G = G.result()
+        if c is not None:
+            c = c.result() if theta.ndim == 2 else c.result()[:, 0]
         return G, c
 
     def cross_gram(self, X: Any, Y: Any) -> Any:
@@ -172,27 +290,34 @@ class FeatureMap:
         check_data(Y, self.d, "Y")
         nx = X.shape[0]
         both = xp.concat([X, xp.astype(Y, X.dtype)], axis=0)
-        out = xp.zeros((nx, Y.shape[0]), dtype=X.dtype, device=array_device(X))
-        for blk in self.blocks(both):
-            out = out + xp.matmul(blk.F[:nx, :], xp.matrix_transpose(blk.F[nx:, :]))
-        return out
+        out = BlockSum(xp.zeros((nx, Y.shape[0]), dtype=X.dtype, device=array_device(X)))
+        for ch in self.chunks(both):
+            out.add(ch.first_block, xp.matmul(ch.F[:, :nx, :], _transpose_blocks(ch.F[:, nx:, :])))
+        return out.result()
 
     def matvec(self, X: Any, theta: Any) -> Any:
         """Φ(X)θ, shape (n,) or (n, k): the model's outputs at the rows of X."""
         xp = check_data(X, self.d)
         self._check_theta(theta, xp)
-        out = None
-        for blk in self.blocks(X):
-            term = xp.matmul(blk.F, theta[blk.rows, ...])
-            out = term if out is None else out + term
-        return out
+        k = theta.shape[1] if theta.ndim == 2 else 1
+        out = BlockSum(xp.zeros((X.shape[0], k), dtype=X.dtype, device=array_device(X)))
+        theta = xp.astype(theta, X.dtype)
+        for ch in self.chunks(X):
+            out.add(ch.first_block, xp.matmul(ch.F, ch.stacked(theta)))
+        return out.result() if theta.ndim == 2 else out.result()[:, 0]
 
     def rmatvec(self, X: Any, a: Any) -> Any:
         """Φ(X)ᵀa, shape (p,) or (p, k) for a of shape (n,) or (n, k)."""
         xp = check_data(X, self.d)
         if a.shape[0] != X.shape[0] or a.ndim not in (1, 2):
             raise ShapeError(f"coefficients of shape {tuple(a.shape)} do not match n = {X.shape[0]}")
-        return xp.concat([xp.matmul(xp.matrix_transpose(blk.F), a) for blk in self.blocks(X)], axis=0)
+        A = xp.astype(a if a.ndim == 2 else a[:, None], X.dtype)
+        parts = []
+        for ch in self.chunks(X):
+            Ps = xp.matmul(_transpose_blocks(ch.F), A[None, :, :])  # (nb, m, k)
+            parts.append(xp.reshape(Ps, (Ps.shape[0] * Ps.shape[1], A.shape[1])))
+        out = xp.concat(parts, axis=0)
+        return out if a.ndim == 2 else out[:, 0]
 
     def vjp(self, X: Any, cotangent: Any) -> Any:
         """Vector–Jacobian product of X ↦ Φ(X): Σ_b (C_b ⊙ φ′(X V_bᵀ)) V_b, shape (n, d).
@@ -204,11 +329,11 @@ class FeatureMap:
             columns (it may use ``block.F``). φ′ is evaluated at the pre-activations X V_bᵀ.
         """
         xp = check_data(X, self.d)
-        out = xp.zeros(X.shape, dtype=X.dtype, device=array_device(X))
-        for blk in self.blocks(X, derivative=True):
-            C = cotangent(blk) * blk.D
-            out = out + xp.matmul(C, blk.V)
-        return out
+        out = BlockSum(xp.zeros(X.shape, dtype=X.dtype, device=array_device(X)))
+        for ch in self.chunks(X, derivative=True):
+            Cs = xp.stack([cotangent(blk) for blk in ch.blocks()], axis=0) * ch.D
+            out.add(ch.first_block, xp.matmul(Cs, ch.V))
+        return out.result()
 
     def _check_theta(self, theta: Any, xp: Any) -> None:
         if theta is None:
@@ -233,26 +358,38 @@ class RandomFeatures(FeatureMap):
         Input dimension and number of features.
     seed : int
         Seed of V; together with (p, d) it determines V exactly.
-    chunk_rows : int
+    chunk_rows : int, optional
         Rows of V processed together (rounded down to a multiple of :data:`BLOCK_ROWS`, at least
-        one block). Affects speed and memory only — never the results.
+        one block). Default: :data:`SUM_GROUP` blocks. Affects speed and memory only — never the
+        results. Memory of a pass is about (1 + ahead) chunks of V in float64 on the host (ahead
+        = the chunks drawn in advance, ⌈threads/blocks per chunk⌉) plus 3·n·chunk_rows entries
+        for Z, φ and φ′; at d = 3072 a default chunk of V is 403 MB.
     v_cache_bytes : int
         If V (p·d entries in the working dtype) fits in this many bytes it is kept, per array
         namespace/device/dtype, after the first pass, so iterative methods do not redraw it every
         step. 0 (default) streams every time. The cache never changes results.
+    threads : int
+        Host threads that draw the blocks of V (each block has its own generator, so any number
+        gives the same V); the next chunks are drawn while the current one is in use. 0
+        (default): one per available core. Never changes results.
 
     Notes
     -----
     All operations take data X of shape (n, d) in any array-API namespace and return arrays in
     that namespace, in X's dtype.
+
+    Drawing V costs about as much as the arithmetic it feeds once n is small: a pass does about
+    2n + 2n²/d flops per Gaussian draw, while numpy's generator gives ~30–110 M draws/s per core.
+    Iterative methods should therefore cache V (``v_cache_bytes``) whenever it fits.
     """
 
     activation: Activation
     d: int
     p: int
     seed: int = 0
-    chunk_rows: int = 16 * BLOCK_ROWS
+    chunk_rows: int | None = None
     v_cache_bytes: int = 0
+    threads: int = 0
     _v_cache: dict = field(default_factory=dict, init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -264,8 +401,11 @@ class RandomFeatures(FeatureMap):
             object.__setattr__(self, name, int(value))
         if isinstance(self.seed, bool) or not isinstance(self.seed, (int, np.integer)) or self.seed < 0:
             raise RFTheoryError(f"seed must be a non-negative integer, got {self.seed!r}")
-        if self.chunk_rows < 1:
+        if self.chunk_rows is not None and self.chunk_rows < 1:
             raise RFTheoryError(f"chunk_rows must be positive, got {self.chunk_rows}")
+        if isinstance(self.threads, bool) or not isinstance(self.threads, (int, np.integer)) \
+                or self.threads < 0:
+            raise RFTheoryError(f"threads must be a non-negative integer, got {self.threads!r}")
 
     # -- V ------------------------------------------------------------------------------------
     @property
@@ -273,38 +413,103 @@ class RandomFeatures(FeatureMap):
         """Number of blocks of V."""
         return math.ceil(self.p / BLOCK_ROWS)
 
-    def _block_host(self, b: int) -> np.ndarray:
-        rows = min(BLOCK_ROWS, self.p - b * BLOCK_ROWS)
-        rng = np.random.default_rng([self.seed, b])
-        return rng.standard_normal((rows, self.d)) / math.sqrt(self.d)
+    def _fill_block(self, b: int, out: np.ndarray) -> None:
+        """Draw block ``b`` of V into ``out`` (float64, shape (rows, d))."""
+        np.random.default_rng([self.seed, b]).standard_normal(out=out)
+        np.divide(out, math.sqrt(self.d), out=out)
 
     def weights(self, xp: Any = np, dtype: Any = None, device: Any = None) -> Any:
         """Materialise all of V, shape (p, d) — explicit, for small models and tests."""
-        V = np.concatenate([self._block_host(b) for b in range(self.n_blocks)], axis=0)
+        V = np.empty((self.p, self.d))
+        for b in range(self.n_blocks):
+            self._fill_block(b, V[b * BLOCK_ROWS:(b + 1) * BLOCK_ROWS])
         dtype = xp.float64 if dtype is None else dtype
         return xp.asarray(V, dtype=dtype, device=device)
 
+    def _blocks_per_chunk(self) -> int:
+        if self.chunk_rows is not None:
+            return max(1, self.chunk_rows // BLOCK_ROWS)
+        return SUM_GROUP
+
+    def _plan(self) -> list[tuple[int, int]]:
+        """Block ranges [b0, b1) of the chunks: whole blocks, then the partial last block alone."""
+        per, full = self._blocks_per_chunk(), self.p // BLOCK_ROWS
+        plan = [(b0, min(b0 + per, full)) for b0 in range(0, full, per)]
+        if self.p % BLOCK_ROWS:
+            plan.append((full, full + 1))
+        return plan
+
+    def _host_chunks(self) -> Iterator[tuple[int, np.ndarray]]:
+        """(first row, float64 stack (nb, m, d)) for each chunk, in order.
+
+        Blocks are drawn by a pool of threads (numpy's generators release the GIL while filling
+        an array), a few chunks ahead of the consumer.
+        """
+        plan = self._plan()
+
+        def draw(b0: int, b1: int, submit: Any) -> tuple[np.ndarray, list]:
+            rows = min(BLOCK_ROWS, self.p - b0 * BLOCK_ROWS)
+            buf = np.empty((b1 - b0, rows, self.d))
+            return buf, [submit(self._fill_block, b, buf[b - b0]) for b in range(b0, b1)]
+
+        threads = self.threads or available_cores()
+        if threads == 1 or self.p * self.d < THREADED_DRAW_MIN:
+            for b0, b1 in plan:
+                buf, _ = draw(b0, b1, lambda fn, *args: fn(*args))
+                yield b0 * BLOCK_ROWS, buf
+            return
+        # Enough chunks in flight to keep every thread busy while the consumer works on one.
+        ahead = -(-threads // self._blocks_per_chunk())
+        with ThreadPoolExecutor(threads, thread_name_prefix="rftheory-V") as pool:
+            pending: deque = deque()
+            todo = iter(plan)
+            for b0, b1 in itertools.islice(todo, ahead):
+                pending.append((b0, draw(b0, b1, pool.submit)))
+            while pending:
+                b0, (buf, futures) = pending.popleft()
+                for fut in futures:
+                    fut.result()
+                nxt = next(todo, None)
+                if nxt is not None:
+                    pending.append((nxt[0], draw(*nxt, pool.submit)))
+                yield b0 * BLOCK_ROWS, buf
+
+    def weights_resident(self, xp: Any, dtype: Any, dev: Any) -> bool:
+        return (self._cache_key(xp, dtype, dev) in self._v_cache
+                or self.p * self.d * _itemsize(dtype) <= self.v_cache_bytes)
+
+    @staticmethod
+    def _cache_key(xp: Any, dtype: Any, dev: Any) -> tuple[str, str, str]:
+        return (getattr(xp, "__name__", str(xp)), str(dev), str(dtype))
+
     def _chunks(self, xp: Any, dtype: Any, dev: Any) -> Iterator[tuple[int, Any]]:
-        """Yield (first block index, V chunk of whole blocks as (m, d)) in block order."""
-        key = (getattr(xp, "__name__", str(xp)), str(dev), str(dtype))
+        """Yield (first row, V stack (nb, m, d)) in row order, from the cache when it is there."""
+        key = self._cache_key(xp, dtype, dev)
         cached = self._v_cache.get(key)
         if cached is not None:
             yield from cached
             return
-        itemsize = 4 if "32" in str(dtype) else 8
-        keep = self.p * self.d * itemsize <= self.v_cache_bytes
-        per_chunk = max(1, self.chunk_rows // BLOCK_ROWS)
+        keep = self.p * self.d * _itemsize(dtype) <= self.v_cache_bytes
         out = []
-        for b0 in range(0, self.n_blocks, per_chunk):
-            host = np.concatenate([self._block_host(b)
-                                   for b in range(b0, min(b0 + per_chunk, self.n_blocks))])
-            chunk = (b0, xp.asarray(host, dtype=dtype, device=dev))
+        for start, host in self._host_chunks():
+            chunk = (start, xp.asarray(host, dtype=dtype, device=dev))
             if keep:
                 out.append(chunk)
             yield chunk
         if keep:
             self._v_cache[key] = out
 
+
+def _itemsize(dtype: Any) -> int:
+    return 4 if "32" in str(dtype) else 8
+
+
+def available_cores() -> int:
+    """Cores this process may run on."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        return os.cpu_count() or 1
 
 
 @dataclass(frozen=True)
@@ -320,8 +525,9 @@ class DenseFeatures(FeatureMap):
 
     Notes
     -----
-    Streams over the same row blocks of :data:`BLOCK_ROWS` as :class:`RandomFeatures`, so every
-    operation (Gram, products, VJPs, the projection loss, reconstruction) applies unchanged.
+    Streams over the same row blocks of :data:`BLOCK_ROWS` as :class:`RandomFeatures` (16 blocks
+    per chunk), so every operation (Gram, products, VJPs, the projection loss, reconstruction)
+    applies unchanged.
     """
 
     activation: Activation
@@ -344,8 +550,18 @@ class DenseFeatures(FeatureMap):
     def p(self) -> int:  # type: ignore[override]
         return int(self.weights.shape[0])
 
+    def weights_resident(self, xp: Any, dtype: Any, dev: Any) -> bool:
+        return True
+
     def _chunks(self, xp: Any, dtype: Any, dev: Any) -> Iterator[tuple[int, Any]]:
-        yield 0, xp.astype(xp.asarray(self.weights, device=dev), dtype)
+        W = xp.astype(xp.asarray(self.weights, device=dev), dtype)
+        per = 16 * BLOCK_ROWS
+        full = (self.p // BLOCK_ROWS) * BLOCK_ROWS
+        for start in range(0, full, per):
+            stop = min(start + per, full)
+            yield start, xp.reshape(W[start:stop, :], ((stop - start) // BLOCK_ROWS, BLOCK_ROWS, self.d))
+        if full < self.p:
+            yield full, W[None, full:, :]
 
 @dataclass(frozen=True)
 class TrainedModel:

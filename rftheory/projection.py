@@ -17,14 +17,15 @@ from typing import Any
 from array_api_compat import array_namespace, device as array_device
 
 from .errors import ShapeError
-from .features import FeatureMap, check_data
+from .features import BlockSum, FeatureChunk, FeatureMap, check_data
 from .gram import GramSolution, solve_gram
 
 __all__ = ["ProjectionLoss", "projection_loss", "projection_residuals"]
 
-#: Keep the streamed blocks of the first pass for the second when they take at most this many
-#: bytes (saves recomputing X̂Vᵀ and φ: 4n̂pd instead of 6n̂pd flops per step).
-KEEP_BLOCKS_BYTES = 256 * 2**20
+#: Keep the streamed chunks of the first pass (φ, φ′ and, when it is not held anyway, V) for the
+#: second when they take at most this many bytes (saves redrawing V and recomputing X̂Vᵀ and φ:
+#: 4n̂pd instead of 6n̂pd flops per step).
+KEEP_BLOCKS_BYTES = 2**30
 
 
 @dataclass(frozen=True)
@@ -92,35 +93,48 @@ def projection_loss(features: FeatureMap, X_hat: Any, theta: Any, *, gradient: b
     if not bool(xp.all(xp.isfinite(theta))):
         raise ShapeError("θ has non-finite entries")
     theta = xp.astype(theta, X_hat.dtype)
-    n_hat = X_hat.shape[0]
-    itemsize = 4 if "32" in str(X_hat.dtype) else 8
-    keep = 3 * n_hat * features.p * itemsize <= KEEP_BLOCKS_BYTES
-    kept = []
-    G = xp.zeros((n_hat, n_hat), dtype=X_hat.dtype, device=array_device(X_hat))
-    c = xp.zeros((n_hat,) + tuple(theta.shape[1:]), dtype=X_hat.dtype, device=array_device(X_hat))
-    for blk in features.blocks(X_hat, derivative=gradient and keep):
-        G = G + xp.matmul(blk.F, xp.matrix_transpose(blk.F))
-        c = c + xp.matmul(blk.F, theta[blk.rows, ...])
-        if keep:
-            kept.append(blk)
-    solved = solve_gram(G, c, rcond=rcond)
-    a = solved.solution
+    dtype, dev = X_hat.dtype, array_device(X_hat)
     theta_sq = float(xp.sum(theta * theta))
     if theta_sq == 0.0:
         raise ShapeError("θ is zero: the projection loss is undefined")
-    blocks = kept if keep else features.blocks(X_hat, derivative=gradient)
-    resid_sq = 0.0
-    grad = xp.zeros(X_hat.shape, dtype=X_hat.dtype, device=array_device(X_hat)) if gradient else None
-    # With k outputs sharing one feature block: R = Θ_b − Φ̂_bᵀA and ∂L/∂Φ̂_b = −2 A R_bᵀ/‖Θ‖².
-    A = a if a.ndim == 2 else a[:, None]
+    n_hat = X_hat.shape[0]
+    # θ as (p, k): k outputs share the candidates' feature blocks.
     theta2 = theta if theta.ndim == 2 else theta[:, None]
-    for blk in blocks:
-        R = theta2[blk.rows, :] - xp.matmul(xp.matrix_transpose(blk.F), A)
-        resid_sq += float(xp.sum(R * R))
-        if gradient:
-            C = (-2.0 / theta_sq) * xp.matmul(A, xp.matrix_transpose(R)) * blk.D
-            grad = grad + xp.matmul(C, blk.V)
-    return ProjectionLoss(min(resid_sq / theta_sq, 1.0), grad, a, solved)
+    itemsize = 4 if "32" in str(dtype) else 8
+    kept_bytes = 2 * n_hat * features.p * itemsize
+    if not features.weights_resident(xp, dtype, dev):
+        kept_bytes += features.p * features.d * itemsize
+    keep = kept_bytes <= KEEP_BLOCKS_BYTES
+    kept = []
+    G = BlockSum(xp.zeros((n_hat, n_hat), dtype=dtype, device=dev))
+    c = BlockSum(xp.zeros((n_hat, theta2.shape[1]), dtype=dtype, device=dev))
+    for ch in features.chunks(X_hat, derivative=gradient and keep):
+        G.add(ch.first_block, xp.matmul(ch.F, xp.permute_dims(ch.F, (0, 2, 1))))
+        c.add(ch.first_block, xp.matmul(ch.F, ch.stacked(theta2)))
+        if keep:  # Z is not needed again: keep V, φ and φ′ only
+            kept.append(FeatureChunk(ch.start, ch.V, None, ch.F, ch.D))
+    solved = solve_gram(G.result(), c.result(), rcond=rcond)
+    A = solved.solution  # (n̂, k)
+    single = A.shape[1] == 1
+    chunks = kept if keep else features.chunks(X_hat, derivative=gradient)
+    # Per-block ‖R_b‖² are added in block order, in float64 whatever the working dtype.
+    resid_sq = BlockSum(xp.zeros((), dtype=xp.float64, device=dev))
+    grad = BlockSum(xp.zeros(X_hat.shape, dtype=dtype, device=dev)) if gradient else None
+    for ch in chunks:
+        # R_b = Θ_b − Φ̂_bᵀA and ∂L/∂Φ̂_b = −2 A R_bᵀ/‖Θ‖² (the constant is applied once, at the end).
+        R = ch.stacked(theta2) - xp.matmul(xp.permute_dims(ch.F, (0, 2, 1)), A[None, :, :])
+        resid_sq.add(ch.first_block, xp.astype(xp.sum(R * R, axis=(1, 2)), xp.float64))
+        if gradient and single:
+            # (a r_bᵀ ⊙ D_b) V_b = diag(a) (D_b diag(r_b)) V_b: one elementwise pass, not two.
+            grad.add(ch.first_block, xp.matmul(ch.D * xp.permute_dims(R, (0, 2, 1)), ch.V))
+        elif gradient:
+            C = xp.matmul(A[None, :, :], xp.permute_dims(R, (0, 2, 1))) * ch.D
+            grad.add(ch.first_block, xp.matmul(C, ch.V))
+    if gradient:
+        grad = grad.result()
+        grad = (-2.0 / theta_sq) * (A * grad if single else grad)
+    a = A if theta.ndim == 2 else A[:, 0]
+    return ProjectionLoss(min(float(resid_sq.result()) / theta_sq, 1.0), grad, a, solved)
 
 
 def projection_residuals(features: FeatureMap, X_hat: Any, X: Any, *,

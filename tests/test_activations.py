@@ -205,3 +205,249 @@ def test_array_api_strict_without_erf_is_a_clear_error(name):
 def test_float32_stays_float32():
     act = get_activation("relu+tanh")
     assert act(np.linspace(-1, 1, 5, dtype=np.float32)).dtype == np.float32
+
+
+# ---------------------------------------------------------------------------------------------
+# Compiled array evaluation: accuracy against mpmath, shared φ/φ' work, backends, edge inputs
+# ---------------------------------------------------------------------------------------------
+
+_W = sp.Dummy("w", real=True)
+
+
+def _error_scale(expr: sp.Expr) -> sp.Expr:
+    """First-order forward-error scale M(z) of evaluating ``expr`` in floating point.
+
+    Every rounding is relative to the quantity rounded, so a sum carries the sum of its terms'
+    scales (cancellation: 1 - tanh(z)**2 has absolute, not relative, error), a product the
+    product of its factors' scales, and f(u) its own rounding |f(u)| plus |f'(u)| times the error
+    carried by u (e.g. exp(-z**2) inherits z**2's rounding, times z**2). Kink functions are
+    exact. The computed value is then within a small multiple of eps * (|φ| + M) of φ.
+    """
+    if expr == Z or expr.is_number:
+        return sp.Abs(expr)
+    if expr.is_Add:
+        return sp.Add(*[_error_scale(a) for a in expr.args])
+    if expr.is_Mul:
+        return sp.Mul(*[_error_scale(a) for a in expr.args])
+    if expr.is_Pow:
+        base, e = expr.args
+        return sp.Abs(expr) + sp.Abs(e) * sp.Abs(base) ** (e - 1) * _error_scale(base)
+    if isinstance(expr, (sp.Max, sp.Min)):
+        return sp.Max(*[_error_scale(a) for a in expr.args])
+    if isinstance(expr, sp.Abs):
+        return _error_scale(expr.args[0])
+    if isinstance(expr, (sp.Heaviside, sp.sign)):
+        return sp.Integer(1)
+    if isinstance(expr, sp.DiracDelta):
+        return sp.Integer(0)
+    if isinstance(expr, sp.Piecewise):
+        return sp.Piecewise(*[(_error_scale(p), c) for p, c in expr.args])
+    (u,) = expr.args
+    slope = sp.diff(expr.func(_W), _W).subs(_W, u)
+    return sp.Abs(expr) + sp.Abs(slope) * _error_scale(u)
+
+
+#: User expressions beyond the registry: shifted kinks, constants, Hermite, compositions.
+EXTRA_EXPRESSIONS = [
+    "0.5*tanh(z) + z**2", "hermite(3, z)", "hermite(6, z)", "heaviside(z)", "abs(z)",
+    "relu(z - 1) + relu(-z - 2)", "sigmoid(3*z - 1)", "max(z, 1) + min(z**2, 2)",
+    "(1 + z**2)**0.5", "1/(1 + z**2)", "z**5 - 3*z", "softplus(2*z) - softplus(-z)",
+]
+#: Built directly (the parser has no conditionals): a Piecewise with an And condition, and
+#: Heaviside with H(0) = 0 and H(0) = 1 (φ' then holds DiracDelta terms).
+DIRECT_ACTIVATIONS = {
+    "piecewise": sp.Piecewise((Z**2, Z > 1), (sp.tanh(Z), (Z < 1) & (Z > -1)), (sp.sin(Z), True)),
+    "heaviside_h0": sp.Heaviside(Z, 0) + Z * sp.Heaviside(Z - 1, 1),
+}
+ALL_EXPRESSIONS = list(ACTIVATIONS) + EXTRA_EXPRESSIONS + list(DIRECT_ACTIVATIONS)
+
+
+def _activation(name: str) -> Activation:
+    if name in DIRECT_ACTIVATIONS:
+        return Activation(name, DIRECT_ACTIVATIONS[name])
+    return get_activation(name)
+
+
+def _test_points(act: Activation, dtype) -> np.ndarray:
+    kinks = np.array(act.kinks)
+    grid = np.linspace(-8.0, 8.0, 97) + 0.013
+    large = [20.0, 40.0, 100.0, 700.0, 705.0, 800.0, 1e3]  # exp overflows past 709 (float64)
+    special = [0.0, 1.0, -1.0, *large, *(-v for v in large)]
+    x = np.concatenate([grid, special, kinks, np.nextafter(kinks, np.inf),
+                        np.nextafter(kinks, -np.inf)]).astype(dtype)
+    return x
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+@pytest.mark.parametrize("name", ALL_EXPRESSIONS)
+def test_compiled_evaluation_matches_mpmath_at_kinks_and_large_arguments(name, dtype):
+    act = _activation(name)
+    x = _test_points(act, dtype)
+    value, slope = act.value_and_derivative(x)
+    for got, expr, exact in ((value, act.expr, act.mp), (slope, act.derivative_expr,
+                                                        act.mp_derivative)):
+        assert got.dtype == dtype
+        scale = Activation("M", _error_scale(expr))
+        with mpmath.workdps(40):  # 40 digits: the reference is exact to double precision
+            reference = np.array([float(exact(float(v))) for v in x])
+            m = np.array([float(scale.mp(float(v))) for v in x])
+        assert np.all(np.isfinite(reference)) and np.all(np.isfinite(got))
+        # At most ~10 roundings and library calls (NumPy/SciPy elementwise functions are within
+        # 1-4 ulp, float32 SIMD paths included), each bounded by eps times the error scale; the
+        # largest ratio observed is 2, so 16 leaves room for other platforms' libm. For
+        # float64 this is ~3.6e-15 relative where there is no cancellation, ~2e-6 for float32.
+        # The tiny term covers results in the subnormal range (e.g. exp(-z**2) at z = 10).
+        eps, tiny = np.finfo(dtype).eps, np.finfo(dtype).tiny
+        bound = 16 * eps * (np.abs(reference) + m) + tiny
+        err = np.abs(got.astype(np.float64) - reference)
+        worst = int(np.argmax(err / bound))
+        assert err[worst] <= bound[worst], (
+            f"z={x[worst]!r}: got {got[worst]!r}, exact {reference[worst]!r}")
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+@pytest.mark.parametrize("name", ALL_EXPRESSIONS)
+def test_value_and_derivative_is_bitwise_the_separate_calls(name, dtype):
+    act = _activation(name)
+    x = _test_points(act, dtype)
+    value, slope = act.value_and_derivative(x)
+    bits = np.uint64 if dtype == np.float64 else np.uint32
+    # One CSE program serves all three methods, so even -0.0 versus 0.0 must agree.
+    np.testing.assert_array_equal(value.view(bits), act(x).view(bits))
+    np.testing.assert_array_equal(slope.view(bits), act.derivative(x).view(bits))
+
+
+def _random_expression(rng: np.random.Generator, depth: int) -> str:
+    """A random activation string: compositions, powers, quotients, repeated subterms."""
+    unary = ["tanh", "sin", "cos", "atan", "sigmoid", "relu", "abs", "erf", "softplus",
+             "heaviside", "sign"]
+    if depth == 0 or rng.random() < 0.2:
+        return "z" if rng.random() < 0.7 else str(int(rng.integers(1, 4)))
+    kind = int(rng.integers(0, 4))
+    a = _random_expression(rng, depth - 1)
+    if kind == 0:
+        return f"{unary[int(rng.integers(len(unary)))]}({a})"
+    if kind == 1:
+        return f"({a})**{int(rng.integers(2, 6))}"
+    b = _random_expression(rng, depth - 1)
+    if kind == 2:
+        return f"({a}) {'+-*'[int(rng.integers(3))]} ({b})"
+    return f"({a}) / (2 + tanh({b})**2)"
+
+
+def test_random_expressions_compile_to_the_same_function():
+    # Compositions the registry does not contain exercise CSE sharing, in-place reuse of
+    # temporaries and the product/quotient ordering; seeded, so any failure reproduces.
+    rng = np.random.default_rng(20250917)
+    x = np.linspace(-3.0, 3.0, 31) + 0.01
+    checked = 0
+    while checked < 30:
+        text = _random_expression(rng, 4)
+        try:
+            act = get_activation(text)
+        except ActivationError:  # constant expressions are refused; draw again
+            continue
+        checked += 1
+        value, slope = act.value_and_derivative(x)
+        for got, expr, exact in ((value, act.expr, act.mp),
+                                 (slope, act.derivative_expr, act.mp_derivative)):
+            scale = Activation("M", _error_scale(expr))
+            with mpmath.workdps(40):
+                reference = np.array([float(exact(v)) for v in x])
+                m = np.array([float(scale.mp(v)) for v in x])
+            # Same error model as above; deeper trees have up to ~30 roundings, hence 64.
+            np.testing.assert_array_less(np.abs(got - reference),
+                                         64 * np.finfo(float).eps * (np.abs(reference) + m)
+                                         + 1e-300, err_msg=text)
+        np.testing.assert_array_equal(value, act(x), err_msg=text)
+        np.testing.assert_array_equal(slope, act.derivative(x), err_msg=text)
+
+
+def test_overflow_fallback_and_stable_forms_far_out():
+    silu, softplus = get_activation("silu"), get_activation("softplus")
+    x = np.array([-1e8, -800.0, -705.0, -700.0, 700.0, 800.0])
+    with mpmath.workdps(30):
+        want_slope = np.array([float(silu.mp_derivative(v)) for v in x])
+    # silu'(-800) is inf/inf in double (recomputed in mpmath); at -705 the alternating
+    # numerator/denominator order keeps exp(705) * 705 / (1 + exp(705))**2 finite. Relative
+    # tolerance: a few roundings of exp and division (values down to 1e-300 stay normal).
+    np.testing.assert_allclose(silu.value_and_derivative(x)[1], want_slope, rtol=1e-13, atol=0)
+    np.testing.assert_allclose(silu.derivative(x), want_slope, rtol=1e-13, atol=0)
+    # softplus is logaddexp(0, z): exact z for large z, exp(z) for very negative z.
+    big = np.array([-800.0, -40.0, 40.0, 800.0, 1e5])
+    with mpmath.workdps(400):  # log(1 + exp(-800)) needs ~350 digits to resolve the 1e-348
+        want = np.array([float(softplus.mp(v)) for v in big])
+    np.testing.assert_allclose(softplus(big), want, rtol=1e-15, atol=0)  # correctly rounded
+
+
+def test_compilation_and_evaluation_never_evaluate_strings(monkeypatch):
+    def forbidden(*args, **kwargs):
+        raise AssertionError("eval/exec used while compiling or evaluating an activation")
+
+    act = get_activation("relu(z) + 0.5*tanh(z)**2 - softplus(z)/3")  # fresh: not compiled yet
+    monkeypatch.setattr(builtins, "eval", forbidden)
+    monkeypatch.setattr(builtins, "exec", forbidden)
+    value, slope = act.value_and_derivative(np.linspace(-2.0, 2.0, 9))
+    assert value.shape == slope.shape == (9,)
+
+
+@pytest.mark.parametrize("name", NO_ERF)
+@pytest.mark.parametrize("dtype_name", ["float64", "float32"])
+def test_array_api_strict_value_and_derivative(name, dtype_name):
+    xps = pytest.importorskip("array_api_strict")
+    act = get_activation(name)
+    grid = np.linspace(-4.0, 4.0, 33, dtype=dtype_name)
+    x = xps.asarray(grid, dtype=getattr(xps, dtype_name))
+    value, slope = act.value_and_derivative(x)
+    assert type(value) is type(x) and type(slope) is type(x)
+    assert value.dtype == slope.dtype == x.dtype
+    # array_api_strict wraps NumPy: the same operations in the same order give the same bits.
+    np.testing.assert_array_equal(np.from_dlpack(value), act(grid))
+    np.testing.assert_array_equal(np.from_dlpack(slope), act.derivative(grid))
+
+
+def test_array_api_strict_zero_d_and_erf_error():
+    xps = pytest.importorskip("array_api_strict")
+    value, slope = get_activation("relu+tanh").value_and_derivative(xps.asarray(0.0))
+    assert value.shape == slope.shape == ()
+    assert float(value) == 0.0 and float(slope) == 1.5  # tanh'(0) + relu'(0) = 1 + 1/2
+    with pytest.raises(BackendError, match="erf"):
+        get_activation("gelu").value_and_derivative(xps.asarray([0.5]))
+
+
+@pytest.mark.parametrize("name", list(ACTIVATIONS))
+def test_dtype_and_shape_are_kept_including_zero_d_and_empty(name):
+    act = get_activation(name)
+    for dtype in (np.float32, np.float64):
+        for x in (np.linspace(-2, 2, 6, dtype=dtype).reshape(2, 3), np.asarray(0.25, dtype),
+                  np.zeros((0,), dtype), np.zeros((3, 0), dtype)):
+            for out in (act(x), act.derivative(x), *act.value_and_derivative(x)):
+                assert isinstance(out, np.ndarray)  # 0-d in, 0-d array out (not a scalar)
+                assert out.dtype == dtype and out.shape == x.shape
+        # A 0-d input gives the same number as a one-element array.
+        one = np.asarray(0.25, dtype)
+        assert act(one) == act(one[None])[0]
+        assert act.derivative(one) == act.derivative(one[None])[0]
+
+
+def test_integer_input_is_evaluated_in_float64_and_complex_is_refused():
+    act = get_activation("relu+tanh")
+    value, slope = act.value_and_derivative(np.arange(-1, 2))
+    assert value.dtype == slope.dtype == np.float64
+    np.testing.assert_array_equal(slope, act.derivative(np.array([-1.0, 0.0, 1.0])))
+    assert slope[1] == 1.5  # the kink convention, not a truncated integer
+    with pytest.raises(BackendError, match="real"):
+        act(np.array([1j]))
+
+
+@pytest.mark.parametrize("name", ["z", "exp(z)", "relu+tanh", "quadratic", "2*z + 1"])
+def test_inputs_are_not_modified_and_outputs_are_fresh_arrays(name):
+    act = get_activation(name)
+    x = np.linspace(-2.0, 2.0, 7)
+    before = x.copy()
+    outs = [act(x), act.derivative(x), *act.value_and_derivative(x)]
+    np.testing.assert_array_equal(x, before)  # temporaries are reused in place, never x
+    for i, out in enumerate(outs):
+        assert not np.shares_memory(out, x)
+        for other in outs[i + 1:]:
+            assert not np.shares_memory(out, other)  # exp(z): φ and φ' are separate arrays

@@ -2,7 +2,8 @@ import numpy as np
 import pytest
 
 from rftheory.errors import RFTheoryError, ShapeError
-from rftheory.features import BLOCK_ROWS, RandomFeatures, train_min_norm
+from rftheory.features import (BLOCK_ROWS, SUM_GROUP, THREADED_DRAW_MIN, BlockSum, DenseFeatures,
+                               RandomFeatures, train_min_norm)
 from tests.conftest import cupy_or_skip, sphere_points
 
 D, N = 12, 7
@@ -45,6 +46,70 @@ def test_results_bit_identical_whatever_chunk_size(rf, X, chunk):
     np.testing.assert_array_equal(rf.rmatvec(X, a), other.rmatvec(X, a))
     cot = lambda blk: np.ones_like(blk.F)  # noqa: E731
     np.testing.assert_array_equal(rf.vjp(X, cot), other.vjp(X, cot))
+
+
+@pytest.mark.parametrize("threads", [1, 3])
+def test_v_is_the_same_whatever_threads_draw_it(threads):
+    # p·d above THREADED_DRAW_MIN so the pool is really used; chunks of 2 blocks so several
+    # chunks are in flight at once.
+    d, p = 64, 33 * BLOCK_ROWS + 17
+    assert p * d >= THREADED_DRAW_MIN
+    ref = RandomFeatures("relu", d=d, p=p, seed=2).weights()
+    rf = RandomFeatures("relu", d=d, p=p, seed=2, threads=threads, chunk_rows=2 * BLOCK_ROWS)
+    streamed = np.concatenate([ch.V.reshape(-1, d) for ch in rf.chunks(np.zeros((1, d)))])
+    np.testing.assert_array_equal(streamed, ref)
+    # Each block is its generator's first draws, scaled by 1/√d (the definition of V).
+    block_7 = np.random.default_rng([2, 7]).standard_normal((BLOCK_ROWS, d)) / np.sqrt(d)
+    np.testing.assert_array_equal(ref[7 * BLOCK_ROWS:8 * BLOCK_ROWS], block_7)
+
+
+def test_stopping_a_stream_early_is_clean():
+    d, p = 64, 40 * BLOCK_ROWS
+    rf = RandomFeatures("relu", d=d, p=p, seed=2, threads=2, chunk_rows=BLOCK_ROWS)
+    stream = rf.chunks(np.ones((1, d)))
+    first = next(stream)
+    stream.close()  # joins the drawing threads
+    assert first.V.shape == (1, BLOCK_ROWS, d)
+
+
+def test_dense_features_stream_like_random_features(X):
+    rf = RandomFeatures("relu+tanh", d=D, p=17 * BLOCK_ROWS + 5, seed=1)
+    dense = DenseFeatures("relu+tanh", rf.weights())
+    theta = np.random.default_rng(4).standard_normal(rf.p)
+    np.testing.assert_array_equal(dense.gram(X), rf.gram(X))
+    np.testing.assert_array_equal(dense.matvec(X, theta), rf.matvec(X, theta))
+    assert [ch.rows for ch in dense.chunks(X)] == [slice(0, 16 * BLOCK_ROWS),
+                                                   slice(16 * BLOCK_ROWS, 17 * BLOCK_ROWS),
+                                                   slice(17 * BLOCK_ROWS, rf.p)]
+
+
+@pytest.mark.parametrize("blocks_per_chunk", [1, 3, 16, 40])
+def test_block_sum_association_is_fixed_by_block_index(blocks_per_chunk):
+    # 37 blocks: two whole groups of SUM_GROUP and a partial one; chunkings that cut groups
+    # (3 blocks) and that span several (40) must give the same bits as one group per chunk.
+    rng = np.random.default_rng(0)  # magnitudes 1e-6..1e6, so the association shows in the bits
+    parts = rng.standard_normal((37, 4, 3)) * 10.0 ** rng.integers(-6, 7, size=(37, 1, 1))
+    def run(per):
+        total = BlockSum(np.zeros((4, 3)))
+        for b0 in range(0, 37, per):
+            total.add(b0, parts[b0:b0 + per])
+        return total.result()
+    np.testing.assert_array_equal(run(blocks_per_chunk), run(SUM_GROUP))
+    # Any association is within a few ulps of the largest term (1e6 · 4e-16 · 37 terms).
+    np.testing.assert_allclose(run(blocks_per_chunk), parts.sum(axis=0), rtol=0, atol=1e-8)
+
+
+@pytest.mark.parametrize("chunk", [BLOCK_ROWS, 3 * BLOCK_ROWS, 40 * BLOCK_ROWS])
+def test_reductions_over_many_groups_bit_identical(chunk):
+    d, p = 3, 37 * BLOCK_ROWS + 11
+    X = sphere_points(4, d, seed=3)
+    theta = np.random.default_rng(5).standard_normal(p)
+    ref = RandomFeatures("tanh", d=d, p=p, seed=1)
+    other = RandomFeatures("tanh", d=d, p=p, seed=1, chunk_rows=chunk)
+    for a, b in zip(ref.gram_and_matvec(X, theta), other.gram_and_matvec(X, theta)):
+        np.testing.assert_array_equal(a, b)
+    cot = lambda blk: blk.F  # noqa: E731
+    np.testing.assert_array_equal(ref.vjp(X, cot), other.vjp(X, cot))
 
 
 def test_v_cache_does_not_change_results(rf, X):
@@ -133,7 +198,8 @@ def test_multi_output_labels(X):
 
 
 @pytest.mark.parametrize("kwargs", [dict(p=0), dict(d=0), dict(p=-3), dict(p=2.5), dict(seed=-1),
-                                    dict(chunk_rows=0), dict(p=True)])
+                                    dict(chunk_rows=0), dict(p=True), dict(threads=-1),
+                                    dict(threads=1.5)])
 def test_bad_model_parameters(kwargs):
     args = dict(activation="relu", d=4, p=10, seed=0) | kwargs
     with pytest.raises(RFTheoryError):

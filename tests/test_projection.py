@@ -25,6 +25,24 @@ def explicit_loss(rf, X_hat, theta):
     return float(r @ r / (theta @ theta))
 
 
+@pytest.mark.parametrize("chunk", [BLOCK_ROWS, 3 * BLOCK_ROWS])
+@pytest.mark.parametrize("keep", [True, False])
+def test_loss_and_gradient_bit_identical_whatever_chunk_and_kept_blocks(monkeypatch, chunk, keep):
+    # Two full blocks and a partial one; one chunk of all blocks is the reference.
+    p = 2 * BLOCK_ROWS + 77
+    ref_rf = RandomFeatures("relu+tanh", d=D, p=p, seed=3, chunk_rows=100 * BLOCK_ROWS)
+    X_hat = sphere_points(4, D, seed=4)
+    theta = np.random.default_rng(5).standard_normal(p)
+    ref = projection_loss(ref_rf, X_hat, theta)
+    if not keep:  # force the second pass to stream V again instead of reusing the first's blocks
+        monkeypatch.setattr("rftheory.projection.KEEP_BLOCKS_BYTES", 0)
+    rf = RandomFeatures("relu+tanh", d=D, p=p, seed=3, chunk_rows=chunk)
+    got = projection_loss(rf, X_hat, theta)
+    assert got.loss == ref.loss
+    np.testing.assert_array_equal(got.gradient, ref.gradient)
+    np.testing.assert_array_equal(got.coefficients, ref.coefficients)
+
+
 @pytest.mark.parametrize("activation", ["relu+tanh", "tanh", "relu"])
 def test_gradient_matches_finite_differences(activation):
     rf, X, theta = trained(activation)
