@@ -451,3 +451,20 @@ def test_inputs_are_not_modified_and_outputs_are_fresh_arrays(name):
         assert not np.shares_memory(out, x)
         for other in outs[i + 1:]:
             assert not np.shares_memory(out, other)  # exp(z): φ and φ' are separate arrays
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("name", ["relu+tanh", "gelu", "softplus", "silu", "abs", "step"])
+def test_cupy_evaluation_matches_numpy(name):
+    from tests.conftest import cupy_or_skip
+
+    cp = cupy_or_skip()
+    act = get_activation(name)
+    z = np.concatenate([np.linspace(-30.0, 30.0, 2001), [0.0, -0.0, 1e-300, -1e-300]])
+    f_np, d_np = act.value_and_derivative(z)
+    f_cp, d_cp = act.value_and_derivative(cp.asarray(z))
+    assert isinstance(f_cp, cp.ndarray) and isinstance(d_cp, cp.ndarray)
+    # Same program, different transcendental implementations (CUDA's libdevice vs the host's
+    # libm/SIMD): a few ulps of the value's scale.
+    np.testing.assert_allclose(cp.asnumpy(f_cp), f_np, rtol=1e-13, atol=1e-14)
+    np.testing.assert_allclose(cp.asnumpy(d_cp), d_np, rtol=1e-13, atol=1e-14)
