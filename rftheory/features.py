@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 from typing import Any, Iterator
 
 import numpy as np
-from array_api_compat import array_namespace, device as array_device
+from array_api_compat import array_namespace, device as array_device, is_cupy_namespace
 
 from .activations import Activation, get_activation
 from .errors import RFTheoryError, ShapeError
@@ -56,6 +56,8 @@ BLOCK_ROWS = 1024
 MATERIALIZE_LIMIT = 2**26
 #: Blocks whose terms are summed together before joining a reduction over p (see BlockSum).
 SUM_GROUP = 16
+#: Default blocks of V per chunk for CuPy arrays (chunks are assembled on the device).
+DEVICE_CHUNK_BLOCKS = 128
 #: Below this many entries of V, drawing it in one thread is faster than starting a pool.
 THREADED_DRAW_MIN = 2**21
 
@@ -360,8 +362,9 @@ class RandomFeatures(FeatureMap):
         Seed of V; together with (p, d) it determines V exactly.
     chunk_rows : int, optional
         Rows of V processed together (rounded down to a multiple of :data:`BLOCK_ROWS`, at least
-        one block). Default: :data:`SUM_GROUP` blocks. Affects speed and memory only — never the
-        results. Memory of a pass is about (1 + ahead) chunks of V in float64 on the host (ahead
+        one block). Default: :data:`SUM_GROUP` blocks for numpy, :data:`DEVICE_CHUNK_BLOCKS` for
+        CuPy (the host still draws at most SUM_GROUP blocks at a time). Affects speed and memory
+        only — never the results. Memory of a pass is about (1 + ahead) chunks of V in float64 on the host (ahead
         = the chunks drawn in advance, ⌈threads/blocks per chunk⌉) plus 3·n·chunk_rows entries
         for Z, φ and φ′; at d = 3072 a default chunk of V is 403 MB.
     v_cache_bytes : int
@@ -426,26 +429,28 @@ class RandomFeatures(FeatureMap):
         dtype = xp.float64 if dtype is None else dtype
         return xp.asarray(V, dtype=dtype, device=device)
 
-    def _blocks_per_chunk(self) -> int:
+    def _blocks_per_chunk(self, xp: Any = np) -> int:
         if self.chunk_rows is not None:
             return max(1, self.chunk_rows // BLOCK_ROWS)
-        return SUM_GROUP
+        # On a GPU each array operation costs a kernel launch and ~10–50 µs of host dispatch:
+        # larger chunks keep the device busy with the products instead.
+        return DEVICE_CHUNK_BLOCKS if is_cupy_namespace(xp) else SUM_GROUP
 
-    def _plan(self) -> list[tuple[int, int]]:
-        """Block ranges [b0, b1) of the chunks: whole blocks, then the partial last block alone."""
-        per, full = self._blocks_per_chunk(), self.p // BLOCK_ROWS
+    def _plan(self, per: int) -> list[tuple[int, int]]:
+        """Block ranges [b0, b1) of ``per`` whole blocks, then the partial last block alone."""
+        full = self.p // BLOCK_ROWS
         plan = [(b0, min(b0 + per, full)) for b0 in range(0, full, per)]
         if self.p % BLOCK_ROWS:
             plan.append((full, full + 1))
         return plan
 
-    def _host_chunks(self) -> Iterator[tuple[int, np.ndarray]]:
-        """(first row, float64 stack (nb, m, d)) for each chunk, in order.
+    def _host_chunks(self, per: int) -> Iterator[tuple[int, np.ndarray]]:
+        """(first row, float64 stack (nb, m, d)) of at most ``per`` blocks each, in order.
 
         Blocks are drawn by a pool of threads (numpy's generators release the GIL while filling
-        an array), a few chunks ahead of the consumer.
+        an array), a few stacks ahead of the consumer.
         """
-        plan = self._plan()
+        plan = self._plan(per)
 
         def draw(b0: int, b1: int, submit: Any) -> tuple[np.ndarray, list]:
             rows = min(BLOCK_ROWS, self.p - b0 * BLOCK_ROWS)
@@ -458,8 +463,8 @@ class RandomFeatures(FeatureMap):
                 buf, _ = draw(b0, b1, lambda fn, *args: fn(*args))
                 yield b0 * BLOCK_ROWS, buf
             return
-        # Enough chunks in flight to keep every thread busy while the consumer works on one.
-        ahead = -(-threads // self._blocks_per_chunk())
+        # Enough stacks in flight to keep every thread busy while the consumer works on one.
+        ahead = -(-threads // per)
         with ThreadPoolExecutor(threads, thread_name_prefix="rftheory-V") as pool:
             pending: deque = deque()
             todo = iter(plan)
@@ -490,12 +495,33 @@ class RandomFeatures(FeatureMap):
             yield from cached
             return
         keep = self.p * self.d * _itemsize(dtype) <= self.v_cache_bytes
-        out = []
-        for start, host in self._host_chunks():
-            chunk = (start, xp.asarray(host, dtype=dtype, device=dev))
+        per = self._blocks_per_chunk(xp)
+        out: list[tuple[int, Any]] = []
+        pieces: list[tuple[int, Any]] = []  # whole-block stacks waiting to fill one chunk
+
+        def assemble() -> tuple[int, Any]:
+            stack = pieces[0][1] if len(pieces) == 1 else xp.concat([s for _, s in pieces], axis=0)
+            chunk = (pieces[0][0], stack)
+            pieces.clear()
             if keep:
                 out.append(chunk)
-            yield chunk
+            return chunk
+
+        # The host draws at most SUM_GROUP blocks at a time (bounded host memory); larger chunks
+        # are assembled on the target device.
+        for start, host in self._host_chunks(min(per, SUM_GROUP)):
+            stack = xp.asarray(host, dtype=dtype, device=dev)
+            if stack.shape[1] < BLOCK_ROWS:  # the partial last block: a chunk of its own
+                if pieces:
+                    yield assemble()
+                pieces.append((start, stack))
+                yield assemble()
+                continue
+            pieces.append((start, stack))
+            if sum(s.shape[0] for _, s in pieces) >= per:
+                yield assemble()
+        if pieces:
+            yield assemble()
         if keep:
             self._v_cache[key] = out
 
