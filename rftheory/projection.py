@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from array_api_compat import array_namespace, device as array_device
+from array_api_compat import array_namespace, device as array_device, is_cupy_namespace
 
 from .errors import ShapeError
 from .features import BlockSum, FeatureChunk, FeatureMap, check_data
@@ -26,6 +26,16 @@ __all__ = ["ProjectionLoss", "projection_loss", "projection_residuals"]
 #: second when they take at most this many bytes (saves redrawing V and recomputing X̂Vᵀ and φ:
 #: 4n̂pd instead of 6n̂pd flops per step).
 KEEP_BLOCKS_BYTES = 2**30
+
+
+def _keep_budget(xp: Any) -> int:
+    """Bytes the first pass may keep for the second: KEEP_BLOCKS_BYTES of host memory, or a
+    quarter of the free memory of a CUDA device (where V is usually cached anyway)."""
+    if is_cupy_namespace(xp):
+        import cupy
+
+        return max(KEEP_BLOCKS_BYTES, cupy.cuda.Device().mem_info[0] // 4)
+    return KEEP_BLOCKS_BYTES
 
 
 @dataclass(frozen=True)
@@ -104,7 +114,7 @@ def projection_loss(features: FeatureMap, X_hat: Any, theta: Any, *, gradient: b
     kept_bytes = 2 * n_hat * features.p * itemsize
     if not features.weights_resident(xp, dtype, dev):
         kept_bytes += features.p * features.d * itemsize
-    keep = kept_bytes <= KEEP_BLOCKS_BYTES
+    keep = kept_bytes <= _keep_budget(xp)
     kept = []
     G = BlockSum(xp.zeros((n_hat, n_hat), dtype=dtype, device=dev))
     c = BlockSum(xp.zeros((n_hat, theta2.shape[1]), dtype=dtype, device=dev))
