@@ -47,6 +47,7 @@ __all__ = [
     "FeatureBlock",
     "FeatureChunk",
     "FeatureMap",
+    "contract_group",
     "RandomFeatures",
     "DenseFeatures",
     "TrainedModel",
@@ -155,6 +156,24 @@ class FeatureChunk:
         return self._runs(BLOCK_ROWS)
 
 
+def contract_group(A: Any, B: Any) -> Any:
+    """A·B for A (n, m), B (m, k) whose contraction runs over the m rows of one reduction group.
+
+    numpy: one product. CuPy: the group's whole blocks as one batched product, summed over
+    blocks — cuBLAS gives a long contraction with a small (n×k) output to only a few of the GPU's
+    multiprocessors, while per-block products fill it. Either way the term depends on the group
+    alone, so reductions stay independent of the chunk size.
+    """
+    xp = array_namespace(A)
+    m = A.shape[1]
+    if not is_cupy_namespace(xp) or m % BLOCK_ROWS or m == BLOCK_ROWS:
+        return xp.matmul(A, B)
+    nb = m // BLOCK_ROWS
+    A3 = xp.permute_dims(xp.reshape(A, (A.shape[0], nb, BLOCK_ROWS)), (1, 0, 2))
+    B3 = xp.reshape(B, (nb, BLOCK_ROWS, B.shape[1]))
+    return xp.sum(xp.matmul(A3, B3), axis=0)
+
+
 class FeatureMap:
     """Operations shared by every feature map x ↦ φ(Wx) streamed over rows of W.
 
@@ -227,7 +246,7 @@ class FeatureMap:
             theta = xp.astype(theta, X.dtype)
             c = xp.zeros((n,) + tuple(theta.shape[1:]), dtype=X.dtype, device=array_device(X))
         for g in self.groups(X):
-            G = G + xp.matmul(g.F, xp.matrix_transpose(g.F))
+            G = G + contract_group(g.F, xp.matrix_transpose(g.F))
             if theta is not None:
                 c = c + xp.matmul(g.F, theta[g.rows, ...])
         return G, c
@@ -240,7 +259,7 @@ class FeatureMap:
         both = xp.concat([X, xp.astype(Y, X.dtype)], axis=0)
         out = xp.zeros((nx, Y.shape[0]), dtype=X.dtype, device=array_device(X))
         for g in self.groups(both):
-            out = out + xp.matmul(g.F[:nx, :], xp.matrix_transpose(g.F[nx:, :]))
+            out = out + contract_group(g.F[:nx, :], xp.matrix_transpose(g.F[nx:, :]))
         return out
 
     def matvec(self, X: Any, theta: Any) -> Any:
@@ -274,7 +293,7 @@ class FeatureMap:
         xp = check_data(X, self.d)
         out = xp.zeros(X.shape, dtype=X.dtype, device=array_device(X))
         for g in self.groups(X, derivative=True):
-            out = out + xp.matmul(cotangent(g) * g.D, g.V)
+            out = out + contract_group(cotangent(g) * g.D, g.V)
         return out
 
     def _check_theta(self, theta: Any, xp: Any) -> None:

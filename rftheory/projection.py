@@ -17,7 +17,7 @@ from typing import Any
 from array_api_compat import array_namespace, device as array_device, is_cupy_namespace
 
 from .errors import ShapeError
-from .features import FeatureChunk, FeatureMap, check_data
+from .features import FeatureChunk, FeatureMap, check_data, contract_group
 from .gram import GramSolution, solve_gram
 
 __all__ = ["ProjectionLoss", "projection_loss", "projection_residuals"]
@@ -120,7 +120,7 @@ def projection_loss(features: FeatureMap, X_hat: Any, theta: Any, *, gradient: b
     c = xp.zeros((n_hat, theta2.shape[1]), dtype=dtype, device=dev)
     for ch in features.chunks(X_hat, derivative=gradient and keep):
         for g in ch.groups():
-            G = G + xp.matmul(g.F, xp.matrix_transpose(g.F))
+            G = G + contract_group(g.F, xp.matrix_transpose(g.F))
             c = c + xp.matmul(g.F, theta2[g.rows, :])
         if keep:  # Z is not needed again: keep V, φ and φ′ only
             kept.append(FeatureChunk(ch.start, ch.V, None, ch.F, ch.D))
@@ -138,9 +138,9 @@ def projection_loss(features: FeatureMap, X_hat: Any, theta: Any, *, gradient: b
             resid_sq = resid_sq + xp.astype(xp.sum(R * R), xp.float64)
             if gradient and single:
                 # (a r_gᵀ ⊙ D_g) V_g = diag(a) (D_g diag(r_g)) V_g: one elementwise pass, not two.
-                grad = grad + xp.matmul(g.D * xp.matrix_transpose(R), g.V)
+                grad = grad + contract_group(g.D * xp.matrix_transpose(R), g.V)
             elif gradient:
-                grad = grad + xp.matmul(xp.matmul(A, xp.matrix_transpose(R)) * g.D, g.V)
+                grad = grad + contract_group(xp.matmul(A, xp.matrix_transpose(R)) * g.D, g.V)
     if gradient:
         grad = (-2.0 / theta_sq) * (A * grad if single else grad)
     a = A if theta.ndim == 2 else A[:, 0]

@@ -239,3 +239,19 @@ def test_cupy_matches_numpy(rf, X):
     G = rf.gram(cp.asarray(X))
     assert isinstance(G, cp.ndarray)
     np.testing.assert_allclose(cp.asnumpy(G), rf.gram(X), rtol=1e-10)
+
+
+def test_contract_group_batched_form_equals_the_product(monkeypatch):
+    # The CuPy form (per-block products summed over blocks), forced on numpy arrays: the same
+    # contraction, reassociated — agreement to rounding (float64, 16 blocks of 1024 terms).
+    import rftheory.features as features
+
+    rng = np.random.default_rng(0)
+    A, B = rng.standard_normal((7, GROUP_ROWS)), rng.standard_normal((GROUP_ROWS, 5))
+    direct = features.contract_group(A, B)
+    monkeypatch.setattr(features, "is_cupy_namespace", lambda xp: True)
+    batched = features.contract_group(A, B)
+    np.testing.assert_allclose(batched, A @ B, rtol=1e-12, atol=1e-12)
+    np.testing.assert_array_equal(direct, A @ B)
+    # A group with a partial block, or a single block, uses the plain product.
+    np.testing.assert_array_equal(features.contract_group(A[:, :1500], B[:1500]), A[:, :1500] @ B[:1500])
