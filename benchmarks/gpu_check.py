@@ -32,7 +32,7 @@ import time
 
 import numpy as np
 
-from rftheory.features import DEVICE_CHUNK_GROUPS, GROUP_ROWS, RandomFeatures
+from rftheory.features import DEVICE_CHUNK_BLOCKS, RandomFeatures
 from rftheory.projection import projection_loss
 
 ACTIVATION = "relu+tanh"
@@ -87,10 +87,9 @@ def _device_time(cp, fn, min_seconds: float = 0.3, min_runs: int = 3) -> float:
     return best
 
 
-def step_rates(cp, chunk_groups: int | None) -> None:
+def step_rates(cp, chunk_blocks: int) -> None:
     cases = [(50, 100, 20_000), (50, 100, 200_000), (50, 784, 392_000), (100, 3072, 307_200)]
-    print(f"step rates, V cached on the device, chunk = {chunk_groups or DEVICE_CHUNK_GROUPS} "
-          f"groups of {GROUP_ROWS} rows of V")
+    print(f"step rates, V cached on the device, chunk = {chunk_blocks or DEVICE_CHUNK_BLOCKS} blocks of V")
     print(f"{'dtype':>7} {'n̂':>4} {'d':>5} {'p':>8} | {'ms/step':>8} {'GFLOP/s':>9} | "
           f"{'% square':>8} {'% same-shape':>12}")
     for dtype in ("float32", "float64"):
@@ -100,7 +99,7 @@ def step_rates(cp, chunk_groups: int | None) -> None:
         for n_hat, d, p in cases:
             itemsize = np.dtype(dtype).itemsize
             rf = RandomFeatures(ACTIVATION, d=d, p=p, seed=0, v_cache_bytes=p * d * itemsize + 1,
-                                chunk_rows=None if chunk_groups is None else chunk_groups * GROUP_ROWS)
+                                chunk_rows=None if chunk_blocks is None else chunk_blocks * 1024)
             X = cp.asarray(sphere(n_hat, d), dtype=dtype)
             theta = cp.asarray(np.random.default_rng(2).standard_normal(p), dtype=dtype)
             Bm = cp.asarray(np.random.default_rng(3).standard_normal((16384, d)), dtype=dtype)
@@ -114,12 +113,12 @@ def step_rates(cp, chunk_groups: int | None) -> None:
             cp.get_default_memory_pool().free_all_blocks()
 
 
-def cifar_timing(cp, p_mult: float, steps: int, dtype: str, chunk_groups: int | None) -> None:
+def cifar_timing(cp, p_mult: float, steps: int, dtype: str, chunk_blocks: int | None) -> None:
     n_hat, d = 100, 3072
     p = max(1, round(p_mult * d * n_hat))
     itemsize = np.dtype(dtype).itemsize
     rf = RandomFeatures(ACTIVATION, d=d, p=p, seed=0, v_cache_bytes=p * d * itemsize + 1,
-                        chunk_rows=None if chunk_groups is None else chunk_groups * GROUP_ROWS)
+                        chunk_rows=None if chunk_blocks is None else chunk_blocks * 1024)
     X = cp.asarray(sphere(n_hat, d), dtype=dtype)
     theta = cp.asarray(np.random.default_rng(2).standard_normal(p), dtype=dtype)
     flops = 4 * n_hat * p * d + 2 * n_hat**2 * p
@@ -151,8 +150,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--dtype", choices=("float32", "float64"), default="float32")
     parser.add_argument("--skip-cifar", action="store_true")
     parser.add_argument("--skip-rates", action="store_true")
-    parser.add_argument("--chunk-groups", type=int, default=None,
-                        help="reduction groups of V per chunk (default: the library's, for CuPy)")
+    parser.add_argument("--chunk-blocks", type=int, default=None,
+                        help="blocks of V per chunk (default: the library's default for CuPy)")
     args = parser.parse_args(argv)
     cp = cuda_or_none()
     if cp is None:
@@ -162,9 +161,9 @@ def main(argv: list[str] | None = None) -> int:
     print(f"device: {props['name'].decode() if isinstance(props['name'], bytes) else props['name']}")
     ok = agreement(cp)
     if not args.skip_rates:
-        step_rates(cp, args.chunk_groups)
+        step_rates(cp, args.chunk_blocks)
     if not args.skip_cifar:
-        cifar_timing(cp, args.p_mult, args.steps, args.dtype, args.chunk_groups)
+        cifar_timing(cp, args.p_mult, args.steps, args.dtype, args.chunk_blocks)
     return 0 if ok else 1
 
 

@@ -6,15 +6,13 @@ V_ij ~ N(0, 1/d), is never stored whole by default: it is generated in blocks of
 
 * V is a pure function of (seed, p, d) — and the first p rows of a model with p' > p are the V of
   the model with p (models are nested in p);
-* every reduction over p (Gram, Φθ, vector–Jacobian products, the projection loss) adds one term
-  per *group* of :data:`GROUP_ROWS` consecutive rows of V, each computed by one product of a shape
-  fixed by the group alone, in group order; a compute chunk is a whole number of groups, so
-  results are **bit-identical whatever compute chunk size** is used (with numpy; on CuPy up to
-  cuBLAS's choice of kernel);
-* memory beyond the inputs is O(n · chunk_rows + n²), plus a few groups of V on the host while
-  they are drawn.
+* every reduction over p (Gram, Φθ, vector–Jacobian products) adds per-block terms in an
+  association fixed by the block index (:class:`BlockSum`), so results are **bit-identical
+  whatever compute chunk size** is used (with numpy; on CuPy up to cuBLAS's choice of kernel,
+  which may depend on the chunk's size);
+* memory beyond the inputs is O(n · chunk_rows + n²).
 
-V is drawn in float64 on the host (by a pool of threads, a few groups ahead of the arithmetic) and
+V is drawn in float64 on the host (by a pool of threads, a few chunks ahead of the arithmetic) and
 cast to the data's dtype and device, so numpy, CuPy and float32 runs all see the same V (up to
 the cast).
 
@@ -43,11 +41,10 @@ from .gram import GramSolution, solve_gram
 
 __all__ = [
     "BLOCK_ROWS",
-    "GROUP_ROWS",
     "FeatureBlock",
     "FeatureChunk",
     "FeatureMap",
-    "contract_group",
+    "BlockSum",
     "RandomFeatures",
     "DenseFeatures",
     "TrainedModel",
@@ -55,15 +52,14 @@ __all__ = [
     "check_data",
 ]
 
-#: Rows of V per seeded block (the unit that defines V).
+#: Rows of V per generated block; also the unit of every reduction over p.
 BLOCK_ROWS = 1024
-#: Rows of V per reduction group (the unit of every reduction over p): 16 blocks.
-GROUP_ROWS = 16 * BLOCK_ROWS
-#: Default groups per compute chunk for CuPy arrays (assembled on the device; on a GPU each array
-#: operation costs a launch and some host dispatch, so larger chunks keep it busy with products).
-DEVICE_CHUNK_GROUPS = 8
 #: Largest Φ (entries) that :meth:`RandomFeatures.features` materialises without ``allow_large``.
 MATERIALIZE_LIMIT = 2**26
+#: Blocks whose terms are summed together before joining a reduction over p (see BlockSum).
+SUM_GROUP = 16
+#: Default blocks of V per chunk for CuPy arrays (chunks are assembled on the device).
+DEVICE_CHUNK_BLOCKS = 128
 #: Below this many entries of V, drawing it in one thread is faster than starting a pool.
 THREADED_DRAW_MIN = 2**21
 
@@ -90,14 +86,14 @@ def check_data(X: Any, d: int, name: str = "X") -> Any:
 
 @dataclass(frozen=True)
 class FeatureBlock:
-    """A run of rows of V (a block or a reduction group) and the features of the data on it.
+    """One block of rows of V and the features of the data on it.
 
     Attributes
     ----------
     rows : slice
-        Rows of V (and entries of θ) covered.
+        Rows of V (and entries of θ) covered by this block.
     V : array, shape (m, d)
-        Those rows of V.
+        The block of V.
     Z : array, shape (n, m)
         Pre-activations X V_bᵀ.
     F : array, shape (n, m)
@@ -115,16 +111,21 @@ class FeatureBlock:
 
 @dataclass(frozen=True)
 class FeatureChunk:
-    """Consecutive rows of V — whole reduction groups — with the data's features on them.
+    """Consecutive blocks of V of equal size, stacked, with the data's features on them.
+
+    Stacking lets one batched product serve all blocks of a chunk, while every block's numbers
+    (and every per-block partial sum) stay those of that block alone — so reductions that add the
+    per-block terms in block order are bit-identical whatever the chunk size.
 
     Attributes
     ----------
     start : int
-        First row of V covered (a multiple of :data:`GROUP_ROWS`).
-    V : array, shape (m, d)
-    Z, F : arrays, shape (n, m)
-        Pre-activations and features.
-    D : array, shape (n, m), or None
+        First row of V covered.
+    V : array, shape (nb, m, d)
+        The blocks of V.
+    Z, F : arrays, shape (nb, n, m)
+        Pre-activations X V_bᵀ and features φ(Z), per block.
+    D : array, shape (nb, n, m), or None
         φ′(Z), when the stream was asked for derivatives.
     """
 
@@ -135,51 +136,102 @@ class FeatureChunk:
     D: Any = None
 
     @property
+    def first_block(self) -> int:
+        """Index of the chunk's first block of V."""
+        return self.start // BLOCK_ROWS
+
+    @property
     def rows(self) -> slice:
         """Rows of V (and of θ) covered by the chunk."""
-        return slice(self.start, self.start + self.V.shape[0])
+        return slice(self.start, self.start + self.V.shape[0] * self.V.shape[1])
 
-    def _runs(self, size: int) -> Iterator[FeatureBlock]:
-        m = self.V.shape[0]
-        for i in range(0, m, size):
-            j = min(i + size, m)
-            yield FeatureBlock(slice(self.start + i, self.start + j), self.V[i:j, :],
-                               None if self.Z is None else self.Z[:, i:j], self.F[:, i:j],
-                               None if self.D is None else self.D[:, i:j])
-
-    def groups(self) -> Iterator[FeatureBlock]:
-        """The chunk's reduction groups, in order (views): one term of each reduction apiece."""
-        return self._runs(GROUP_ROWS)
+    def stacked(self, theta: Any) -> Any:
+        """θ's rows for this chunk as (nb, m, k) (a 1-D θ gets k = 1)."""
+        nb, m = self.V.shape[0], self.V.shape[1]
+        part = theta[self.rows, ...]
+        return _reshape(part, (nb, m, part.shape[1] if part.ndim == 2 else 1))
 
     def blocks(self) -> Iterator[FeatureBlock]:
-        """The chunk's blocks of V, in order (views)."""
-        return self._runs(BLOCK_ROWS)
+        """The chunk's blocks, one at a time (views, no copies)."""
+        m = self.V.shape[1]
+        for i in range(self.V.shape[0]):
+            s = self.start + i * m
+            yield FeatureBlock(slice(s, s + m), self.V[i, ...], self.Z[i, ...], self.F[i, ...],
+                               None if self.D is None else self.D[i, ...])
 
 
-def contract_group(A: Any, B: Any) -> Any:
-    """A·B for A (n, m), B (m, k) whose contraction runs over the m rows of one reduction group.
+def _preactivations_cupy(X: Any, Vs: Any) -> Any:
+    """X V_bᵀ for every block of a CuPy chunk, as (nb, n, m).
 
-    numpy: one product. CuPy: the group's whole blocks as one batched product, summed over
-    blocks — cuBLAS gives a long contraction with a small (n×k) output to only a few of the GPU's
-    multiprocessors, while per-block products fill it. Either way the term depends on the group
-    alone, so reductions stay independent of the chunk size.
+    cuBLAS runs the broadcast batched product (1, n, d)·(nb, d, m) with transposed operands at
+    ~40 % of its GEMM rate; one 2-D product over the whole chunk and a re-layout copy (a few % of
+    the product's time) run ~2.3× faster (``benchmarks/gpu_profile_step.py``, H200, d = 3072).
     """
-    xp = array_namespace(A)
-    m = A.shape[1]
-    if not is_cupy_namespace(xp) or m % BLOCK_ROWS or m == BLOCK_ROWS:
-        return xp.matmul(A, B)
-    nb = m // BLOCK_ROWS
-    A3 = xp.permute_dims(xp.reshape(A, (A.shape[0], nb, BLOCK_ROWS)), (1, 0, 2))
-    B3 = xp.reshape(B, (nb, BLOCK_ROWS, B.shape[1]))
-    return xp.sum(xp.matmul(A3, B3), axis=0)
+    import cupy
+
+    nb, m, d = Vs.shape
+    Z = cupy.matmul(X, cupy.reshape(Vs, (nb * m, d)).T)  # (n, nb·m)
+    return cupy.ascontiguousarray(cupy.transpose(cupy.reshape(Z, (X.shape[0], nb, m)), (1, 0, 2)))
+
+
+def _reshape(x: Any, shape: tuple[int, ...]) -> Any:
+    return array_namespace(x).reshape(x, shape)
+
+
+def _transpose_blocks(x: Any) -> Any:
+    """(nb, a, b) -> (nb, b, a) as a view."""
+    return array_namespace(x).permute_dims(x, (0, 2, 1))
+
+
+class BlockSum:
+    """Σ_b T_b over the blocks of V, in an association fixed by the block index alone.
+
+    The terms of :data:`SUM_GROUP` consecutive blocks (blocks 16j, …, 16j + 15) are summed by one
+    reduction over a contiguous stack, and the group sums are added to the total in order. Neither
+    step depends on how the stream is chunked, so every reduction over p is bit-identical for any
+    chunk size — while it costs two array operations (kernel launches, on a GPU) per group of
+    blocks rather than one per block.
+
+    Parameters
+    ----------
+    total : array
+        The initial value (usually zeros); the terms must broadcast to its shape.
+    """
+
+    def __init__(self, total: Any):
+        self.total = total
+        self._pending: list[Any] = []
+
+    def add(self, first_block: int, parts: Any) -> None:
+        """Add ``parts[i]``, the term of block ``first_block + i``; blocks must come in order."""
+        xp = array_namespace(parts)
+        i, nb = 0, parts.shape[0]
+        while i < nb:
+            room = SUM_GROUP - (first_block + i) % SUM_GROUP  # blocks left in this group
+            take = min(room, nb - i)
+            self._pending.append(parts[i:i + take, ...])
+            if take == room:
+                self._flush(xp)
+            i += take
+
+    def result(self) -> Any:
+        """The sum (the last group may be incomplete)."""
+        if self._pending:
+            self._flush(array_namespace(self._pending[0]))
+        return self.total
+
+    def _flush(self, xp: Any) -> None:
+        stack = self._pending[0] if len(self._pending) == 1 else xp.concat(self._pending, axis=0)
+        self.total = self.total + xp.sum(stack, axis=0)
+        self._pending = []
 
 
 class FeatureMap:
-    """Operations shared by every feature map x ↦ φ(Wx) streamed over rows of W.
+    """Operations shared by every feature map x ↦ φ(Wx) streamed over blocks of rows of W.
 
     Subclasses provide ``activation``, ``d``, ``p``, ``_chunks(xp, dtype, device)``, which yields
-    ``(first row, rows of W as an (m, d) array)`` in row order — whole groups of
-    :data:`GROUP_ROWS` rows, the last possibly short — and ``weights_resident(xp, dtype, device)``.
+    ``(first row, stack of equal blocks of W as an (nb, m, d) array)`` in row order, and
+    ``weights_resident(xp, dtype, device)``.
     """
 
     activation: Activation
@@ -195,26 +247,24 @@ class FeatureMap:
 
     # -- streaming ----------------------------------------------------------------------------
     def chunks(self, X: Any, *, derivative: bool = False) -> Iterator[FeatureChunk]:
-        """Stream Φ(X) over chunks of V (whole reduction groups), in order.
+        """Stream Φ(X) over stacks of blocks of V, in order.
 
-        The pre-activations are one product per group (a chunk of several groups joins them),
-        and φ (with φ′, sharing their common subexpressions, when ``derivative``) is evaluated
-        once per chunk.
+        One batched product gives the pre-activations of all blocks of a chunk, and φ (with φ′,
+        sharing their common subexpressions, when ``derivative``) is evaluated once per chunk.
         """
         act = self.activation
         xp = check_data(X, self.d)
-        for start, Vc in self._chunks(xp, X.dtype, array_device(X)):
-            m = Vc.shape[0]
-            parts = [xp.matmul(X, xp.matrix_transpose(Vc[i:min(i + GROUP_ROWS, m), :]))
-                     for i in range(0, m, GROUP_ROWS)]
-            Z = parts[0] if len(parts) == 1 else xp.concat(parts, axis=1)
-            F, D = act.value_and_derivative(Z) if derivative else (act(Z), None)
-            yield FeatureChunk(start, Vc, Z, F, D)
-
-    def groups(self, X: Any, *, derivative: bool = False) -> Iterator[FeatureBlock]:
-        """Stream Φ(X) one reduction group of V at a time, in order."""
-        for chunk in self.chunks(X, derivative=derivative):
-            yield from chunk.groups()
+        on_gpu = is_cupy_namespace(xp)
+        for start, Vs in self._chunks(xp, X.dtype, array_device(X)):
+            if on_gpu:
+                Zs = _preactivations_cupy(X, Vs)
+            else:
+                Zs = xp.matmul(X[None, :, :], _transpose_blocks(Vs))
+            if derivative:
+                Fs, Ds = act.value_and_derivative(Zs)
+            else:
+                Fs, Ds = act(Zs), None
+            yield FeatureChunk(start, Vs, Zs, Fs, Ds)
 
     def blocks(self, X: Any, *, derivative: bool = False) -> Iterator[FeatureBlock]:
         """Stream Φ(X) one block of V at a time, in order (views into :meth:`chunks`)."""
@@ -229,7 +279,7 @@ class FeatureMap:
             raise RFTheoryError(
                 f"Φ would have {X.shape[0] * self.p:,} entries; use the streamed operations "
                 "or pass allow_large=True")
-        return xp.concat([ch.F for ch in self.chunks(X)], axis=1)
+        return xp.concat([blk.F for blk in self.blocks(X)], axis=1)
 
     def gram(self, X: Any) -> Any:
         """Gram matrix Φ(X)Φ(X)ᵀ, shape (n, n)."""
@@ -239,16 +289,21 @@ class FeatureMap:
         """Φ(X)Φ(X)ᵀ and Φ(X)θ in one pass over V (θ may be None, or (p,) or (p, k))."""
         xp = check_data(X, self.d)
         self._check_theta(theta, xp)
-        n = X.shape[0]
-        G = xp.zeros((n, n), dtype=X.dtype, device=array_device(X))
+        n, dev = X.shape[0], array_device(X)
+        G = xp.zeros((n, n), dtype=X.dtype, device=dev)
         c = None
         if theta is not None:
             theta = xp.astype(theta, X.dtype)
-            c = xp.zeros((n,) + tuple(theta.shape[1:]), dtype=X.dtype, device=array_device(X))
-        for g in self.groups(X):
-            G = G + contract_group(g.F, xp.matrix_transpose(g.F))
+            k = theta.shape[1] if theta.ndim == 2 else 1
+            c = xp.zeros((n, k), dtype=X.dtype, device=dev)
+        G, c = BlockSum(G), None if c is None else BlockSum(c)
+        for ch in self.chunks(X):
+            G.add(ch.first_block, xp.matmul(ch.F, _transpose_blocks(ch.F)))
             if theta is not None:
-                c = c + xp.matmul(g.F, theta[g.rows, ...])
+                c.add(ch.first_block, xp.matmul(ch.F, ch.stacked(theta)))
+        G = G.result()
+        if c is not None:
+            c = c.result() if theta.ndim == 2 else c.result()[:, 0]
         return G, c
 
     def cross_gram(self, X: Any, Y: Any) -> Any:
@@ -257,44 +312,50 @@ class FeatureMap:
         check_data(Y, self.d, "Y")
         nx = X.shape[0]
         both = xp.concat([X, xp.astype(Y, X.dtype)], axis=0)
-        out = xp.zeros((nx, Y.shape[0]), dtype=X.dtype, device=array_device(X))
-        for g in self.groups(both):
-            out = out + contract_group(g.F[:nx, :], xp.matrix_transpose(g.F[nx:, :]))
-        return out
+        out = BlockSum(xp.zeros((nx, Y.shape[0]), dtype=X.dtype, device=array_device(X)))
+        for ch in self.chunks(both):
+            out.add(ch.first_block, xp.matmul(ch.F[:, :nx, :], _transpose_blocks(ch.F[:, nx:, :])))
+        return out.result()
 
     def matvec(self, X: Any, theta: Any) -> Any:
         """Φ(X)θ, shape (n,) or (n, k): the model's outputs at the rows of X."""
         xp = check_data(X, self.d)
         self._check_theta(theta, xp)
+        k = theta.shape[1] if theta.ndim == 2 else 1
+        out = BlockSum(xp.zeros((X.shape[0], k), dtype=X.dtype, device=array_device(X)))
         theta = xp.astype(theta, X.dtype)
-        out = xp.zeros((X.shape[0],) + tuple(theta.shape[1:]), dtype=X.dtype, device=array_device(X))
-        for g in self.groups(X):
-            out = out + xp.matmul(g.F, theta[g.rows, ...])
-        return out
+        for ch in self.chunks(X):
+            out.add(ch.first_block, xp.matmul(ch.F, ch.stacked(theta)))
+        return out.result() if theta.ndim == 2 else out.result()[:, 0]
 
     def rmatvec(self, X: Any, a: Any) -> Any:
         """Φ(X)ᵀa, shape (p,) or (p, k) for a of shape (n,) or (n, k)."""
         xp = check_data(X, self.d)
         if a.shape[0] != X.shape[0] or a.ndim not in (1, 2):
             raise ShapeError(f"coefficients of shape {tuple(a.shape)} do not match n = {X.shape[0]}")
-        a = xp.astype(a, X.dtype)
-        return xp.concat([xp.matmul(xp.matrix_transpose(g.F), a) for g in self.groups(X)], axis=0)
+        A = xp.astype(a if a.ndim == 2 else a[:, None], X.dtype)
+        parts = []
+        for ch in self.chunks(X):
+            Ps = xp.matmul(_transpose_blocks(ch.F), A[None, :, :])  # (nb, m, k)
+            parts.append(xp.reshape(Ps, (Ps.shape[0] * Ps.shape[1], A.shape[1])))
+        out = xp.concat(parts, axis=0)
+        return out if a.ndim == 2 else out[:, 0]
 
     def vjp(self, X: Any, cotangent: Any) -> Any:
-        """Vector–Jacobian product of X ↦ Φ(X): Σ_g (C_g ⊙ φ′(X V_gᵀ)) V_g, shape (n, d).
+        """Vector–Jacobian product of X ↦ Φ(X): Σ_b (C_b ⊙ φ′(X V_bᵀ)) V_b, shape (n, d).
 
         Parameters
         ----------
         cotangent : callable
-            ``cotangent(block) -> C`` of shape (n, m): the cotangent ∂L/∂Φ on the columns
-            ``block.rows`` (it may use ``block.F``); it is called once per reduction group.
-            φ′ is evaluated at the pre-activations X Vᵀ.
+            ``cotangent(block) -> C_b`` of shape (n, m): the cotangent ∂L/∂Φ on that block's
+            columns (it may use ``block.F``). φ′ is evaluated at the pre-activations X V_bᵀ.
         """
         xp = check_data(X, self.d)
-        out = xp.zeros(X.shape, dtype=X.dtype, device=array_device(X))
-        for g in self.groups(X, derivative=True):
-            out = out + contract_group(cotangent(g) * g.D, g.V)
-        return out
+        out = BlockSum(xp.zeros(X.shape, dtype=X.dtype, device=array_device(X)))
+        for ch in self.chunks(X, derivative=True):
+            Cs = xp.stack([cotangent(blk) for blk in ch.blocks()], axis=0) * ch.D
+            out.add(ch.first_block, xp.matmul(Cs, ch.V))
+        return out.result()
 
     def _check_theta(self, theta: Any, xp: Any) -> None:
         if theta is None:
@@ -305,11 +366,6 @@ class FeatureMap:
         if not bool(xp.all(xp.isfinite(theta))):
             raise ShapeError("θ has non-finite entries")
 
-
-def _groups_per_chunk(chunk_rows: int | None, xp: Any) -> int:
-    if chunk_rows is not None:
-        return max(1, -(-chunk_rows // GROUP_ROWS))
-    return DEVICE_CHUNK_GROUPS if is_cupy_namespace(xp) else 1
 
 
 @dataclass(frozen=True)
@@ -325,26 +381,25 @@ class RandomFeatures(FeatureMap):
     seed : int
         Seed of V; together with (p, d) it determines V exactly.
     chunk_rows : int, optional
-        Rows of V processed together, rounded up to a whole number of reduction groups
-        (:data:`GROUP_ROWS` rows). Default: one group for numpy, :data:`DEVICE_CHUNK_GROUPS` for
-        CuPy. Affects speed and memory only — never the results.
+        Rows of V processed together (rounded down to a multiple of :data:`BLOCK_ROWS`, at least
+        one block). Default: :data:`SUM_GROUP` blocks for numpy, :data:`DEVICE_CHUNK_BLOCKS` for
+        CuPy (the host still draws at most SUM_GROUP blocks at a time). Affects speed and memory
+        only — never the results. Memory of a pass is about (1 + ahead) chunks of V in float64 on the host (ahead
+        = the chunks drawn in advance, ⌈threads/blocks per chunk⌉) plus 3·n·chunk_rows entries
+        for Z, φ and φ′; at d = 3072 a default chunk of V is 403 MB.
     v_cache_bytes : int
         If V (p·d entries in the working dtype) fits in this many bytes it is kept, per array
         namespace/device/dtype, after the first pass, so iterative methods do not redraw it every
         step. 0 (default) streams every time. The cache never changes results.
     threads : int
         Host threads that draw the blocks of V (each block has its own generator, so any number
-        gives the same V); the next groups are drawn while the current one is in use. 0
+        gives the same V); the next chunks are drawn while the current one is in use. 0
         (default): one per available core. Never changes results.
 
     Notes
     -----
     All operations take data X of shape (n, d) in any array-API namespace and return arrays in
     that namespace, in X's dtype.
-
-    Memory of a pass: the chunk's Z, φ (and φ′) — 3·n·chunk_rows entries — plus, while V is
-    drawn, about 1 + ⌈threads/16⌉ groups of V in float64 on the host (a group is 128 MB at
-    d = 1024, 403 MB at d = 3072).
 
     Drawing V costs about as much as the arithmetic it feeds once n is small: a pass does about
     2n + 2n²/d flops per Gaussian draw, while numpy's generator gives ~30–110 M draws/s per core.
@@ -388,44 +443,61 @@ class RandomFeatures(FeatureMap):
 
     def weights(self, xp: Any = np, dtype: Any = None, device: Any = None) -> Any:
         """Materialise all of V, shape (p, d) — explicit, for small models and tests."""
-        V = np.concatenate([host for _, host in self._host_groups()], axis=0)
+        V = np.empty((self.p, self.d))
+        for b in range(self.n_blocks):
+            self._fill_block(b, V[b * BLOCK_ROWS:(b + 1) * BLOCK_ROWS])
         dtype = xp.float64 if dtype is None else dtype
         return xp.asarray(V, dtype=dtype, device=device)
 
-    def _host_groups(self) -> Iterator[tuple[int, np.ndarray]]:
-        """(first row, float64 rows of V) for each reduction group, in order.
+    def _blocks_per_chunk(self, xp: Any = np) -> int:
+        if self.chunk_rows is not None:
+            return max(1, self.chunk_rows // BLOCK_ROWS)
+        # On a GPU each array operation costs a kernel launch and ~10–50 µs of host dispatch:
+        # larger chunks keep the device busy with the products instead.
+        return DEVICE_CHUNK_BLOCKS if is_cupy_namespace(xp) else SUM_GROUP
+
+    def _plan(self, per: int) -> list[tuple[int, int]]:
+        """Block ranges [b0, b1) of ``per`` whole blocks, then the partial last block alone."""
+        full = self.p // BLOCK_ROWS
+        plan = [(b0, min(b0 + per, full)) for b0 in range(0, full, per)]
+        if self.p % BLOCK_ROWS:
+            plan.append((full, full + 1))
+        return plan
+
+    def _host_chunks(self, per: int) -> Iterator[tuple[int, np.ndarray]]:
+        """(first row, float64 stack (nb, m, d)) of at most ``per`` blocks each, in order.
 
         Blocks are drawn by a pool of threads (numpy's generators release the GIL while filling
-        an array), enough groups ahead of the consumer to keep every thread busy.
+        an array), a few stacks ahead of the consumer.
         """
-        per = GROUP_ROWS // BLOCK_ROWS
+        plan = self._plan(per)
 
-        def draw(g0: int, submit: Any) -> tuple[np.ndarray, list]:
-            start = g0 * GROUP_ROWS
-            buf = np.empty((min(GROUP_ROWS, self.p - start), self.d))
-            jobs = [submit(self._fill_block, b, buf[i * BLOCK_ROWS:(i + 1) * BLOCK_ROWS])
-                    for i, b in enumerate(range(g0 * per, min((g0 + 1) * per, self.n_blocks)))]
-            return buf, jobs
+        def draw(b0: int, b1: int, submit: Any) -> tuple[np.ndarray, list]:
+            rows = min(BLOCK_ROWS, self.p - b0 * BLOCK_ROWS)
+            buf = np.empty((b1 - b0, rows, self.d))
+            return buf, [submit(self._fill_block, b, buf[b - b0]) for b in range(b0, b1)]
 
-        n_groups = math.ceil(self.p / GROUP_ROWS)
         threads = self.threads or available_cores()
         if threads == 1 or self.p * self.d < THREADED_DRAW_MIN:
-            for g in range(n_groups):
-                yield g * GROUP_ROWS, draw(g, lambda fn, *args: fn(*args))[0]
+            for b0, b1 in plan:
+                buf, _ = draw(b0, b1, lambda fn, *args: fn(*args))
+                yield b0 * BLOCK_ROWS, buf
             return
+        # Enough stacks in flight to keep every thread busy while the consumer works on one.
+        ahead = -(-threads // per)
         with ThreadPoolExecutor(threads, thread_name_prefix="rftheory-V") as pool:
             pending: deque = deque()
-            todo = iter(range(n_groups))
-            for g in itertools.islice(todo, -(-threads // per)):
-                pending.append((g, draw(g, pool.submit)))
+            todo = iter(plan)
+            for b0, b1 in itertools.islice(todo, ahead):
+                pending.append((b0, draw(b0, b1, pool.submit)))
             while pending:
-                g, (buf, jobs) = pending.popleft()
-                for job in jobs:
-                    job.result()
+                b0, (buf, futures) = pending.popleft()
+                for fut in futures:
+                    fut.result()
                 nxt = next(todo, None)
                 if nxt is not None:
-                    pending.append((nxt, draw(nxt, pool.submit)))
-                yield g * GROUP_ROWS, buf
+                    pending.append((nxt[0], draw(*nxt, pool.submit)))
+                yield b0 * BLOCK_ROWS, buf
 
     def weights_resident(self, xp: Any, dtype: Any, dev: Any) -> bool:
         return (self._cache_key(xp, dtype, dev) in self._v_cache
@@ -436,29 +508,37 @@ class RandomFeatures(FeatureMap):
         return (getattr(xp, "__name__", str(xp)), str(dev), str(dtype))
 
     def _chunks(self, xp: Any, dtype: Any, dev: Any) -> Iterator[tuple[int, Any]]:
-        """Yield (first row, rows of V as (m, d)) per chunk, in order, from the cache if there."""
+        """Yield (first row, V stack (nb, m, d)) in row order, from the cache when it is there."""
         key = self._cache_key(xp, dtype, dev)
         cached = self._v_cache.get(key)
         if cached is not None:
             yield from cached
             return
         keep = self.p * self.d * _itemsize(dtype) <= self.v_cache_bytes
-        per = _groups_per_chunk(self.chunk_rows, xp)
+        per = self._blocks_per_chunk(xp)
         out: list[tuple[int, Any]] = []
-        pieces: list[tuple[int, Any]] = []  # groups waiting to fill one chunk
+        pieces: list[tuple[int, Any]] = []  # whole-block stacks waiting to fill one chunk
 
         def assemble() -> tuple[int, Any]:
-            V = pieces[0][1] if len(pieces) == 1 else xp.concat([v for _, v in pieces], axis=0)
-            chunk = (pieces[0][0], V)
+            stack = pieces[0][1] if len(pieces) == 1 else xp.concat([s for _, s in pieces], axis=0)
+            chunk = (pieces[0][0], stack)
             pieces.clear()
             if keep:
                 out.append(chunk)
             return chunk
 
-        # The host holds a few groups at a time; larger chunks are assembled on the target device.
-        for start, host in self._host_groups():
-            pieces.append((start, xp.asarray(host, dtype=dtype, device=dev)))
-            if len(pieces) == per:
+        # The host draws at most SUM_GROUP blocks at a time (bounded host memory); larger chunks
+        # are assembled on the target device.
+        for start, host in self._host_chunks(min(per, SUM_GROUP)):
+            stack = xp.asarray(host, dtype=dtype, device=dev)
+            if stack.shape[1] < BLOCK_ROWS:  # the partial last block: a chunk of its own
+                if pieces:
+                    yield assemble()
+                pieces.append((start, stack))
+                yield assemble()
+                continue
+            pieces.append((start, stack))
+            if sum(s.shape[0] for _, s in pieces) >= per:
                 yield assemble()
         if pieces:
             yield assemble()
@@ -488,19 +568,16 @@ class DenseFeatures(FeatureMap):
     weights : array, shape (p, d)
         W, in the namespace and on the device where the features will be computed. It is cast to
         the data's dtype per call.
-    chunk_rows : int, optional
-        As for :class:`RandomFeatures`.
 
     Notes
     -----
-    Streams over the same reduction groups as :class:`RandomFeatures`, so every operation (Gram,
-    products, VJPs, the projection loss, reconstruction) applies unchanged, and a DenseFeatures
-    holding a RandomFeatures' V gives bit-identical results.
+    Streams over the same row blocks of :data:`BLOCK_ROWS` as :class:`RandomFeatures` (16 blocks
+    per chunk), so every operation (Gram, products, VJPs, the projection loss, reconstruction)
+    applies unchanged.
     """
 
     activation: Activation
     weights: Any
-    chunk_rows: int | None = None
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "activation", get_activation(self.activation))
@@ -510,8 +587,6 @@ class DenseFeatures(FeatureMap):
         xp = array_namespace(W)
         if not bool(xp.all(xp.isfinite(W))):
             raise ShapeError("weights have non-finite entries")
-        if self.chunk_rows is not None and self.chunk_rows < 1:
-            raise RFTheoryError(f"chunk_rows must be positive, got {self.chunk_rows}")
 
     @property
     def d(self) -> int:  # type: ignore[override]
@@ -526,10 +601,13 @@ class DenseFeatures(FeatureMap):
 
     def _chunks(self, xp: Any, dtype: Any, dev: Any) -> Iterator[tuple[int, Any]]:
         W = xp.astype(xp.asarray(self.weights, device=dev), dtype)
-        rows = _groups_per_chunk(self.chunk_rows, xp) * GROUP_ROWS
-        for start in range(0, self.p, rows):
-            yield start, W[start:min(start + rows, self.p), :]
-
+        per = 16 * BLOCK_ROWS
+        full = (self.p // BLOCK_ROWS) * BLOCK_ROWS
+        for start in range(0, full, per):
+            stop = min(start + per, full)
+            yield start, xp.reshape(W[start:stop, :], ((stop - start) // BLOCK_ROWS, BLOCK_ROWS, self.d))
+        if full < self.p:
+            yield full, W[None, full:, :]
 
 @dataclass(frozen=True)
 class TrainedModel:

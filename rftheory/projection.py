@@ -17,7 +17,7 @@ from typing import Any
 from array_api_compat import array_namespace, device as array_device, is_cupy_namespace
 
 from .errors import ShapeError
-from .features import FeatureChunk, FeatureMap, check_data, contract_group
+from .features import BlockSum, FeatureChunk, FeatureMap, check_data
 from .gram import GramSolution, solve_gram
 
 __all__ = ["ProjectionLoss", "projection_loss", "projection_residuals"]
@@ -116,35 +116,35 @@ def projection_loss(features: FeatureMap, X_hat: Any, theta: Any, *, gradient: b
         kept_bytes += features.p * features.d * itemsize
     keep = kept_bytes <= _keep_budget(xp)
     kept = []
-    G = xp.zeros((n_hat, n_hat), dtype=dtype, device=dev)
-    c = xp.zeros((n_hat, theta2.shape[1]), dtype=dtype, device=dev)
+    G = BlockSum(xp.zeros((n_hat, n_hat), dtype=dtype, device=dev))
+    c = BlockSum(xp.zeros((n_hat, theta2.shape[1]), dtype=dtype, device=dev))
     for ch in features.chunks(X_hat, derivative=gradient and keep):
-        for g in ch.groups():
-            G = G + contract_group(g.F, xp.matrix_transpose(g.F))
-            c = c + xp.matmul(g.F, theta2[g.rows, :])
+        G.add(ch.first_block, xp.matmul(ch.F, xp.permute_dims(ch.F, (0, 2, 1))))
+        c.add(ch.first_block, xp.matmul(ch.F, ch.stacked(theta2)))
         if keep:  # Z is not needed again: keep V, φ and φ′ only
             kept.append(FeatureChunk(ch.start, ch.V, None, ch.F, ch.D))
-    solved = solve_gram(G, c, rcond=rcond)
+    solved = solve_gram(G.result(), c.result(), rcond=rcond)
     A = solved.solution  # (n̂, k)
     single = A.shape[1] == 1
     chunks = kept if keep else features.chunks(X_hat, derivative=gradient)
-    # ‖R_g‖² of each group is added in order, in float64 whatever the working dtype.
-    resid_sq = xp.zeros((), dtype=xp.float64, device=dev)
-    grad = xp.zeros(X_hat.shape, dtype=dtype, device=dev) if gradient else None
+    # Per-block ‖R_b‖² are added in block order, in float64 whatever the working dtype.
+    resid_sq = BlockSum(xp.zeros((), dtype=xp.float64, device=dev))
+    grad = BlockSum(xp.zeros(X_hat.shape, dtype=dtype, device=dev)) if gradient else None
     for ch in chunks:
-        for g in ch.groups():
-            # R_g = Θ_g − Φ̂_gᵀA and ∂L/∂Φ̂_g = −2 A R_gᵀ/‖Θ‖² (the constant is applied at the end).
-            R = theta2[g.rows, :] - xp.matmul(xp.matrix_transpose(g.F), A)
-            resid_sq = resid_sq + xp.astype(xp.sum(R * R), xp.float64)
-            if gradient and single:
-                # (a r_gᵀ ⊙ D_g) V_g = diag(a) (D_g diag(r_g)) V_g: one elementwise pass, not two.
-                grad = grad + contract_group(g.D * xp.matrix_transpose(R), g.V)
-            elif gradient:
-                grad = grad + contract_group(xp.matmul(A, xp.matrix_transpose(R)) * g.D, g.V)
+        # R_b = Θ_b − Φ̂_bᵀA and ∂L/∂Φ̂_b = −2 A R_bᵀ/‖Θ‖² (the constant is applied once, at the end).
+        R = ch.stacked(theta2) - xp.matmul(xp.permute_dims(ch.F, (0, 2, 1)), A[None, :, :])
+        resid_sq.add(ch.first_block, xp.astype(xp.sum(R * R, axis=(1, 2)), xp.float64))
+        if gradient and single:
+            # (a r_bᵀ ⊙ D_b) V_b = diag(a) (D_b diag(r_b)) V_b: one elementwise pass, not two.
+            grad.add(ch.first_block, xp.matmul(ch.D * xp.permute_dims(R, (0, 2, 1)), ch.V))
+        elif gradient:
+            C = xp.matmul(A[None, :, :], xp.permute_dims(R, (0, 2, 1))) * ch.D
+            grad.add(ch.first_block, xp.matmul(C, ch.V))
     if gradient:
+        grad = grad.result()
         grad = (-2.0 / theta_sq) * (A * grad if single else grad)
     a = A if theta.ndim == 2 else A[:, 0]
-    return ProjectionLoss(min(float(resid_sq) / theta_sq, 1.0), grad, a, solved)
+    return ProjectionLoss(min(float(resid_sq.result()) / theta_sq, 1.0), grad, a, solved)
 
 
 def projection_residuals(features: FeatureMap, X_hat: Any, X: Any, *,

@@ -2,7 +2,7 @@ import numpy as np
 import pytest
 
 from rftheory.errors import RFTheoryError, ShapeError
-from rftheory.features import (BLOCK_ROWS, GROUP_ROWS, THREADED_DRAW_MIN, DenseFeatures,
+from rftheory.features import (BLOCK_ROWS, SUM_GROUP, THREADED_DRAW_MIN, BlockSum, DenseFeatures,
                                RandomFeatures, train_min_norm)
 from tests.conftest import cupy_or_skip, sphere_points
 
@@ -50,62 +50,64 @@ def test_results_bit_identical_whatever_chunk_size(rf, X, chunk):
 
 @pytest.mark.parametrize("threads", [1, 3])
 def test_v_is_the_same_whatever_threads_draw_it(threads):
-    # p·d above THREADED_DRAW_MIN so the pool is really used, over several groups.
-    d, p = 64, 2 * GROUP_ROWS + 33 * BLOCK_ROWS // 10
+    # p·d above THREADED_DRAW_MIN so the pool is really used; chunks of 2 blocks so several
+    # chunks are in flight at once.
+    d, p = 64, 33 * BLOCK_ROWS + 17
     assert p * d >= THREADED_DRAW_MIN
-    ref = RandomFeatures("relu", d=d, p=p, seed=2, threads=1).weights()
-    rf = RandomFeatures("relu", d=d, p=p, seed=2, threads=threads)
-    streamed = np.concatenate([ch.V for ch in rf.chunks(np.zeros((1, d)))])
+    ref = RandomFeatures("relu", d=d, p=p, seed=2).weights()
+    rf = RandomFeatures("relu", d=d, p=p, seed=2, threads=threads, chunk_rows=2 * BLOCK_ROWS)
+    streamed = np.concatenate([ch.V.reshape(-1, d) for ch in rf.chunks(np.zeros((1, d)))])
     np.testing.assert_array_equal(streamed, ref)
     # Each block is its generator's first draws, scaled by 1/√d (the definition of V).
-    block_17 = np.random.default_rng([2, 17]).standard_normal((BLOCK_ROWS, d)) / np.sqrt(d)
-    np.testing.assert_array_equal(ref[17 * BLOCK_ROWS:18 * BLOCK_ROWS], block_17)
+    block_7 = np.random.default_rng([2, 7]).standard_normal((BLOCK_ROWS, d)) / np.sqrt(d)
+    np.testing.assert_array_equal(ref[7 * BLOCK_ROWS:8 * BLOCK_ROWS], block_7)
 
 
 def test_stopping_a_stream_early_is_clean():
-    d, p = 64, 3 * GROUP_ROWS
-    rf = RandomFeatures("relu", d=d, p=p, seed=2, threads=2)
+    d, p = 64, 40 * BLOCK_ROWS
+    rf = RandomFeatures("relu", d=d, p=p, seed=2, threads=2, chunk_rows=BLOCK_ROWS)
     stream = rf.chunks(np.ones((1, d)))
     first = next(stream)
     stream.close()  # joins the drawing threads
-    assert first.V.shape == (GROUP_ROWS, d)
+    assert first.V.shape == (1, BLOCK_ROWS, d)
 
 
 def test_dense_features_stream_like_random_features(X):
-    rf = RandomFeatures("relu+tanh", d=D, p=GROUP_ROWS + BLOCK_ROWS + 5, seed=1)
+    rf = RandomFeatures("relu+tanh", d=D, p=17 * BLOCK_ROWS + 5, seed=1)
     dense = DenseFeatures("relu+tanh", rf.weights())
     theta = np.random.default_rng(4).standard_normal(rf.p)
     np.testing.assert_array_equal(dense.gram(X), rf.gram(X))
     np.testing.assert_array_equal(dense.matvec(X, theta), rf.matvec(X, theta))
-    assert [ch.rows for ch in dense.chunks(X)] == [slice(0, GROUP_ROWS), slice(GROUP_ROWS, rf.p)]
+    assert [ch.rows for ch in dense.chunks(X)] == [slice(0, 16 * BLOCK_ROWS),
+                                                   slice(16 * BLOCK_ROWS, 17 * BLOCK_ROWS),
+                                                   slice(17 * BLOCK_ROWS, rf.p)]
 
 
-def test_reductions_add_one_term_per_group_in_order():
-    # The documented association: G = (…((0 + F_0F_0ᵀ) + F_1F_1ᵀ) + …), one term per group of
-    # GROUP_ROWS columns. Entries of widely different sizes make any other order show in the bits.
-    d, p = 5, 2 * GROUP_ROWS + 700
-    rf = RandomFeatures("z + 30*z**2", d=d, p=p, seed=4)
-    X = sphere_points(3, d, seed=2) * np.array([[1e-3], [1.0], [3.0]])
-    Phi = rf.features(X)
-    G = np.zeros((3, 3))
-    for g in range(0, p, GROUP_ROWS):
-        G = G + Phi[:, g:g + GROUP_ROWS] @ Phi[:, g:g + GROUP_ROWS].T
-    np.testing.assert_array_equal(rf.gram(X), G)
+@pytest.mark.parametrize("blocks_per_chunk", [1, 3, 16, 40])
+def test_block_sum_association_is_fixed_by_block_index(blocks_per_chunk):
+    # 37 blocks: two whole groups of SUM_GROUP and a partial one; chunkings that cut groups
+    # (3 blocks) and that span several (40) must give the same bits as one group per chunk.
+    rng = np.random.default_rng(0)  # magnitudes 1e-6..1e6, so the association shows in the bits
+    parts = rng.standard_normal((37, 4, 3)) * 10.0 ** rng.integers(-6, 7, size=(37, 1, 1))
+    def run(per):
+        total = BlockSum(np.zeros((4, 3)))
+        for b0 in range(0, 37, per):
+            total.add(b0, parts[b0:b0 + per])
+        return total.result()
+    np.testing.assert_array_equal(run(blocks_per_chunk), run(SUM_GROUP))
+    # Any association is within a few ulps of the largest term (1e6 · 4e-16 · 37 terms).
+    np.testing.assert_allclose(run(blocks_per_chunk), parts.sum(axis=0), rtol=0, atol=1e-8)
 
 
-@pytest.mark.parametrize("chunk", [1, GROUP_ROWS, 2 * GROUP_ROWS + 1, 100 * GROUP_ROWS])
+@pytest.mark.parametrize("chunk", [BLOCK_ROWS, 3 * BLOCK_ROWS, 40 * BLOCK_ROWS])
 def test_reductions_over_many_groups_bit_identical(chunk):
-    d, p = 3, 3 * GROUP_ROWS + 37 * BLOCK_ROWS // 3
+    d, p = 3, 37 * BLOCK_ROWS + 11
     X = sphere_points(4, d, seed=3)
     theta = np.random.default_rng(5).standard_normal(p)
-    a = np.random.default_rng(6).standard_normal(4)
     ref = RandomFeatures("tanh", d=d, p=p, seed=1)
     other = RandomFeatures("tanh", d=d, p=p, seed=1, chunk_rows=chunk)
-    for u, v in zip(ref.gram_and_matvec(X, theta), other.gram_and_matvec(X, theta)):
-        np.testing.assert_array_equal(u, v)
-    np.testing.assert_array_equal(ref.rmatvec(X, a), other.rmatvec(X, a))
-    Y = sphere_points(2, d, seed=8)
-    np.testing.assert_array_equal(ref.cross_gram(X, Y), other.cross_gram(X, Y))
+    for a, b in zip(ref.gram_and_matvec(X, theta), other.gram_and_matvec(X, theta)):
+        np.testing.assert_array_equal(a, b)
     cot = lambda blk: blk.F  # noqa: E731
     np.testing.assert_array_equal(ref.vjp(X, cot), other.vjp(X, cot))
 
@@ -239,19 +241,3 @@ def test_cupy_matches_numpy(rf, X):
     G = rf.gram(cp.asarray(X))
     assert isinstance(G, cp.ndarray)
     np.testing.assert_allclose(cp.asnumpy(G), rf.gram(X), rtol=1e-10)
-
-
-def test_contract_group_batched_form_equals_the_product(monkeypatch):
-    # The CuPy form (per-block products summed over blocks), forced on numpy arrays: the same
-    # contraction, reassociated — agreement to rounding (float64, 16 blocks of 1024 terms).
-    import rftheory.features as features
-
-    rng = np.random.default_rng(0)
-    A, B = rng.standard_normal((7, GROUP_ROWS)), rng.standard_normal((GROUP_ROWS, 5))
-    direct = features.contract_group(A, B)
-    monkeypatch.setattr(features, "is_cupy_namespace", lambda xp: True)
-    batched = features.contract_group(A, B)
-    np.testing.assert_allclose(batched, A @ B, rtol=1e-12, atol=1e-12)
-    np.testing.assert_array_equal(direct, A @ B)
-    # A group with a partial block, or a single block, uses the plain product.
-    np.testing.assert_array_equal(features.contract_group(A[:, :1500], B[:1500]), A[:, :1500] @ B[:1500])

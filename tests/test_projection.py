@@ -2,7 +2,7 @@ import numpy as np
 import pytest
 
 from rftheory.errors import ShapeError
-from rftheory.features import BLOCK_ROWS, GROUP_ROWS, RandomFeatures, train_min_norm
+from rftheory.features import BLOCK_ROWS, RandomFeatures, train_min_norm
 from rftheory.projection import projection_loss, projection_residuals
 from tests.conftest import cupy_or_skip, sphere_points
 
@@ -25,12 +25,12 @@ def explicit_loss(rf, X_hat, theta):
     return float(r @ r / (theta @ theta))
 
 
-@pytest.mark.parametrize("chunk", [GROUP_ROWS, 2 * GROUP_ROWS])
+@pytest.mark.parametrize("chunk", [BLOCK_ROWS, 3 * BLOCK_ROWS])
 @pytest.mark.parametrize("keep", [True, False])
 def test_loss_and_gradient_bit_identical_whatever_chunk_and_kept_blocks(monkeypatch, chunk, keep):
-    # Two whole groups and a partial one; one chunk of all groups is the reference.
-    p = 2 * GROUP_ROWS + 77
-    ref_rf = RandomFeatures("relu+tanh", d=D, p=p, seed=3, chunk_rows=100 * GROUP_ROWS)
+    # Two full blocks and a partial one; one chunk of all blocks is the reference.
+    p = 2 * BLOCK_ROWS + 77
+    ref_rf = RandomFeatures("relu+tanh", d=D, p=p, seed=3, chunk_rows=100 * BLOCK_ROWS)
     X_hat = sphere_points(4, D, seed=4)
     theta = np.random.default_rng(5).standard_normal(p)
     ref = projection_loss(ref_rf, X_hat, theta)
