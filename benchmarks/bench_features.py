@@ -20,7 +20,6 @@ import tracemalloc
 import numpy as np
 
 from rftheory.features import BLOCK_ROWS, RandomFeatures
-from rftheory.runtime import retain_freed_memory
 
 
 def gemm_rate(dtype, n: int, d: int) -> float:
@@ -83,11 +82,7 @@ def run_case(n: int, d: int, p: int, dtype, cache: bool) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--cifar", action="store_true", help="add the CIFAR-scale case (slow on 2 cores)")
-    parser.add_argument("--default-malloc", action="store_true",
-                        help="leave glibc's allocator as it is (the CLI tunes it; see rftheory.runtime)")
     args = parser.parse_args()
-    tuned = False if args.default_malloc else retain_freed_memory()
-    print(f"allocator: {'keeps freed memory (rftheory.runtime)' if tuned else 'default'}")
     cores = len(os.sched_getaffinity(0))
     print(f"V generator: {rng_rate() / 1e6:.0f} M Gaussian draws/s in one thread; the stream "
           f"delivers {stream_draw_rate(1) / 1e6:.0f} M/s with 1 thread, "

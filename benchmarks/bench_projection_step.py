@@ -32,7 +32,6 @@ import numpy as np
 
 from rftheory.features import RandomFeatures
 from rftheory.projection import projection_loss
-from rftheory.runtime import retain_freed_memory
 
 ACTIVATION = "relu+tanh"
 
@@ -126,11 +125,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--cpu-time", action="store_true",
                         help="time with process CPU time (robust on a shared machine)")
     parser.add_argument("--cifar-dtype", choices=("float32", "float64"), default="float32")
-    parser.add_argument("--default-malloc", action="store_true",
-                        help="leave glibc's allocator as it is (the CLI tunes it; see rftheory.runtime)")
     args = parser.parse_args(argv)
-    tuned = False if args.default_malloc else retain_freed_memory()
-    print(f"allocator: {'keeps freed memory (rftheory.runtime)' if tuned else 'default'}")
     global CLOCK
     CLOCK = time.process_time if args.cpu_time else time.perf_counter
 

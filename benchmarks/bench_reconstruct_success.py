@@ -31,7 +31,6 @@ from rftheory.data import gaussian_labels, sphere_data
 from rftheory.features import RandomFeatures, train_min_norm
 from rftheory.metrics import rho
 from rftheory.reconstruct import reconstruct
-from rftheory.runtime import retain_freed_memory
 
 DEFAULT_CASES = "relu+tanh:20:10,relu+tanh:100:20,relu:20:10,relu:100:20"
 
@@ -70,7 +69,6 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--ratio", type=int, default=10, help="p = ratio·d·n (default 10)")
     ap.add_argument("--threshold", type=float, default=0.01, help="success: ρ below this")
     args = ap.parse_args(argv)
-    retain_freed_memory()  # as the rftheory CLI does
     print(f"# python {sys.version.split()[0]}, {os.cpu_count()} cpus, "
           f"float64 GEMM {gemm_gflops():.1f} GFLOP/s", flush=True)
     for case in args.cases.split(","):

@@ -15,7 +15,6 @@ import sys
 
 from . import commands
 from .errors import RFTheoryError
-from .runtime import retain_freed_memory
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -36,7 +35,6 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     """Run the CLI; returns the process exit status."""
-    retain_freed_memory()  # passes over V reuse their freed arrays instead of re-faulting them
     parser = build_parser()
     args = parser.parse_args(argv)
     try:

@@ -13,8 +13,6 @@ import time
 from pathlib import Path
 from typing import Any, Callable
 
-from rftheory.runtime import retain_freed_memory
-
 #: Claims in the order ``rftheory verify all`` runs them.
 CLAIMS = ("kernel_concentration", "law", "theorem1", "theorem2", "sign", "nhat", "twolayer_law")
 
@@ -120,7 +118,6 @@ def run_claim(name: str, *, quick: bool = False, seed: int = 0, out_dir: str | P
 
 def main_for(claim: str, argv: list[str] | None = None) -> int:
     """``python -m verification.<claim> [--quick] [--seed S] [--out DIR]``."""
-    retain_freed_memory()
     parser = argparse.ArgumentParser(prog=f"python -m verification.{claim}")
     parser.add_argument("--quick", action="store_true", help="small, fast version of the check")
     parser.add_argument("--seed", type=int, default=0)
