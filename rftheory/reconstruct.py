@@ -30,15 +30,16 @@ seeds, whose signature is rows that carry almost no weight; an over-complete poo
 minima (the extra rows are free directions), and the exact leave-one-out selection turns the pool
 back into n̂ rows without ground truth.
 
-Measured with ``python benchmarks/bench_reconstruct_success.py --cases CASE --seeds 10``
-(synthetic sphere data, Gaussian labels, p = 10dn, default options, seeds 0–9, success = paper's
-ρ < 0.01; 2 cores, the d = 100 cases sharing them with another benchmark):
+Measured with ``python benchmarks/bench_reconstruct_success.py`` (synthetic sphere data,
+Gaussian labels, p = 10dn, default options, seeds 0–9, success = paper's ρ < 0.01; 2 cores, one
+benchmark at a time):
 
-* relu+tanh, d=20, n=10: 10/10; median 930 steps (max 1356), median 1.0 s.
-* relu, d=20, n=10: 10/10 (sign-invariant ρ equal to ρ); median 350 steps (max 1510), 0.3 s.
-* relu, d=100, n=20: 10/10; median 852 steps (max 3137), median 18.5 s (max 61 s).
-* relu+tanh, d=100, n=20: 10/10; median 2348 steps (max 3410), median 70 s (max 125 s). The
-  slowest case: its first pool phase can stall near L ~ 1e-6 and need a second round (5 seeds).
+* relu+tanh, d=20, n=10: 10/10; median 721 steps (max 2726), median 0.4 s.
+* relu, d=20, n=10: 10/10 (sign-invariant ρ equal to ρ); median 369 steps (max 2226), 0.2 s.
+* relu, d=100, n=20: 10/10; median 932 steps (max 2428), median 11.5 s (max 28 s).
+* relu+tanh, d=100, n=20: 10/10; median 2684 steps (max 3233), median 36.5 s (max 44 s). The
+  slowest case: its first pool phase can stall near L ~ 1e-6 and need a second round (6 of 10
+  seeds).
 
 Without the pool, plain L-BFGS on n̂ rows recovered 1 of 5 seeds at d=20, n=10 (project notes,
 reconstruction-landscape.md); without the residual seeding, d=20 relu+tanh was 9/10 here.
