@@ -149,7 +149,7 @@ class FeatureChunk:
         """θ's rows for this chunk as (nb, m, k) (a 1-D θ gets k = 1)."""
         nb, m = self.V.shape[0], self.V.shape[1]
         part = theta[self.rows, ...]
-        return _reshape(part, (nb, m, part.shape[1] if part.ndim == 2 else 1))
+        return array_namespace(part).reshape(part, (nb, m, part.shape[1] if part.ndim == 2 else 1))
 
     def blocks(self) -> Iterator[FeatureBlock]:
         """The chunk's blocks, one at a time (views, no copies)."""
@@ -172,10 +172,6 @@ def _preactivations_cupy(X: Any, Vs: Any) -> Any:
     nb, m, d = Vs.shape
     Z = cupy.matmul(X, cupy.reshape(Vs, (nb * m, d)).T)  # (n, nb·m)
     return cupy.ascontiguousarray(cupy.transpose(cupy.reshape(Z, (X.shape[0], nb, m)), (1, 0, 2)))
-
-
-def _reshape(x: Any, shape: tuple[int, ...]) -> Any:
-    return array_namespace(x).reshape(x, shape)
 
 
 def _transpose_blocks(x: Any) -> Any:
