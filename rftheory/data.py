@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from .errors import RFTheoryError
+from .errors import DataNotFoundError, RFTheoryError
 
 __all__ = [
     "DataNotFoundError",
@@ -48,10 +48,6 @@ _STREAM_SUBSET = 2**40 + 4
 _CIFAR_D = 3 * 32 * 32
 _CIFAR_TRAIN = tuple(f"data_batch_{i}" for i in range(1, 6))
 _CIFAR_TEST = ("test_batch",)
-
-
-class DataNotFoundError(RFTheoryError):
-    """A data set was requested from local files that are missing or unreadable."""
 
 
 @dataclass(frozen=True, eq=False)

@@ -20,3 +20,11 @@ class ShapeError(RFTheoryError):
 
 class BackendError(RFTheoryError):
     """An operation is not available for the array namespace of the inputs."""
+
+
+class HermiteOptionError(RFTheoryError):
+    """An option of a Hermite computation (order, method, digits, time budget) is invalid."""
+
+
+class DataNotFoundError(RFTheoryError):
+    """A data set was requested from local files that are missing or unreadable."""

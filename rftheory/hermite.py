@@ -35,7 +35,7 @@ import numpy as np
 import sympy as sp
 
 from .activations import Activation, Z, get_activation
-from .errors import ActivationError, RFTheoryError
+from .errors import ActivationError, HermiteOptionError
 
 __all__ = [
     "HermiteCoefficients",
@@ -73,10 +73,6 @@ _TARGET_DOUBLE = 1e-14
 #: Nodes per block when forming the (K+1) x N matrix of weighted Hermite functions, so that
 #: memory stays bounded for large K and many nodes.
 _BLOCK_ENTRIES = 4_000_000
-
-
-class HermiteOptionError(RFTheoryError):
-    """An option of a Hermite computation (order, method, digits, time budget) is invalid."""
 
 
 # ---------------------------------------------------------------------------------------------
