@@ -5,9 +5,11 @@
 * **Lipschitz** — φ is Lipschitz, with the constant sup|φ'| where it can be established;
 * **non-linearity** — Σ_{k>=2} μ_k² = E[φ²] − μ_0² − μ_1² > 0 (φ is not affine in L²);
 * **parity** — which Hermite coefficients vanish, and why;
-* **sign identifiability** — some odd μ_k with k >= 3 is non-zero. ReLU fails: its odd part is
-  z/2, so every odd coefficient of order >= 3 vanishes and x and −x cannot be told apart from the
-  model; relu + tanh passes.
+* **sign identifiability** — the paper's criterion: some odd μ_k with k >= 3 is non-zero. ReLU
+  fails it (its odd part is z/2, so every odd coefficient of order >= 3 vanishes); relu + tanh
+  passes. Our sign check (``verification/sign.py``) finds that failing it does not by itself make
+  x and −x interchangeable — successful ReLU reconstructions keep every sign — while an odd or
+  even φ (the parity verdict) loses the sign exactly, since then φ(−Vx) = ±φ(Vx).
 
 Each verdict says whether it rests on a symbolic argument (sympy, exact for all orders), on exact
 coefficients, or on numerics (and then to which precision, from the coefficients' error
@@ -343,6 +345,10 @@ def _parity_verdict(coeffs: HermiteCoefficients, parity: dict | None) -> Verdict
     numbers["symmetry"] = symmetry
     text = "; ".join(rules) if rules else "no coefficient is forced to vanish by symmetry"
     check = "numbers agree" if consistent else "NUMBERS DISAGREE with the symbolic rule"
+    if symmetry != "neither":
+        # φ(−Vx) = ±φ(Vx): −x_i spans the same feature line as x_i, so no reconstruction can
+        # recover the signs (verification/sign.py).
+        text += "; so −x has the same features as x up to sign: signs are not recoverable"
     return Verdict(symmetry != "neither", "symbolic", f"φ is {symmetry}: {text} ({check})", numbers)
 
 
@@ -359,8 +365,10 @@ def _sign_verdict(coeffs: HermiteCoefficients, parity: dict | None,
             numbers["odd_part"] = str(odd)
             basis = "symbolic + exact coefficients" if exact_odd is not None else "symbolic"
             return Verdict(False, basis,
-                           f"fails: the odd part of φ is {odd}, so μ_k = 0 for every odd k ≥ 3 "
-                           "(x and −x give the same model)", numbers)
+                           f"fails the paper's criterion: the odd part of φ is {odd}, so μ_k = 0 "
+                           "for every odd k ≥ 3 (in our runs this alone does not swap x and −x; "
+                           "an odd or even φ does: see the parity verdict and paper_notes/sign.md)",
+                           numbers)
     for k in odd_orders:
         zero = _is_zero(coeffs, k)
         if zero is False:

@@ -151,3 +151,16 @@ def test_registry_verdicts(name):
     assert report.sign_identifiability.holds is sign
     assert report.nonlinearity.holds is True
     assert report.parity.numbers["consistent_with_symbolic"] is True
+
+
+@pytest.mark.parametrize("name, lost", [("tanh", True), ("abs", True), ("relu", False),
+                                        ("relu+tanh", False)])
+def test_parity_verdict_says_when_signs_are_lost(name, lost):
+    # Odd or even φ: φ(−Vx) = ±φ(Vx), so −x fits θ* exactly as x does (paper_notes/sign.md).
+    report = activation_report(name, order=8)
+    assert ("signs are not recoverable" in report.parity.summary) is lost
+
+
+def test_relu_fails_only_the_papers_sign_criterion():
+    detail = activation_report("relu", order=8).sign_identifiability.summary
+    assert "paper's criterion" in detail and "parity" in detail
