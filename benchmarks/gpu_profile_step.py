@@ -71,12 +71,11 @@ def main(argv: list[str] | None = None) -> int:
     F2 = C2
     timed("Gram as one 2-D GEMM", lambda: F2 @ F2.T)
     sq = cp.asarray(rng.standard_normal((8192, 8192)), dtype=dt)
-    t_sq = timed("square GEMM 8192³", lambda: sq @ sq)
+    timed("square GEMM 8192³", lambda: sq @ sq)
     gemm_rate = 2 * 8192**3 / times["square GEMM 8192³"] / 1e9
     flops = {"Z = X Vᵀ (batched)": 2 * n * d * nb * m, "C V (batched)": 2 * n * d * nb * m,
              "Gram F Fᵀ (batched)": 2 * n * n * nb * m, "Z as one 2-D GEMM": 2 * n * d * nb * m,
              "C V as one 2-D GEMM": 2 * n * d * nb * m, "Gram as one 2-D GEMM": 2 * n * n * nb * m}
-    del t_sq
     print(f"n̂={n} d={d} chunk={nb} blocks ({chunks} chunks for p={args.p}), {dt}; "
           f"square GEMM {gemm_rate:.0f} GFLOP/s")
     for name, t in times.items():

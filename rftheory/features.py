@@ -283,24 +283,26 @@ class FeatureMap:
 
     def gram_and_matvec(self, X: Any, theta: Any | None) -> tuple[Any, Any]:
         """Φ(X)Φ(X)ᵀ and Φ(X)θ in one pass over V (θ may be None, or (p,) or (p, k))."""
+        return self._gram_and_outputs(X, theta, gram=True)
+
+    def _gram_and_outputs(self, X: Any, theta: Any | None, *, gram: bool) -> tuple[Any, Any]:
         xp = check_data(X, self.d)
         self._check_theta(theta, xp)
         n, dev = X.shape[0], array_device(X)
-        G = xp.zeros((n, n), dtype=X.dtype, device=dev)
+        G = BlockSum(xp.zeros((n, n), dtype=X.dtype, device=dev)) if gram else None
         c = None
         if theta is not None:
             theta = xp.astype(theta, X.dtype)
             k = theta.shape[1] if theta.ndim == 2 else 1
-            c = xp.zeros((n, k), dtype=X.dtype, device=dev)
-        G, c = BlockSum(G), None if c is None else BlockSum(c)
+            c = BlockSum(xp.zeros((n, k), dtype=X.dtype, device=dev))
         for ch in self.chunks(X):
-            G.add(ch.first_block, xp.matmul(ch.F, _transpose_blocks(ch.F)))
-            if theta is not None:
+            if G is not None:
+                G.add(ch.first_block, xp.matmul(ch.F, _transpose_blocks(ch.F)))
+            if c is not None:
                 c.add(ch.first_block, xp.matmul(ch.F, ch.stacked(theta)))
-        G = G.result()
         if c is not None:
             c = c.result() if theta.ndim == 2 else c.result()[:, 0]
-        return G, c
+        return (None if G is None else G.result()), c
 
     def cross_gram(self, X: Any, Y: Any) -> Any:
         """Φ(X)Φ(Y)ᵀ, shape (n_X, n_Y)."""
@@ -315,14 +317,9 @@ class FeatureMap:
 
     def matvec(self, X: Any, theta: Any) -> Any:
         """Φ(X)θ, shape (n,) or (n, k): the model's outputs at the rows of X."""
-        xp = check_data(X, self.d)
-        self._check_theta(theta, xp)
-        k = theta.shape[1] if theta.ndim == 2 else 1
-        out = BlockSum(xp.zeros((X.shape[0], k), dtype=X.dtype, device=array_device(X)))
-        theta = xp.astype(theta, X.dtype)
-        for ch in self.chunks(X):
-            out.add(ch.first_block, xp.matmul(ch.F, ch.stacked(theta)))
-        return out.result() if theta.ndim == 2 else out.result()[:, 0]
+        if theta is None:
+            raise ShapeError("θ is required")
+        return self._gram_and_outputs(X, theta, gram=False)[1]
 
     def rmatvec(self, X: Any, a: Any) -> Any:
         """Φ(X)ᵀa, shape (p,) or (p, k) for a of shape (n,) or (n, k)."""
