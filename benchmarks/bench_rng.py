@@ -14,11 +14,17 @@ all threads, for
 * "stream": the entries of V per second that ``RandomFeatures.chunks`` delivers (n = 1, so the
   generator is all the work; includes the thread pool and chunk assembly);
 
-and the two parts of the new generator alone: numpy's Philox raw words and the transform.
+and the two parts of the new generator alone: numpy's Philox raw words and the transform; then
+the cost of the counter layout (i, j // 4, 0, 0): one numpy Philox call per run of rows of one
+column group, so the per-call overhead is shared by the rows of a block (1024) whatever d is, and
+only windows of few rows (p < 1024) pay it per row. Printed as ns per normal for blocks of 1024
+rows at several d, and for windows of few rows at d = 784.
 
 Part 2 — one streamed Gram and one projection-loss step (value + gradient) at n̂ = 20, d = 784,
 p = 10·d·n̂, float32, with V drawn every pass and with V cached, against this machine's GEMM rate
-for the same shape. The counted flops are those of ``benchmarks/bench_projection_step.py``.
+for the same shape. The counted flops are those of ``benchmarks/bench_projection_step.py``. With
+``--cpu-time`` the GEMM reference is charged for BLAS's spinning threads too, so its percentages
+can exceed 100 %: read them from a wall-clock run on a quiet machine.
 """
 
 from __future__ import annotations
@@ -109,6 +115,20 @@ def part_rates() -> tuple[float, float]:
     return 1e-6 / words, 1e-6 / transform
 
 
+def layout_costs() -> None:
+    """ns per normal of philox.standard_normal for tall blocks at several d and for short windows."""
+    def ns(rows: int, d: int) -> float:
+        out = np.empty((rows, d))
+        return 1e9 * _best(lambda: philox.standard_normal(0, rows, d, out=out), 0.3) / out.size
+    per_call = _best(lambda: philox.philox_words(0, 1, 1), 0.3)
+    print(f"counter layout (i, j//4, 0, 0): one Philox call per (run of rows, column group), "
+          f"{1e6 * per_call:.1f} µs per call")
+    print("  1024 rows, d = " + ", ".join(f"{d}: {ns(1024, d):.1f}" for d in (4, 16, 100, 784, 3072))
+          + " ns/normal")
+    print("  d = 784, rows = " + ", ".join(f"{r}: {ns(r, 784):.1f}" for r in (4, 32, 256, 1024))
+          + " ns/normal")
+
+
 def gemm_same_shape(dtype, n_hat: int, d: int, cols: int = 16384) -> float:
     rng = np.random.default_rng(0)
     A = rng.standard_normal((n_hat, d)).astype(dtype)
@@ -161,6 +181,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"parts of the new generator (1 thread): numpy Philox {words:.0f} M words/s "
           f"({1e3 / words:.1f} ns per normal), box_muller {transform:.0f} M normals/s "
           f"({1e3 / transform:.1f} ns per normal)")
+    layout_costs()
     if not args.skip_step:
         step_rates()
     return 0

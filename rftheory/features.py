@@ -416,9 +416,9 @@ class RandomFeatures(FeatureMap):
     the precision of the arithmetic, not bit for bit.
 
     On the host, drawing V costs more than the arithmetic it feeds once n is small: a pass does
-    about 2n + 2n²/d flops per entry of V, while the generator gives ~35 M normals/s per core
-    (``benchmarks/bench_rng.py``; ~2.5–3× slower than numpy's ziggurat, the price of one
-    definition on every device). Iterative methods should therefore cache V (``v_cache_bytes``)
+    about 2n + 2n²/d flops per entry of V, while the generator gives ~25 M normals/s per core
+    (``benchmarks/bench_rng.py`` on the shared 2-core development machine: ~3× slower than
+    numpy's ziggurat, the price of one definition, in float64, on every device and dtype). Iterative methods should therefore cache V (``v_cache_bytes``)
     whenever it fits; on a GPU, V is generated on the device at a rate far above the GEMM's need,
     so no cache is needed there.
 

@@ -18,8 +18,8 @@ one infinite matrix of standard normals per seed, each entry a pure function of 
    float32 V is that float64 number rounded once to float32.
 
 So V does not depend on the block size, the chunk size, the thread count, the device or the
-dtype (beyond that final rounding), and models are nested in p *and* d: the first p rows and d
-columns of ``√d'·V'`` of a larger model are ``√d·V``. numpy (:func:`standard_normal`, which
+dtype (beyond that final rounding), and models are nested in p *and* d: every (p, d) takes its V
+from the same Z, as ``Z[:p, :d] / √d``. numpy (:func:`standard_normal`, which
 drives numpy's own C ``Philox`` over contiguous runs of counters) and CuPy (:func:`cupy_fill`, a
 kernel compiled from :func:`kernel_source`, one thread per (row, group)) compute the same
 integers and the same floating-point operations; only the libm of ``log`` and ``sin`` differs.
@@ -48,6 +48,7 @@ __all__ = [
     "standard_normal",
     "kernel_source",
     "cupy_fill",
+    "cupy_words",
 ]
 
 #: Name and version of the definition of V (bump the version whenever any V changes).
@@ -105,7 +106,8 @@ def _window(spec: Any, name: str) -> tuple[int, int]:
 
 
 def _bit_generator(key: np.ndarray) -> np.random.Philox:
-    """A per-thread numpy Philox with this key (building one seeds from OS entropy: ~15 µs)."""
+    """This thread's numpy Philox, built once (building one draws OS entropy: ~15 µs); every run
+    sets its key and counter."""
     bg = getattr(_local, "bg", None)
     if bg is None:
         bg = _local.bg = np.random.Philox(key=key)
@@ -188,8 +190,10 @@ def box_muller(words: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
     CIFAR-scale V, so the truncation is invisible to every statistic here. The float32 cast
     keeps the whole range (it only rounds to 24 bits, relative 6e-8); in particular it does *not*
     inherit the ±5.8σ cut of transforms fed 24-bit float32 uniforms. u = 1 (probability 2**-53)
-    gives z = 0. The radius is discrete in u: near the cut, consecutive values of r are 0.006
-    apart (r ≈ 8.57, 8.53, …), a granularity below any tail probability that matters (< 1e-16).
+    gives z = 0. The radius and the angle are discrete (2**53 values each), but exactly
+    distributed at their grid points: P(r > r(k)) = P(u ≤ (k+1)·2**-53) is the Rayleigh tail
+    there, so the distribution functions of r and θ are exact to within 2**-53 everywhere (the
+    top radii 8.57, 8.49, 8.44, … each have probability 2**-53).
 
     *Accuracy* (float64, against the exact transform of the same integers): u, φ's argument and
     the signs are exact or correctly rounded once; ``log`` and ``sin`` are within 1 ulp on glibc
@@ -309,7 +313,8 @@ def standard_normal(seed: int, rows: Any, cols: Any, *, scale_dim: int | None = 
         out = np.empty(shape)
     elif out.shape != shape or out.dtype not in (np.float32, np.float64):
         raise RFTheoryError(f"out must be float32/float64 of shape {shape}, got {out.dtype} {out.shape}")
-    if scale_dim is not None and (isinstance(scale_dim, bool) or operator.index(scale_dim) < 1):
+    if scale_dim is not None and (isinstance(scale_dim, bool)
+                                  or not isinstance(scale_dim, (int, np.integer)) or scale_dim < 1):
         raise RFTheoryError(f"scale_dim must be a positive integer, got {scale_dim!r}")
     _fill(key, r0, c0, out, 1.0 if scale_dim is None else math.sqrt(scale_dim))
     return out
@@ -437,6 +442,8 @@ def kernel_source(target: str = "cuda") -> str:
     return f"{head}#define RF_PHI_UNIT {_PHI_UNIT!r}\n{_KERNEL}"
 
 
+#: NVRTC options of the kernel: no fused multiply-adds, so its operations are box_muller()'s.
+NVRTC_OPTIONS = ("--fmad=false",)
 _MODULES: dict[int, Any] = {}
 
 
@@ -446,9 +453,7 @@ def _cupy_module() -> Any:
     dev = cupy.cuda.Device().id
     mod = _MODULES.get(dev)
     if mod is None:
-        # --fmad=false: no fused multiply-adds, so the operations are those of the host code.
-        mod = _MODULES[dev] = cupy.RawModule(code=kernel_source("cuda"),
-                                             options=("--fmad=false", "-std=c++11"))
+        mod = _MODULES[dev] = cupy.RawModule(code=kernel_source("cuda"), options=NVRTC_OPTIONS)
     return mod
 
 

@@ -238,7 +238,7 @@ class _HostCuPy:
 
         class RawModule:
             def __init__(self, code, options=()):
-                assert "#define RF_CUDA 1" in code and "--fmad=false" in options
+                assert "#define RF_CUDA 1" in code and options == philox.NVRTC_OPTIONS
 
             def get_function(self, name):
                 def launch(grid, block, args):
@@ -286,6 +286,58 @@ def test_cuda_source_compiles_with_nvcc(tmp_path):
     for name in ("rf_fill_f32", "rf_fill_f64", "rf_words", "rf_philox_many"):
         assert f".entry {name}" in ptx
     assert "mul.hi.u64" in ptx  # __umul64hi, the 64×64→128 high word
+
+
+def _nvrtc() -> ctypes.CDLL | None:
+    """libnvrtc (what CuPy compiles RawModules with), from the system or the nvidia-cuda-nvrtc
+    wheel, or None."""
+    import ctypes.util
+    import glob
+    import site
+
+    names = [ctypes.util.find_library("nvrtc")]
+    for root in site.getsitepackages() + [os.environ.get("CUDA_PATH", "/usr/local/cuda")]:
+        names += sorted(glob.glob(os.path.join(root, "nvidia", "*", "lib", "libnvrtc.so.*")))
+        names += sorted(glob.glob(os.path.join(root, "lib64", "libnvrtc.so*")))
+    for name in names:
+        if name and "builtins" not in name and ".alt." not in name:
+            # NVRTC dlopens its builtins library by name: load the one beside it first.
+            for builtins in glob.glob(os.path.join(os.path.dirname(name), "libnvrtc-builtins.so.*")):
+                if ".alt." not in builtins:
+                    try:
+                        ctypes.CDLL(builtins, mode=ctypes.RTLD_GLOBAL)
+                    except OSError:
+                        pass
+            try:
+                return ctypes.CDLL(name)
+            except OSError:
+                continue
+    return None
+
+
+def test_cuda_source_compiles_with_nvrtc():
+    # The exact path CuPy takes: NVRTC on the source string with the module's options.
+    lib = _nvrtc()
+    if lib is None:
+        pytest.skip("no libnvrtc")
+    prog = ctypes.c_void_p()
+    src = philox.kernel_source("cuda").encode()
+    assert lib.nvrtcCreateProgram(ctypes.byref(prog), src, b"rf_philox.cu", 0, None, None) == 0
+    opts = [o.encode() for o in philox.NVRTC_OPTIONS + ("-arch=compute_90",)]
+    status = lib.nvrtcCompileProgram(prog, len(opts), (ctypes.c_char_p * len(opts))(*opts))
+    size = ctypes.c_size_t()
+    lib.nvrtcGetProgramLogSize(prog, ctypes.byref(size))
+    log = ctypes.create_string_buffer(size.value)
+    lib.nvrtcGetProgramLog(prog, log)
+    lib.nvrtcGetPTXSize(prog, ctypes.byref(size))
+    ptx = ctypes.create_string_buffer(size.value)
+    lib.nvrtcGetPTX(prog, ptx)
+    lib.nvrtcDestroyProgram(ctypes.byref(prog))
+    assert status == 0, log.value.decode(errors="replace")
+    text = ptx.value.decode()
+    for name in ("rf_fill_f32", "rf_fill_f64", "rf_words", "rf_philox_many"):
+        assert f".entry {name}" in text
+    assert "mul.hi.u64" in text
 
 
 # -- the CUDA kernel on a device ----------------------------------------------------------------
