@@ -271,6 +271,16 @@ def test_cupy_launchers_against_the_host_build(host_kernel, monkeypatch):
     assert name == "rf_fill_f32" and grid[0] * block[0] >= 300 * 4  # one thread per (row, group)
     with pytest.raises(RFTheoryError, match="contiguous"):
         philox.cupy_fill(seed, 0, np.empty((4, 8))[:, ::2])
+    # RandomFeatures' device path (chunk plan, first rows, dtypes) through the same stand-in.
+    import array_api_compat.numpy as xp_np
+
+    from rftheory.features import BLOCK_ROWS, RandomFeatures
+    rf = RandomFeatures("relu", d=d, p=3 * BLOCK_ROWS + 5, seed=seed)
+    for dtype in (np.float32, np.float64):
+        chunks = list(rf._device_chunks(xp_np, dtype, None, 2))
+        assert [start for start, _ in chunks] == [0, 2 * BLOCK_ROWS, 3 * BLOCK_ROWS]
+        V = np.concatenate([v.reshape(-1, d) for _, v in chunks])
+        np.testing.assert_array_equal(V, rf.weights(dtype=dtype))
 
 
 def test_cuda_source_compiles_with_nvcc(tmp_path):
