@@ -37,25 +37,13 @@ from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
+import bench_projection_step as steps  # this folder's step benchmark: its clock, GEMM and step
 from rftheory import philox
 from rftheory.features import BLOCK_ROWS, RandomFeatures, available_cores
-from rftheory.projection import projection_loss
 
-CLOCK = time.perf_counter
 BLOCK_COLS = 1024
 BLOCKS = 16
-
-
-def _best(fn, min_seconds: float = 1.0, min_runs: int = 3) -> float:
-    """Best time of fn() on CLOCK after a warm-up call."""
-    fn()
-    best, runs, t_start = np.inf, 0, time.perf_counter()
-    while runs < min_runs or time.perf_counter() - t_start < min_seconds:
-        t0 = CLOCK()
-        fn()
-        best = min(best, CLOCK() - t0)
-        runs += 1
-    return best
+_best = steps._best_time  # best time on steps.CLOCK (set by --cpu-time) after a warm-up call
 
 
 def _old_block(b: int, out: np.ndarray) -> None:
@@ -119,8 +107,8 @@ def layout_costs() -> None:
     """ns per normal of philox.standard_normal for tall blocks at several d and for short windows."""
     def ns(rows: int, d: int) -> float:
         out = np.empty((rows, d))
-        return 1e9 * _best(lambda: philox.standard_normal(0, rows, d, out=out), 0.3) / out.size
-    per_call = _best(lambda: philox.philox_words(0, 1, 1), 0.3)
+        return 1e9 * _best(lambda: philox.standard_normal(0, rows, d, out=out), 0.3, 3) / out.size
+    per_call = _best(lambda: philox.philox_words(0, 1, 1), 0.3, 3)
     print(f"counter layout (i, j//4, 0, 0): one Philox call per (run of rows, column group), "
           f"{1e6 * per_call:.1f} µs per call")
     print("  1024 rows, d = " + ", ".join(f"{d}: {ns(1024, d):.1f}" for d in (4, 16, 100, 784, 3072))
@@ -129,43 +117,33 @@ def layout_costs() -> None:
           + " ns/normal")
 
 
-def gemm_same_shape(dtype, n_hat: int, d: int, cols: int = 16384) -> float:
-    rng = np.random.default_rng(0)
-    A = rng.standard_normal((n_hat, d)).astype(dtype)
-    B = rng.standard_normal((cols, d)).astype(dtype)
-    return 2 * n_hat * d * cols / _best(lambda: A @ B.T) / 1e9
-
-
 def step_rates(n_hat: int = 20, d: int = 784, mult: int = 10, dtype=np.float32) -> None:
     p = mult * d * n_hat
-    X = np.random.default_rng(1).standard_normal((n_hat, d))
-    X = (X * np.sqrt(d) / np.linalg.norm(X, axis=1, keepdims=True)).astype(dtype)
-    theta = np.random.default_rng(2).standard_normal(p).astype(dtype)
-    gemm = gemm_same_shape(dtype, n_hat, d)
-    itemsize = np.dtype(dtype).itemsize
+    X = steps.sphere(n_hat, d, dtype)
+    sq = steps.gemm_square(dtype)
     print(f"\nGram and step at n̂={n_hat} d={d} p={p:,} ({mult}·d·n̂) {np.dtype(dtype).name}; "
-          f"same-shape GEMM {gemm:.1f} GFLOP/s")
-    for label, cache in (("V drawn ", 0), ("V cached", p * d * itemsize + 1)):
-        rf = RandomFeatures("relu+tanh", d=d, p=p, seed=0, v_cache_bytes=cache)
+          f"square GEMM {sq:.1f} GFLOP/s")
+    for cached in (False, True):
+        rf = RandomFeatures("relu+tanh", d=d, p=p, seed=0,
+                            v_cache_bytes=p * d * np.dtype(dtype).itemsize + 1 if cached else 0)
         gram_flops = 2 * n_hat * p * d + n_hat**2 * p
-        step_flops = 4 * n_hat * p * d + 2 * n_hat**2 * p
-        t_gram = _best(lambda: rf.gram(X), min_seconds=0.5, min_runs=2)
-        t_step = _best(lambda: projection_loss(rf, X, theta), min_seconds=0.5, min_runs=2)
-        print(f"  {label}: Gram {t_gram:7.3f} s {gram_flops / t_gram / 1e9:6.1f} GFLOP/s "
-              f"({100 * gram_flops / t_gram / 1e9 / gemm:5.1f} % of GEMM) | step {t_step:7.3f} s "
-              f"{step_flops / t_step / 1e9:6.1f} GFLOP/s ({100 * step_flops / t_step / 1e9 / gemm:5.1f} % "
-              f"of GEMM)", flush=True)
+        t_gram = _best(lambda: rf.gram(X))
+        step = steps.step_case(n_hat, d, p, dtype, cached, sq)
+        print(f"  V {step['V']:6s}: Gram {t_gram:7.3f} s {gram_flops / t_gram / 1e9:6.1f} GFLOP/s "
+              f"({100 * gram_flops / t_gram / 1e9 / step['same']:5.1f} % of same-shape GEMM) | "
+              f"step {step['seconds']:7.3f} s {step['gflops']:6.1f} GFLOP/s "
+              f"({step['pct_same']:5.1f} % of same-shape GEMM {step['same']:.1f} GFLOP/s, "
+              f"{step['pct_square']:5.1f} % of square)", flush=True)
 
 
 def main(argv: list[str] | None = None) -> int:
-    global CLOCK
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--cpu-time", action="store_true",
                         help="time on the process CPU clock (all threads summed)")
     parser.add_argument("--skip-step", action="store_true")
     args = parser.parse_args(argv)
     if args.cpu_time:
-        CLOCK = time.process_time
+        steps.CLOCK = time.process_time
     cores = available_cores()
     clock = "per CPU-second (all threads summed)" if args.cpu_time else "wall clock"
     print(f"V: {philox.V_DEFINITION}; {cores} cores available ({os.cpu_count()} online); {clock}")
