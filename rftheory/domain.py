@@ -21,10 +21,9 @@ disproved (the set where it fails, exactly for polynomials, or a point where it 
 
 Examples
 --------
->>> import sympy as sp
+>>> from sympy import tanh
 >>> from rftheory.activations import Z
->>> expression_range(1 + sp.tanh(Z))
-Range(lo=0, hi=2, lo_open=True, hi_open=True)
+>>> require(1 + tanh(Z), "positive", "log(1 + tanh(z))")  # proved by the interval (0, 2)
 >>> require(Z - 1, "nonnegative", "sqrt(z - 1)")
 Traceback (most recent call last):
 ...
@@ -148,8 +147,8 @@ def _increasing(a: Range, f, lo_limit: sp.Expr | None = None, hi_limit: sp.Expr 
 
 
 def _decreasing(a: Range, f) -> Range:
-    image = _increasing(Range(-a.hi, -a.lo, a.hi_open, a.lo_open), lambda x: f(-x))
-    return image
+    """Image under a decreasing f: x ↦ f(−x) is increasing on the mirrored range."""
+    return _increasing(Range(-a.hi, -a.lo, a.hi_open, a.lo_open), lambda x: f(-x))
 
 
 def _hull(parts: list[Range]) -> Range:
@@ -245,17 +244,12 @@ def _range_node(e: sp.Expr, memo: dict) -> Range:
         return _closed(e)
     if e.is_Symbol:
         return _ALL
-    if e.is_Add:
-        out = None
-        for a in e.args:
-            r = _range(a, memo)
-            out = r if out is None else _add(out, r)
-        return out
-    if e.is_Mul:
-        out = None
-        for a in e.args:
-            r = _range(a, memo)
-            out = r if out is None else _mul(out, r)
+    if e.is_Add or e.is_Mul:
+        combine = _add if e.is_Add else _mul
+        ranges = [_range(a, memo) for a in e.args]
+        out = ranges[0]
+        for r in ranges[1:]:
+            out = combine(out, r)
         return out
     if e.is_Pow:
         base, exponent = e.args
@@ -329,10 +323,10 @@ def _show(point: sp.Expr) -> str:
 
 
 def _polynomial_failures(u: sp.Expr, kind: str) -> list[tuple] | None:
-    """Exact set where the requirement fails, for a polynomial u with real coefficients.
+    """Exact set where the requirement fails, for a polynomial u with rational coefficients.
 
     Returns runs ``(lo, hi, lo_included, hi_included)`` (``lo == hi`` for a single point), or
-    None if ``u`` is not such a polynomial. The sign of u is evaluated exactly at rational points
+    None if ``u`` is not a polynomial with rational coefficients. The sign of u is evaluated exactly at rational points
     strictly between its distinct real roots.
     """
     (z,) = u.free_symbols
@@ -340,8 +334,8 @@ def _polynomial_failures(u: sp.Expr, kind: str) -> list[tuple] | None:
         poly = sp.Poly(u, z)
     except sp.PolynomialError:
         return None
-    if not all(c.is_real for c in poly.all_coeffs()):
-        return None
+    if not (poly.domain.is_ZZ or poly.domain.is_QQ):
+        return None  # sympy isolates real roots exactly over the rationals only
     roots = sp.Poly(sp.sqf_part(poly.as_expr()), z).real_roots()  # distinct, increasing
     samples = []
     for i in range(len(roots) + 1):
