@@ -128,7 +128,11 @@ def _recover_wal_if_no_writer(directory: Path, path: Path) -> None:
     A writer killed between making a commit durable in the WAL and updating the shared WAL index
     leaves a commit that read-only connections do not see (they cannot rebuild the index), so a
     report right after a SIGKILL could miss the last finished cell. When no writer holds the lock,
-    a short read-write connection rebuilds the index; it writes no rows.
+    a short read-write connection rebuilds the index; it writes no rows. SQLite rebuilds it only
+    for the first connection a process opens to the file (later ones share the process's stale
+    index), so every connection to the store must be closed explicitly: Python's sqlite3 closes
+    a connection left to go out of scope only at the next garbage collection (the connection and
+    its statement cache form a reference cycle), and ``with connect(...)`` does not close it.
     """
     import fcntl
 
@@ -140,7 +144,7 @@ def _recover_wal_if_no_writer(directory: Path, path: Path) -> None:
         except OSError:
             return  # a writer is running: its index is current
         try:
-            with sqlite3.connect(path, timeout=60) as db:
+            with contextlib.closing(sqlite3.connect(path, timeout=60)) as db:
                 db.execute("SELECT count(*) FROM sqlite_master").fetchone()
         except sqlite3.DatabaseError:
             pass  # open_reader reports an unusable store itself

@@ -8,6 +8,7 @@ with the same thread count must give the same bits on any worker.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -256,7 +257,7 @@ def test_corrupted_record_is_detected_and_rerun(tmp_path, tamper):
     run_sweep(spec, out, executor=threads_executor())
     reference = comparable_results(out)
     victim = sorted(reference)[3]
-    with sqlite3.connect(out / STORE_FILE) as db:
+    with contextlib.closing(sqlite3.connect(out / STORE_FILE)) as db, db:
         tamper(db, victim)
     report = sweep_report(out)
     assert (report["corrupt"], report["ok"]) == (1, 7)
@@ -272,7 +273,8 @@ def test_damaged_file_is_refused(tmp_path):
     out = tmp_path / "out"
     run_sweep(spec, out, executor=threads_executor())
     path = out / STORE_FILE
-    with sqlite3.connect(path) as db:  # fold the WAL back so every row lives in the main file
+    # fold the WAL back so every row lives in the main file
+    with contextlib.closing(sqlite3.connect(path)) as db:
         db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
     raw = bytearray(path.read_bytes())
     page = 4096
@@ -304,7 +306,11 @@ def _stored_rows(path: Path) -> int:
     if not path.is_file():
         return 0
     try:
-        with sqlite3.connect(f"{path.as_uri()}?mode=ro", uri=True, timeout=5) as db:
+        # closed at once: a connection left to the garbage collector keeps this process's view of
+        # the WAL index, so the reader after the kill could not rebuild it and would miss a cell
+        # the killed writer had committed (see sweep._recover_wal_if_no_writer)
+        with contextlib.closing(sqlite3.connect(f"{path.as_uri()}?mode=ro", uri=True,
+                                                timeout=5)) as db:
             return db.execute("SELECT count(*) FROM cells").fetchone()[0]
     except sqlite3.OperationalError:  # the schema is not created yet
         return 0
