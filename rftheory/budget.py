@@ -239,8 +239,8 @@ def _stream(n: float, d: float, p: float, itemsize: int, *, cached: bool, thread
     Memory, from the structure of ``FeatureMap.chunks`` and ``BlockSum``:
 
     * V: unless it is cached, the chunks the generator threads draw ahead plus the one in use and
-      the previous one (the consumer still holds it while the next is made), in float64, and
-      their casts to a float32 working dtype; when the pass fills a float64 cache the drawn
+      the previous one (the consumer still holds it while the next is made), in the working
+      dtype (the generator writes each chunk in it); when the pass fills a cache the drawn
       chunks *are* the cache (counted with it);
     * pre-activations Z, φ (and φ′) of the current and the previous chunk (at most p rows
       together), and temporaries of the compiled activation (one chunk, 1 array for φ, 2 for
@@ -258,10 +258,10 @@ def _stream(n: float, d: float, p: float, itemsize: int, *, cached: bool, thread
     if not cached:
         threaded = threads > 1 and p * d >= _THREADED_DRAW_MIN
         in_flight = (math.ceil(threads / math.ceil(rows / _BLOCK_ROWS)) + 2) if threaded else 2
-        if not (fills_cache and itemsize == 8):
-            peak += min(in_flight * rows, p) * d * 8.0  # drawn in float64 on the host
-        if itemsize != 8 and not fills_cache:
-            peak += pair * d * itemsize  # the casts of the current and previous chunk
+        if not fills_cache:
+            # drawn on the host directly in the working dtype (rftheory.philox writes each chunk
+            # in it; its float64 temporaries are batches of a few thousand words)
+            peak += min(in_flight * rows, p) * d * itemsize
         draws = p * d
     temporaries = 1 + derivative
     if kept:
