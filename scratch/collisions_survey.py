@@ -42,10 +42,12 @@ _V_STREAM = 0x434F4C4C  # "COLL"
 FULL = {"d": 5, "ns": (2, 3, 4, 8, 16), "activations": ("relu+tanh", "tanh", "erf", "relu"),
         "seeds": (0, 1, 2), "ratios": (0.25, 0.5, 0.75, 1.0, 1.5, 2.0, 4.0, 8.0),
         "direct_ratios": (0.5, 1.0, 2.0, 4.0), "deltas": (0.05, 0.15, 0.3),
-        "direct_seeds_large_n": (0,), "random_starts": 1, "maxiter": 600, "check_delta": 1e-3}
+        "direct_seeds_large_n": (0,), "random_starts": 1, "maxiter": 600, "check_delta": 1e-3,
+        "direction_starts": 24}
 QUICK = {"d": 4, "ns": (2, 3, 8), "activations": ("relu+tanh", "tanh"), "seeds": (0,),
          "ratios": (0.5, 1.0, 2.0, 4.0), "direct_ratios": (1.0, 2.0), "deltas": (0.1,),
-         "direct_seeds_large_n": (0,), "random_starts": 1, "maxiter": 300, "check_delta": 1e-3}
+         "direct_seeds_large_n": (0,), "random_starts": 1, "maxiter": 300, "check_delta": 1e-3,
+         "direction_starts": 24}
 
 
 def v_seed(seed: int) -> int:
@@ -108,7 +110,7 @@ def survey_cell(activation: str, n: int, seed: int, cfg: dict, progress) -> dict
         types_out = []
         for kind in ltypes:
             search = min_collision_limit(f, X, theta, kind, max_refine=16 if max(kind) <= 3 else 4,
-                                         seed=seed)
+                                         starts=cfg["direction_starts"], seed=seed)
             lim = search.best
             entry = {
                 "type": list(kind), "label": "+".join(map(str, kind)),
@@ -237,7 +239,7 @@ def main(argv=None) -> int:
         from concurrent.futures import ProcessPoolExecutor, as_completed
 
         with ProcessPoolExecutor(args.workers) as pool:
-            futures = [pool.submit(survey_cell, a, n, seed, cfg, None) for a, n, seed in tasks]
+            futures = [pool.submit(survey_cell, a, n, seed, cfg, print) for a, n, seed in tasks]
             for fut in as_completed(futures):
                 cell = fut.result()
                 cells.append(cell)

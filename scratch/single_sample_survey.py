@@ -40,24 +40,25 @@ ROOT = Path(__file__).resolve().parent
 _V_STREAM = 0x53534D50  # "SSMP"
 _Y_STREAM = 2**40 + 180  # k-output labels
 
-FULL = {"activation": "relu+tanh", "d": 16, "n": 8, "seeds": (0, 1, 2, 3, 4),
-        "ps": (8, 12, 16, 20, 22, 23, 24, 25, 26, 28, 32, 48, 64, 96, 112, 128, 144, 192, 256),
+FULL = {"activation": "relu+tanh", "d": 12, "n": 6, "seeds": (0, 1, 2, 3, 4),
+        "ps": (6, 9, 12, 15, 16, 17, 18, 19, 20, 22, 24, 30, 36, 48, 60, 72, 84, 96, 120, 144),
         "attacks": ("k1_reconstruct", "k1_reconstruct_pool", "kn_span", "kn_reconstruct"),
-        "tol": 0.01, "max_steps": 2000}
+        "tol": 0.01, "max_steps": 2000, "starts_per_point": 10}
 QUICK = {"activation": "relu+tanh", "d": 8, "n": 4, "seeds": (0, 1),
          "ps": (6, 10, 11, 12, 13, 16, 32, 48, 64),
          "attacks": ("k1_reconstruct", "kn_span", "kn_reconstruct"), "tol": 0.01,
-         "max_steps": 1000}
+         "max_steps": 1000, "starts_per_point": 5}
 
 
 def make_attacks(cfg: dict) -> dict:
     """name -> (outputs "1" or "n", attack)."""
     steps = cfg["max_steps"]
+    spp = cfg["starts_per_point"]
     return {
         "k1_reconstruct": ("1", reconstruct_attack(oversample=2.0, max_steps=steps)),
         "k1_reconstruct_pool": ("1", reconstruct_attack(oversample=4.0, restarts=2,
                                                         max_steps=steps)),
-        "kn_span": ("n", span_point_attack(starts_per_point=5)),
+        "kn_span": ("n", span_point_attack(starts_per_point=spp)),
         "kn_reconstruct": ("n", reconstruct_attack(oversample=2.0, max_steps=steps)),
     }
 
