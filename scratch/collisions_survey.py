@@ -29,7 +29,7 @@ from pathlib import Path
 
 import numpy as np
 
-from rftheory.collisions import (Collision, collision_limit, collision_region_minimum,
+from rftheory.collisions import (Collision, collision_region_minimum,
                                  collision_types, kink_radius, max_region_radius,
                                  min_collision_limit, zero_threshold)
 from rftheory.data import gaussian_labels, sphere_data

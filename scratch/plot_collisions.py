@@ -13,7 +13,6 @@ import math
 from collections import defaultdict
 from pathlib import Path
 
-import numpy as np
 
 ROOT = Path(__file__).resolve().parent
 # A limit below this is 0: closed forms (pairs) reach ~1e-26 at their zeros, the direction
