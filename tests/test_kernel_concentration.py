@@ -1,4 +1,4 @@
-"""Tests of verification.kernel_concentration and of the Hermite lower bound in rftheory.kernel.
+"""Tests of rftheory.concentration, the kernel_concentration claim, and of the Hermite lower bound in rftheory.kernel.
 
 Independent references: the closed-form kernels of ReLU (arc-cosine) and erf (arcsine) instead
 of the Hermite series, eigenvalues by numpy's ``eigvalsh`` on explicitly formed matrices, and
@@ -14,7 +14,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-import verification.kernel_concentration as kc
+import rftheory.concentration as kc
+from rftheory.claims import kernel_concentration as claim
 from rftheory.data import sphere_data
 from rftheory.errors import RFTheoryError
 from rftheory.features import RandomFeatures
@@ -24,7 +25,7 @@ from rftheory.kernel import (
     hermite_lower_bound,
     kernel_series,
 )
-from verification.common import run_claim
+from rftheory.claims._common import run_claim
 
 
 # ---------------------------------------------------------------------------------------------
@@ -178,20 +179,20 @@ def test_kernel_on_sphere_has_the_exact_diagonal():
 # ---------------------------------------------------------------------------------------------
 
 def test_run_plot_summary_on_a_tiny_configuration(tmp_path, monkeypatch):
-    monkeypatch.setitem(kc.QUICK, "n", 4)
-    monkeypatch.setitem(kc.QUICK, "d", 6)
-    monkeypatch.setitem(kc.QUICK, "p", (64, 256, 1024))
-    monkeypatch.setitem(kc.QUICK, "reps", 2)
-    monkeypatch.setitem(kc.QUICK, "sweep_n", 10)
-    monkeypatch.setitem(kc.QUICK, "sweep_d", (5, 40))
+    monkeypatch.setitem(claim.QUICK, "n", 4)
+    monkeypatch.setitem(claim.QUICK, "d", 6)
+    monkeypatch.setitem(claim.QUICK, "p", (64, 256, 1024))
+    monkeypatch.setitem(claim.QUICK, "reps", 2)
+    monkeypatch.setitem(claim.QUICK, "sweep_n", 10)
+    monkeypatch.setitem(claim.QUICK, "sweep_d", (5, 40))
     result = run_claim("kernel_concentration", quick=True, seed=1, out_dir=tmp_path)
     saved = json.loads((tmp_path / "kernel_concentration.json").read_text())
     assert saved["claim"] == "kernel_concentration"
-    assert [c["activation"] for c in saved["curves"]] == list(kc.DEFAULT_ACTIVATIONS)
+    assert [c["activation"] for c in saved["curves"]] == list(claim.DEFAULT_ACTIVATIONS)
     for path in result["figures"]:
         assert Path(path).exists() and Path(path).stat().st_size > 0
     assert {p.rsplit(".", 1)[1] for p in result["figures"]} == {"png", "pdf"}
-    text = kc.summary(saved)
+    text = claim.summary(saved)
     assert "relu+tanh" in text and "verdict" in text
     # The Hermite bound is a theorem: it must hold in every configuration.
     assert saved["verdict"]["hermite_bound_holds"] is True

@@ -296,8 +296,8 @@ def test_cupy_matches_numpy():
 def test_verification_sweep_result_summary_and_figure(tmp_path):
     import json
 
-    from rftheory.commands._output import to_jsonable
-    from verification import twolayer_law
+    from rftheory.output import to_jsonable
+    from rftheory.claims import twolayer_law
 
     result = twolayer_law.run(ratios=(1.0, 4.0), seeds=1, setups=("rf_gd",),
                               datasets=("sphere",), max_steps=300, workers=1)
@@ -317,7 +317,7 @@ def test_verification_sweep_result_summary_and_figure(tmp_path):
 
 
 def test_verification_refuses_unknown_setup():
-    from verification import twolayer_law
+    from rftheory.claims import twolayer_law
 
     with pytest.raises(RFTheoryError, match="unknown setup"):
         twolayer_law.run(setups=("hinge",), workers=1)

@@ -10,7 +10,7 @@ import pytest
 
 from rftheory.cli import main as cli_main
 from rftheory.errors import RFTheoryError
-from verification import law
+from rftheory.claims import law
 
 #: A tiny sweep: d = 4, n = 6, p ∈ {3, 5, 6, 240} (n/2, n − 1, n, 10·dn), two seeds. p = 10·dn is
 #: deep in the success regime (every seed of the default sweep succeeds there) and p = n deep in
@@ -88,7 +88,7 @@ def test_tiny_sweep_separates_label_and_data_thresholds(tiny_result):
 
 
 def test_result_is_json_and_plots(tiny_result, tmp_path):
-    from rftheory.commands._output import to_jsonable
+    from rftheory.output import to_jsonable
 
     json.dumps(to_jsonable(tiny_result))
     paths = law.plot(tiny_result, tmp_path / "law")

@@ -8,9 +8,9 @@ import math
 import numpy as np
 import pytest
 
-from rftheory.commands._output import to_jsonable
+from rftheory.output import to_jsonable
 from rftheory.errors import RFTheoryError
-from verification import nhat, sign
+from rftheory.claims import nhat, sign
 
 from tests.conftest import sphere_points
 

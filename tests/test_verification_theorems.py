@@ -12,8 +12,8 @@ from rftheory.data import gaussian_labels, sphere_data
 from rftheory.features import RandomFeatures, train_min_norm
 from rftheory.kernel import kernel_series
 from rftheory.projection import projection_loss, projection_residuals
-from verification import theorem1, theorem2
-from verification.common import run_claim
+from rftheory.claims import theorem1, theorem2
+from rftheory.claims._common import run_claim
 
 D, N = 6, 3  # theorem 1: dn = 18, n + d = 9
 

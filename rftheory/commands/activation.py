@@ -17,7 +17,7 @@ from typing import Any
 
 from ..hermite import MAX_DPS, MAX_ORDER, METHODS, MIN_DPS, HermiteOptionError
 from ..verdicts import ActivationReport, activation_report
-from ._output import format_table, print_json
+from ..output import format_table, print_json
 
 _FIGURE_SUFFIXES = (".png", ".pdf")
 

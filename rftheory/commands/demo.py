@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import sys
 
-from ._output import print_json
+from ..output import print_json
 
 
 def register(sub) -> None:
@@ -29,8 +29,8 @@ def register(sub) -> None:
 
 
 def handle(args) -> int:
-    from verification.common import run_claim
-    from verification.law import summary
+    from rftheory.claims._common import run_claim
+    from ..claims.law import summary
 
     progress = None if args.json else (lambda msg: print(msg, file=sys.stderr, flush=True))
     result = run_claim("law", quick=args.quick, seed=args.seed, out_dir=args.out,

@@ -3,17 +3,20 @@
 For one activation and n points on the √d-sphere: ‖ΦΦᵀ/p − K‖_op and λ_min(ΦΦᵀ)/p for each p
 (averaged over ``--reps`` independent draws of V), λ_min(K), its Hermite lower bounds and the
 fitted log–log slope of the error (−1/2 expected). The measurement is
-:func:`verification.kernel_concentration.measure_concentration`, the same one ``rftheory verify
+:func:`rftheory.concentration.measure_concentration`, the same one ``rftheory verify
 kernel_concentration`` runs for several activations.
 """
 
 from __future__ import annotations
 
+import math
 import sys
 from pathlib import Path
 
+import numpy as np
+
 from ..errors import RFTheoryError
-from ._output import print_json
+from ..output import format_table, print_json
 
 #: Largest n accepted: the check diagonalises n × n matrices (O(n³)) for every p and draw.
 MAX_N = 5000
@@ -68,6 +71,22 @@ def _check_plot_name(plot: str | None) -> None:
         raise RFTheoryError(f"--plot: use a .png or .pdf file name (both are written), got {plot}")
 
 
+def _z(z: float) -> str:
+    if not math.isfinite(z):
+        return "—"  # no spread in (uᵀφ)² (e.g. one feature, or a zero bottom eigenvector image)
+    return f"{z:+.2f}" if abs(z) < 1e4 else f"{z:+.1e}"
+
+
+def curve_table(c: dict) -> str:
+    """Per-p table of one activation's curve (used by ``rftheory kernel``)."""
+    rows = []
+    for j, p in enumerate(c["p"]):
+        rows.append([p, f"{c['op_error_mean'][j]:.4e}", f"{c['lambda_min_empirical_mean'][j]:.5e}",
+                     f"{np.mean(c['clt_sd'][j]):.2e}", _z(c['lambda_min_z'][j])])
+    return format_table(["p", "||PhiPhi^T/p - K||_op", "lambda_min(PhiPhi^T)/p", "CLT sd",
+                         "z"], rows)
+
+
 def handle(args) -> int:
     d = parse_int(args.d, "d", 1)
     n = parse_int(args.n, "n", 1)
@@ -78,7 +97,7 @@ def handle(args) -> int:
     reps = parse_int(args.reps, "reps", 1)
     _check_plot_name(args.plot)
 
-    from verification.kernel_concentration import curve_table, measure_concentration, plot_curves
+    from ..concentration import measure_concentration, plot_curves
 
     progress = None if args.json else (lambda msg: print(msg, file=sys.stderr, flush=True))
     result = measure_concentration(args.activation, d, n, p_values, seed=seed, reps=reps,

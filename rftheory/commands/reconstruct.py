@@ -22,7 +22,7 @@ import numpy as np
 from ..data import Dataset, gaussian_labels, load_dataset, sign_labels
 from ..errors import BackendError, RFTheoryError
 from ..metrics import VARIANTS, Matching, match, to_host
-from ._output import format_table, print_json
+from ..output import format_table, print_json
 
 #: Seconds between ρ evaluations for the progress bar (a Hungarian matching on the host).
 PROGRESS_RHO_INTERVAL = 1.0

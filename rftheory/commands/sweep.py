@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import RFTheoryError
-from ._output import format_table, print_json
+from ..output import format_table, print_json
 
 #: Where ``run`` puts a sweep's store when ``--out`` is not given: ``results/sweeps/<file stem>``.
 DEFAULT_OUT_ROOT = Path("results") / "sweeps"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 
-from ._output import print_json
+from ..output import print_json
 
 
 def register(sub) -> None:
@@ -21,7 +21,7 @@ def register(sub) -> None:
 
 
 def handle(args) -> int:
-    from verification.common import CLAIMS, claim_module, run_claim
+    from ..claims._common import CLAIMS, claim_module, run_claim
 
     names = list(CLAIMS) if args.claim == "all" else [args.claim]
     modules = [claim_module(n) for n in names]  # refuse unknown names before running anything

@@ -38,8 +38,8 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from rftheory.errors import RFTheoryError
-from verification.law import source_digests
-from verification.common import map_tasks, save_figure
+from rftheory.claims.law import source_digests
+from rftheory.claims._common import map_tasks, save_figure
 
 CLAIM = "nhat"
 
@@ -256,7 +256,7 @@ def run(quick: bool = False, seed: int = 0, progress: Callable[[str], None] | No
 
 def summary(result: dict[str, Any]) -> str:
     """Per n̂: loss, ρ, coverage and the extras' character, as a table."""
-    from rftheory.commands._output import format_table
+    from rftheory.output import format_table
 
     n = result["n"]
     rows = []
@@ -341,6 +341,6 @@ def plot(result: dict[str, Any], stem: str | Path) -> list[Path]:
 if __name__ == "__main__":
     import sys
 
-    from verification.common import main_for
+    from rftheory.claims._common import main_for
 
     sys.exit(main_for(CLAIM))

@@ -1,4 +1,4 @@
-"""Output helpers shared by the subcommands: JSON on stdout or a human table."""
+"""Output helpers: JSON conversion, JSON on stdout or a human table, atomic JSON files, figures."""
 
 from __future__ import annotations
 
@@ -45,3 +45,4 @@ def format_table(headers: Sequence[str], rows: Iterable[Sequence[Any]]) -> str:
     out = [line, "  ".join("-" * w for w in widths)]
     out += ["  ".join(c.rjust(w) for c, w in zip(r, widths)) for r in rows]
     return "\n".join(out)
+

@@ -55,7 +55,7 @@ from rftheory.kernel import KernelSeries, kernel_series
 from rftheory.metrics import match
 from rftheory.projection import projection_loss
 from rftheory.reconstruct import reconstruct
-from verification.common import save_figure, sparse_log_ticks
+from rftheory.claims._common import save_figure, sparse_log_ticks
 
 CLAIM = "theorem1"
 
@@ -484,7 +484,7 @@ def _fmt(value: float | None, spec: str = ".2e") -> str:
 
 def summary(result: dict[str, Any]) -> str:
     """Tables: zero-loss solutions per p; g(ε) per p; the kernel limit; the verdict."""
-    from rftheory.commands._output import format_table
+    from rftheory.output import format_table
 
     d, n = result["d"], result["n"]
     rows = [[r["p"], f"{r['p_over_dn']:g}", f"{r['zero_loss_count']}/{len(r['runs'])}",
@@ -509,6 +509,6 @@ def summary(result: dict[str, Any]) -> str:
 
 
 if __name__ == "__main__":
-    from verification.common import main_for
+    from rftheory.claims._common import main_for
 
     sys.exit(main_for(CLAIM))

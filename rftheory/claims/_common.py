@@ -1,4 +1,4 @@
-"""Running, saving and plotting a claim's check — shared by every module in :mod:`verification`."""
+"""Running, saving and plotting a claim's check — shared by every module in :mod:`rftheory.claims`."""
 
 from __future__ import annotations
 
@@ -18,14 +18,14 @@ CLAIMS = ("kernel_concentration", "law", "theorem1", "theorem2", "sign", "nhat",
 
 
 def claim_module(name: str) -> Any:
-    """Import ``verification.<name>``; unknown names raise a clear RFTheoryError."""
+    """Import ``rftheory.claims.<name>``; unknown names raise a clear RFTheoryError."""
     from rftheory.errors import RFTheoryError
 
     aliases = {"twolayer": "twolayer_law", "kernel": "kernel_concentration"}
     name = aliases.get(name, name)
     if name not in CLAIMS:
         raise RFTheoryError(f"unknown claim {name!r}; choose from: {', '.join(CLAIMS)}, all")
-    return importlib.import_module(f"verification.{name}")
+    return importlib.import_module(f"rftheory.claims.{name}")
 
 
 def environment() -> dict:
@@ -53,6 +53,25 @@ def map_tasks(fn: Callable[[Any], Any], tasks: list, workers: int = 1):
         yield from pool.map(fn, tasks)
 
 
+def write_json_atomic(path: Path, payload: Any) -> None:
+    """Write JSON to ``path`` via a temporary file and ``os.replace``: a crash or a bad value
+    never leaves a truncated or corrupted result behind."""
+    from rftheory.output import to_jsonable
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    text = json.dumps(to_jsonable(payload), indent=2)  # serialise fully before touching the disk
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w") as fh:
+            fh.write(text + "\n")
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
 def sparse_log_ticks(ax) -> None:
     """At most ~6 major and no minor ticks on log axes: the default locators put hundreds of
     ticks on axes spanning 15 decades, which makes drawing take tens of seconds."""
@@ -77,25 +96,6 @@ def save_figure(fig, stem: Path, dpi: int = 150) -> list[Path]:
     return paths
 
 
-def write_json_atomic(path: Path, payload: Any) -> None:
-    """Write JSON to ``path`` via a temporary file and ``os.replace``: a crash or a bad value
-    never leaves a truncated or corrupted result behind."""
-    from rftheory.commands._output import to_jsonable
-
-    path.parent.mkdir(parents=True, exist_ok=True)
-    text = json.dumps(to_jsonable(payload), indent=2)  # serialise fully before touching the disk
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w") as fh:
-            fh.write(text + "\n")
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-
-
 def run_claim(name: str, *, quick: bool = False, seed: int = 0, out_dir: str | Path = "results",
               figures: bool = True, progress: Callable[[str], None] | None = None) -> dict:
     """Run one claim's check, save ``<out_dir>/<claim>.json`` and its figures; return the result."""
@@ -117,8 +117,8 @@ def run_claim(name: str, *, quick: bool = False, seed: int = 0, out_dir: str | P
 
 
 def main_for(claim: str, argv: list[str] | None = None) -> int:
-    """``python -m verification.<claim> [--quick] [--seed S] [--out DIR]``."""
-    parser = argparse.ArgumentParser(prog=f"python -m verification.{claim}")
+    """``python -m rftheory.claims.<claim> [--quick] [--seed S] [--out DIR]``."""
+    parser = argparse.ArgumentParser(prog=f"python -m rftheory.claims.{claim}")
     parser.add_argument("--quick", action="store_true", help="small, fast version of the check")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--out", default="results", help="directory for JSON and figures")

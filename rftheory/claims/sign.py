@@ -50,8 +50,8 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from rftheory.errors import RFTheoryError
-from verification.law import source_digests
-from verification.common import save_figure
+from rftheory.claims.law import source_digests
+from rftheory.claims._common import save_figure
 
 CLAIM = "sign"
 
@@ -319,7 +319,7 @@ def _fmt(x: Any, spec: str = ".2f") -> str:
 
 def summary(result: dict[str, Any]) -> str:
     """Flip fractions, losses of the flipped truth and the verdicts, as a table."""
-    from rftheory.commands._output import format_table
+    from rftheory.output import format_table
 
     rows = [[e["activation"], f"{e['successes']}/{e['runs']}", _fmt(e["flip_fraction_successful"]),
              f"{e['recovered_minus']}/{e['recovered_plus'] + e['recovered_minus']}",
@@ -415,6 +415,6 @@ def plot(result: dict[str, Any], stem: str | Path) -> list[Path]:
 if __name__ == "__main__":
     import sys
 
-    from verification.common import main_for
+    from rftheory.claims._common import main_for
 
     sys.exit(main_for(CLAIM))

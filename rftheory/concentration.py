@@ -21,7 +21,6 @@ reusable measurements; :func:`run`, :func:`plot`, :func:`summary` follow the pro
 from __future__ import annotations
 
 import math
-import sys
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
@@ -41,13 +40,8 @@ from rftheory.kernel import (
     kernel_matrix,
     kernel_series,
 )
-from verification.common import save_figure
+from .claims._common import save_figure
 
-CLAIM = "kernel_concentration"
-
-#: Activations of the full check (ReLU, a smooth odd one, their sum as in the paper, and erf,
-#: whose kernel has a closed form to cross-check the series).
-DEFAULT_ACTIVATIONS = ("relu", "tanh", "relu+tanh", "erf")
 #: The CLT exponent of the operator-norm error.
 EXPECTED_SLOPE = -0.5
 #: Accepted |fitted slope − (−1/2)|. In the full run (n = 50, 8 draws of V, p = 2^7..2^15) the
@@ -62,10 +56,6 @@ CLT_SIGMAS = 4.0
 #: Tag of the seed stream of V in this check (V's seed is a function of (seed, tag, rep, index)).
 _V_STREAM = 0x4B434F4E
 
-FULL = {"n": 50, "d": 20, "p": tuple(2**k for k in range(7, 16)), "reps": 8,
-        "sweep_n": 300, "sweep_d": (10, 20, 50, 100, 200, 300, 600)}
-QUICK = {"n": 20, "d": 10, "p": tuple(2**k for k in range(7, 14)), "reps": 4,
-         "sweep_n": 100, "sweep_d": (10, 20, 50, 100, 200)}
 
 
 # ---------------------------------------------------------------------------------------------
@@ -334,44 +324,6 @@ def lambda_min_vs_d(activations: Sequence[str], n: int, d_values: Sequence[int],
     return out
 
 
-# ---------------------------------------------------------------------------------------------
-# Protocol: run, plot, summary
-# ---------------------------------------------------------------------------------------------
-
-def run(quick: bool = False, seed: int = 0,
-        progress: Callable[[str], None] | None = None) -> dict:
-    """The full check (or its quick version); see the module docstring for what is measured."""
-    cfg = QUICK if quick else FULL
-    X = sphere_data(cfg["n"], cfg["d"], seed)
-    powers = hadamard_power_bounds(X, DEFAULT_ORDER)
-    curves = [concentration(a, X, cfg["p"], seed=seed, reps=cfg["reps"], powers=powers,
-                            progress=progress) for a in DEFAULT_ACTIVATIONS]
-    sweep = lambda_min_vs_d(DEFAULT_ACTIVATIONS, cfg["sweep_n"], cfg["sweep_d"], seed=seed,
-                            progress=progress)
-    sweep_ok = all(all(e["bound_ok"]) for e in sweep["activations"].values())
-    verdict = {
-        "slopes_within_tolerance": all(c["verdict"]["slope_ok"] for c in curves),
-        "lambda_min_converges": all(c["verdict"]["lambda_min_ok"] for c in curves),
-        "hermite_bound_holds": sweep_ok and all(c["verdict"]["hermite_bound_ok"] for c in curves),
-    }
-    verdict["supported"] = all(verdict.values())
-    return {
-        "claim": CLAIM,
-        "statement": ("||PhiPhi^T/p - K||_op ~ p^(-1/2) (log-log slope -1/2 within "
-                      f"{SLOPE_TOLERANCE}); lambda_min(PhiPhi^T)/p -> lambda_min(K) (within "
-                      f"{LAMBDA_RTOL:.0%} at the largest p); lambda_min(K) >= "
-                      "sum_k mu_k^2 lambda_min((XX^T/d)^{o k})"),
-        "config": {k: list(v) if isinstance(v, tuple) else v for k, v in cfg.items()},
-        "activations": list(DEFAULT_ACTIVATIONS),
-        "expected_slope": EXPECTED_SLOPE,
-        "slope_tolerance": SLOPE_TOLERANCE,
-        "lambda_rtol": LAMBDA_RTOL,
-        "curves": curves,
-        "lambda_min_vs_d": sweep,
-        "verdict": verdict,
-    }
-
-
 def plot_curves(curves: Sequence[dict], stem: Path, sweep: dict | None = None) -> list[Path]:
     """Error vs p (log–log, −1/2 reference), λ_min ratio vs p, and optionally λ_min vs d.
 
@@ -440,77 +392,3 @@ def plot_curves(curves: Sequence[dict], stem: Path, sweep: dict | None = None) -
                      r"$k_0=2$ (dotted)", fontsize=9)
         ax.legend(fontsize=8)
     return save_figure(fig, stem)
-
-
-def plot(result: dict, stem: Path) -> list[Path]:
-    """The claim's figure from a result of :func:`run` (PNG + PDF at ``stem``)."""
-    return plot_curves(result["curves"], Path(stem), result.get("lambda_min_vs_d"))
-
-
-def _g(x: Any, digits: int = 3) -> str:
-    return "—" if x is None else f"{x:.{digits}g}"
-
-
-def _z(z: float) -> str:
-    if not math.isfinite(z):
-        return "—"  # no spread in (uᵀφ)² (e.g. one feature, or a zero bottom eigenvector image)
-    return f"{z:+.2f}" if abs(z) < 1e4 else f"{z:+.1e}"
-
-
-def curve_table(c: dict) -> str:
-    """Per-p table of one activation's curve (used by ``rftheory kernel``)."""
-    from rftheory.commands._output import format_table
-
-    rows = []
-    for j, p in enumerate(c["p"]):
-        rows.append([p, f"{c['op_error_mean'][j]:.4e}", f"{c['lambda_min_empirical_mean'][j]:.5e}",
-                     f"{np.mean(c['clt_sd'][j]):.2e}", _z(c['lambda_min_z'][j])])
-    return format_table(["p", "||PhiPhi^T/p - K||_op", "lambda_min(PhiPhi^T)/p", "CLT sd",
-                         "z"], rows)
-
-
-def summary(result: dict) -> str:
-    """Short tables: slopes and λ_min per activation, then λ_min(K)/Σ_{k>=2}μ_k² against d."""
-    from rftheory.commands._output import format_table
-
-    rows = []
-    for c in result["curves"]:
-        se = c["slope_standard_error"]
-        rows.append([c["activation"], f"{c['slope']:.3f} ± {_g(se, 2)}",
-                     _g(c.get("slope_upper_half")),
-                     f"{c['op_error_mean'][-1]:.2e}",
-                     f"{c['lambda_min_empirical_mean'][-1]:.4e}", f"{c['lambda_min_kernel']:.4e}",
-                     f"{c['hermite_bound_k0']:.4e}", f"{c['hermite_bound_k2']:.4e}",
-                     f"{c['parseval_tail_k2']:.4e}",
-                     "ok" if c["verdict"]["all_ok"] else "FAIL"])
-    c0 = result["curves"][0]
-    lines = [f"n = {c0['n']}, d = {c0['d']}, p = {c0['p'][0]}..{c0['p'][-1]}, "
-             f"{c0['reps']} draws of V per p; expected slope {result['expected_slope']} "
-             f"± {result['slope_tolerance']}",
-             format_table(["activation", "slope", "slope (upper half of p)", "err(p_max)", "lam_min/p (p_max)",
-                           "lam_min(K)", "LB k>=0", "LB k>=2", "sum_k>=2 mu_k^2", "verdict"],
-                          rows)]
-    sweep = result.get("lambda_min_vs_d")
-    if sweep:
-        names = list(sweep["activations"])
-        rows = []
-        for i, d in enumerate(sweep["d"]):
-            row = [d]
-            for name in names:
-                e = sweep["activations"][name]
-                s2 = e["parseval_tail_k2"]
-                row.append(f"{e['lambda_min_kernel'][i] / s2:.3f} / "
-                           f"{e['hermite_bound_k2'][i] / s2:.3f}")
-            rows.append(row)
-        lines.append(f"lambda_min(K) / sum_k>=2 mu_k^2  and  LB(k>=2) / sum_k>=2 mu_k^2, "
-                     f"n = {sweep['n']}:")
-        lines.append(format_table(["d"] + names, rows))
-    v = result["verdict"]
-    lines.append("verdict: " + ", ".join(f"{k} = {v[k]}" for k in v))
-    return "\n".join(lines)
-
-
-if __name__ == "__main__":
-    from verification.common import main_for
-
-    sys.exit(main_for(CLAIM))

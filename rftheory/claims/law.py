@@ -54,7 +54,7 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from rftheory.errors import RFTheoryError
-from verification.common import save_figure
+from rftheory.claims._common import save_figure
 
 CLAIM = "law"
 
@@ -456,7 +456,7 @@ def _fmt(x: float, spec: str = ".2f") -> str:
 
 def summary(result: dict[str, Any]) -> str:
     """Thresholds per (d, n) and the verdict, as a table."""
-    from rftheory.commands._output import format_table
+    from rftheory.output import format_table
 
     variant = result["success_variant"]
     rows = []
@@ -561,6 +561,6 @@ def plot(result: dict[str, Any], stem: str | Path) -> list[Path]:
 if __name__ == "__main__":
     import sys
 
-    from verification.common import main_for
+    from rftheory.claims._common import main_for
 
     sys.exit(main_for(CLAIM))

@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 import numpy as np
-from verification.common import map_tasks, save_figure
+from rftheory.claims._common import map_tasks, save_figure
 
 CLAIM = "twolayer_law"
 
@@ -303,7 +303,7 @@ def run(quick: bool = False, seed: int = 0, progress: Callable[[str], None] | No
 
 def summary(result: dict[str, Any]) -> str:
     """Median ρ per setup and ratio, the measured thresholds and the verdict, as a table."""
-    from rftheory.commands._output import format_table
+    from rftheory.output import format_table
 
     ratios = result["ratios"]
     verdicts = result["verdict"]["per_setup"]
@@ -409,7 +409,7 @@ def plot(result: dict[str, Any], stem: str | Path) -> list[Path]:
 
 def main(argv: list[str] | None = None) -> int:
     """``python -m verification.twolayer_law [--quick] [--seed S] [--out DIR]``."""
-    from verification.common import main_for
+    from rftheory.claims._common import main_for
 
     return main_for(CLAIM, argv)
 

@@ -49,7 +49,7 @@ from rftheory.errors import RFTheoryError, ShapeError
 from rftheory.features import FeatureMap, RandomFeatures, train_min_norm
 from rftheory.gram import GramSolution, solve_gram
 from rftheory.projection import projection_loss
-from verification.common import save_figure, sparse_log_ticks
+from rftheory.claims._common import save_figure, sparse_log_ticks
 
 CLAIM = "theorem2"
 
@@ -523,7 +523,7 @@ def _fmt(value: float | None) -> str:
 
 def summary(result: dict[str, Any]) -> str:
     """Per activation and p: L₀, the duplicate-region minima per δ, the small-δ check."""
-    from rftheory.commands._output import format_table
+    from rftheory.output import format_table
 
     lines = []
     for c in result["curves"]:
@@ -548,6 +548,6 @@ def summary(result: dict[str, Any]) -> str:
 
 
 if __name__ == "__main__":
-    from verification.common import main_for
+    from rftheory.claims._common import main_for
 
     sys.exit(main_for(CLAIM))
