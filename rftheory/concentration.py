@@ -1,5 +1,4 @@
-"""Claim: the empirical feature Gram ΦΦᵀ/p concentrates around the RF kernel K at rate p^{-1/2},
-and λ_min(K) is bounded below by its Hermite series.
+"""Concentration of the empirical feature Gram ΦΦᵀ/p around the RF kernel K, and λ_min(K).
 
 For data X on the sphere of radius √d and V_ij ~ N(0, 1/d), the rows of Φ are φ(Vx_i), so
 ΦΦᵀ/p = (1/p) Σ_j φ(Xv_j)φ(Xv_j)ᵀ is an average of p i.i.d. rank-one matrices with mean
@@ -12,10 +11,10 @@ K = E_v[φ(Xv)φ(Xv)ᵀ] = Σ_k μ_k² (XXᵀ/d)^{∘k}. Hence (matrix CLT, n fi
   and for n >= d and n << d² the right side with k₀ = 2 is close to Σ_{k>=2} μ_k², because the
   linear term is singular and the Hadamard powers k >= 2 are close to the identity.
 
-:func:`measure_concentration` (one activation; also behind ``rftheory kernel``),
+:func:`measure_concentration` (one activation on seeded sphere data; behind ``rftheory kernel``),
 :func:`concentration` (given data), :func:`lambda_min_vs_d` and :func:`fit_loglog_slope` are the
-reusable measurements; :func:`run`, :func:`plot`, :func:`summary` follow the protocol of
-:mod:`verification`.
+measurements, :func:`plot_curves` their figure; the claim :mod:`rftheory.claims.kernel_concentration`
+runs them for several activations.
 """
 
 from __future__ import annotations
@@ -26,10 +25,10 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from rftheory.data import sphere_data
-from rftheory.errors import RFTheoryError
-from rftheory.features import RandomFeatures
-from rftheory.kernel import (
+from .data import sphere_data
+from .errors import RFTheoryError
+from .features import RandomFeatures
+from .kernel import (
     DEFAULT_ORDER,
     HadamardPowerBounds,
     KernelSeries,
@@ -40,7 +39,7 @@ from rftheory.kernel import (
     kernel_matrix,
     kernel_series,
 )
-from .claims._common import save_figure
+from .output import save_figure
 
 #: The CLT exponent of the operator-norm error.
 EXPECTED_SLOPE = -0.5

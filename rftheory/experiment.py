@@ -3,7 +3,7 @@
 This is the unit of the law of data reconstruction: for an activation, (d, n, p) and a seed,
 train the RF model by the min-norm interpolator, measure whether labels are fit, reconstruct the
 training inputs from (θ*, V) alone and measure how close they are. The law sweep
-(``verification/law.py``) and the sweep runner (:mod:`rftheory.sweep`) both call
+(:mod:`rftheory.claims.law`) and the sweep runner (:mod:`rftheory.sweep`) both call
 :func:`reconstruction_cell`, so a cell computed anywhere is the same cell.
 """
 

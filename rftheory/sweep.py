@@ -80,6 +80,7 @@ from typing import Any, Callable, Iterable, Iterator, Mapping
 
 from . import __version__
 from .errors import RFTheoryError
+from .output import to_jsonable
 
 __all__ = [
     "CELL_KINDS",
@@ -293,19 +294,6 @@ def _sha256(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
-def _plain(value: Any, where: str) -> Any:
-    """``value`` with numpy scalars/arrays turned into Python numbers/lists (for a cell's result)."""
-    if isinstance(value, dict):
-        return {str(k): _plain(v, f"{where}.{k}") for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_plain(v, where) for v in value]
-    if value is None or isinstance(value, (bool, int, float, str)):
-        return value
-    if hasattr(value, "tolist"):  # numpy scalars and arrays
-        return _plain(value.tolist(), where)
-    raise TypeError(f"{where} is a {type(value).__name__}, not a JSON number, string or list")
-
-
 def run_cell(target: str, params: Mapping[str, Any], blas_threads: int | None = 1) -> dict:
     """Run one cell in the current process; what every worker executes.
 
@@ -324,7 +312,8 @@ def run_cell(target: str, params: Mapping[str, Any], blas_threads: int | None = 
         result = _resolve(target)(**params)
         if not isinstance(result, dict):
             raise TypeError(f"cell returned a {type(result).__name__}, not a dict")
-        payload, status = canonical_json(_plain(result, "result")), "ok"
+        plain = to_jsonable(result, finite_only=False, strict=True, where="result")
+        payload, status = canonical_json(plain), "ok"
     except Exception as exc:  # noqa: BLE001 - any failure of the cell is recorded with the cell
         text = f"{type(exc).__name__}: {exc}".splitlines()[0] if str(exc) else type(exc).__name__
         payload = canonical_json({"error": text, "traceback": traceback.format_exc(limit=8)})

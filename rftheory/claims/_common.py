@@ -4,14 +4,13 @@ from __future__ import annotations
 
 import argparse
 import importlib
-import json
-import os
 import platform
 import sys
-import tempfile
 import time
 from pathlib import Path
 from typing import Any, Callable
+
+from rftheory.output import write_json_atomic
 
 #: Claims in the order ``rftheory verify all`` runs them.
 CLAIMS = ("kernel_concentration", "law", "theorem1", "theorem2", "sign", "nhat", "twolayer_law")
@@ -53,49 +52,6 @@ def map_tasks(fn: Callable[[Any], Any], tasks: list, workers: int = 1):
         yield from pool.map(fn, tasks)
 
 
-def write_json_atomic(path: Path, payload: Any) -> None:
-    """Write JSON to ``path`` via a temporary file and ``os.replace``: a crash or a bad value
-    never leaves a truncated or corrupted result behind."""
-    from rftheory.output import to_jsonable
-
-    path.parent.mkdir(parents=True, exist_ok=True)
-    text = json.dumps(to_jsonable(payload), indent=2)  # serialise fully before touching the disk
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w") as fh:
-            fh.write(text + "\n")
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-
-
-def sparse_log_ticks(ax) -> None:
-    """At most ~6 major and no minor ticks on log axes: the default locators put hundreds of
-    ticks on axes spanning 15 decades, which makes drawing take tens of seconds."""
-    from matplotlib.ticker import LogLocator, NullLocator
-
-    for axis in (ax.xaxis, ax.yaxis):
-        if axis.get_scale() == "log":
-            axis.set_major_locator(LogLocator(numticks=6))
-            axis.set_minor_locator(NullLocator())
-
-
-def save_figure(fig, stem: Path, dpi: int = 150) -> list[Path]:
-    """Save a matplotlib figure as ``stem.png`` and ``stem.pdf``, close it, return the paths."""
-    import matplotlib.pyplot as plt
-
-    stem = Path(stem)
-    stem.parent.mkdir(parents=True, exist_ok=True)
-    paths = [stem.with_suffix(".png"), stem.with_suffix(".pdf")]
-    for path in paths:
-        fig.savefig(path, dpi=dpi)
-    plt.close(fig)
-    return paths
-
-
 def run_claim(name: str, *, quick: bool = False, seed: int = 0, out_dir: str | Path = "results",
               figures: bool = True, progress: Callable[[str], None] | None = None) -> dict:
     """Run one claim's check, save ``<out_dir>/<claim>.json`` and its figures; return the result."""
@@ -116,9 +72,9 @@ def run_claim(name: str, *, quick: bool = False, seed: int = 0, out_dir: str | P
     return result
 
 
-def main_for(claim: str, argv: list[str] | None = None) -> int:
+def main_for(claim: str, argv: list[str] | None = None, *, prog: str | None = None) -> int:
     """``python -m rftheory.claims.<claim> [--quick] [--seed S] [--out DIR]``."""
-    parser = argparse.ArgumentParser(prog=f"python -m rftheory.claims.{claim}")
+    parser = argparse.ArgumentParser(prog=prog or f"python -m rftheory.claims.{claim}")
     parser.add_argument("--quick", action="store_true", help="small, fast version of the check")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--out", default="results", help="directory for JSON and figures")

@@ -30,7 +30,7 @@ reconstruction fails at p = n (success probability < 1/2) and succeeds at the la
 (≥ 1/2); (iii) the collapse: max/min of p*_data/(dn) over the grid is at most
 :data:`COLLAPSE_FACTOR`.
 
-Run: ``python -m verification.law [--quick]``, ``rftheory verify law`` or ``rftheory demo``.
+Run: ``python -m rftheory.claims.law [--quick]``, ``rftheory verify law`` or ``rftheory demo``.
 
 Notes
 -----
@@ -54,7 +54,7 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from rftheory.errors import RFTheoryError
-from rftheory.claims._common import save_figure
+from rftheory.output import save_figure
 
 CLAIM = "law"
 

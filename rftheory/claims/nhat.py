@@ -39,7 +39,8 @@ import numpy as np
 
 from rftheory.errors import RFTheoryError
 from rftheory.claims.law import source_digests
-from rftheory.claims._common import map_tasks, save_figure
+from rftheory.claims._common import map_tasks
+from rftheory.output import save_figure
 
 CLAIM = "nhat"
 

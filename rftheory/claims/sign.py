@@ -51,12 +51,12 @@ import numpy as np
 
 from rftheory.errors import RFTheoryError
 from rftheory.claims.law import source_digests
-from rftheory.claims._common import save_figure
+from rftheory.output import save_figure
 
 CLAIM = "sign"
 
 #: p = RATIO·dn: well inside the regime where reconstruction succeeds (the law's threshold is
-#: p*/(dn) ≈ 1.5–2.5 for ReLU + tanh, measured by ``verification/law.py``).
+#: p*/(dn) ≈ 1.5–2.5 for ReLU + tanh, measured by :mod:`rftheory.claims.law`).
 RATIO = 10.0
 #: A run counts as successful when its sign-invariant ρ is below this (the flip count is only
 #: meaningful when every training point has a close candidate up to sign).

@@ -32,7 +32,7 @@ the error of a = G⁻¹Φφ̂, whose component in span Φ adds in quadrature: ~�
 as r(x_i) (≈ 1e-15 here, reported as ``residual_floor``) — seven orders below the 1e-8 floor of
 the Gram-difference formula 1 − φ̂ᵀΦᵀG⁻¹Φφ̂/‖φ̂‖² of :func:`rftheory.projection.projection_residuals`.
 
-Run: ``python -m verification.theorem1 [--quick]`` or ``rftheory verify theorem1``.
+Run: ``python -m rftheory.claims.theorem1 [--quick]`` or ``rftheory verify theorem1``.
 """
 
 from __future__ import annotations
@@ -55,7 +55,7 @@ from rftheory.kernel import KernelSeries, kernel_series
 from rftheory.metrics import match
 from rftheory.projection import projection_loss
 from rftheory.reconstruct import reconstruct
-from rftheory.claims._common import save_figure, sparse_log_ticks
+from rftheory.output import save_figure, sparse_log_ticks
 
 CLAIM = "theorem1"
 

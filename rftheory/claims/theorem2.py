@@ -28,7 +28,7 @@ What is measured, for several activations and p/(dn) (here dn = 2d):
   activations: the radius inside which no feature's pre-activation crosses a kink; beyond it,
   pairs straddling a kink gain extra freedom and the minimum drops faster than O(δ)).
 
-Run: ``python -m verification.theorem2 [--quick]`` or ``rftheory verify theorem2``.
+Run: ``python -m rftheory.claims.theorem2 [--quick]`` or ``rftheory verify theorem2``.
 """
 
 from __future__ import annotations
@@ -49,7 +49,7 @@ from rftheory.errors import RFTheoryError, ShapeError
 from rftheory.features import FeatureMap, RandomFeatures, train_min_norm
 from rftheory.gram import GramSolution, solve_gram
 from rftheory.projection import projection_loss
-from rftheory.claims._common import save_figure, sparse_log_ticks
+from rftheory.output import save_figure, sparse_log_ticks
 
 CLAIM = "theorem2"
 

@@ -20,7 +20,7 @@ single-output (k = 1) setups alone and, per setup, the measured threshold: the s
 ratio from which every larger ratio succeeds, to compare with the random-features control
 ``rf_gd`` (first layer frozen).
 
-Run: ``python -m verification.twolayer_law [--quick]`` or ``rftheory verify twolayer``.
+Run: ``python -m rftheory.claims.twolayer_law [--quick]`` or ``rftheory verify twolayer``.
 """
 
 from __future__ import annotations
@@ -33,7 +33,8 @@ from pathlib import Path
 from typing import Any, Callable
 
 import numpy as np
-from rftheory.claims._common import map_tasks, save_figure
+from rftheory.claims._common import map_tasks
+from rftheory.output import save_figure
 
 CLAIM = "twolayer_law"
 
@@ -408,7 +409,7 @@ def plot(result: dict[str, Any], stem: str | Path) -> list[Path]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """``python -m verification.twolayer_law [--quick] [--seed S] [--out DIR]``."""
+    """``python -m rftheory.claims.twolayer_law [--quick] [--seed S] [--out DIR]``."""
     from rftheory.claims._common import main_for
 
     return main_for(CLAIM, argv)

@@ -1,6 +1,6 @@
 """``rftheory demo``: the package's main job — the law of data reconstruction at its default size.
 
-Runs the check of ``verification/law.py`` (= ``rftheory verify law``): sweeps p/(dn) for a few
+Runs the check of :mod:`rftheory.claims.law` (= ``rftheory verify law``): sweeps p/(dn) for a few
 (d, n) and seeds, reconstructs the training set at every point, locates p*_label (≈ n) and
 p*_data (≈ dn), writes ``<out>/law.json`` and the figure, and prints the thresholds table and the
 figure's path.
@@ -29,7 +29,7 @@ def register(sub) -> None:
 
 
 def handle(args) -> int:
-    from rftheory.claims._common import run_claim
+    from ..claims import run_claim
     from ..claims.law import summary
 
     progress = None if args.json else (lambda msg: print(msg, file=sys.stderr, flush=True))

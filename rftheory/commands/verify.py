@@ -21,7 +21,7 @@ def register(sub) -> None:
 
 
 def handle(args) -> int:
-    from ..claims._common import CLAIMS, claim_module, run_claim
+    from ..claims import CLAIMS, claim_module, run_claim
 
     names = list(CLAIMS) if args.claim == "all" else [args.claim]
     modules = [claim_module(n) for n in names]  # refuse unknown names before running anything
