@@ -200,7 +200,7 @@ _TRAIN_RESIDUAL = Metric("train_residual", r"$\|\Phi\theta^* - Y\| / \|Y\|$", lo
 #: The cell kinds a sweep file may name, as a fixed table (never extended from user input).
 CELL_KINDS: Mapping[str, CellKind] = types.MappingProxyType({
     "reconstruct": CellKind(
-        "rftheory.experiment:reconstruction_cell",
+        "rftheory.pipeline:reconstruction_cell",
         "train θ* = Φ⁺Y, reconstruct the training set from (θ*, V), score ρ",
         "p_over_dn", (_RHO, _TRAIN_RESIDUAL)),
     "label_fit": CellKind(

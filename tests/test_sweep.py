@@ -164,7 +164,7 @@ def test_cli_refuses_bad_executor_choice_before_touching_the_store(tmp_path, cap
 
 
 def test_example_sweep_file_is_valid():
-    pytest.importorskip("rftheory.experiment", reason="the reconstruct cell is not available")
+    pytest.importorskip("rftheory.pipeline", reason="the reconstruct cell is not available")
     spec = load_spec(ROOT / "examples" / "law_small.toml")
     assert spec.cell == "reconstruct" and len(list(spec.cells())) == 36
 

@@ -11,7 +11,7 @@ For the RF model f(x) = φ(Vx)ᵀθ trained by the min-norm interpolator θ* = �
   "θ* ∈ span φ(X̂Vᵀ)" outnumber the dn unknowns, and not before.
 
 The check sweeps p over multiples of n and of dn for several (d, n) and seeds; every point with
-p ≥ n is one :func:`rftheory.experiment.reconstruction_cell` (labels fit, reconstruction, all
+p ≥ n is one :func:`rftheory.pipeline.reconstruction_cell` (labels fit, reconstruction, all
 three ρ), every point with p < n a label-fitting cell (:func:`rftheory.sweep.label_fit_cell`;
 with fewer features than candidates there is no reconstruction to try). From the seeds it reads
 
@@ -95,7 +95,7 @@ QUICK = {"grid": ((4, 8), (8, 8)),
 # ---------------------------------------------------------------------------------------------
 
 #: Modules whose code decides a reconstruction's numbers (the optimiser is still being tuned).
-SOURCE_MODULES = ("experiment", "reconstruct", "projection", "features", "gram", "metrics", "data")
+SOURCE_MODULES = ("pipeline", "reconstruct", "projection", "features", "gram", "metrics", "data")
 
 
 def source_digests() -> dict[str, str]:
@@ -134,7 +134,7 @@ def run_point(task: dict[str, Any]) -> dict[str, Any]:
     """
     from threadpoolctl import threadpool_limits
 
-    from rftheory.experiment import reconstruction_cell
+    from rftheory.pipeline import reconstruction_cell
     from rftheory.sweep import label_fit_cell
 
     start = time.perf_counter()

@@ -7,7 +7,7 @@ candidates' features. With n̂ > n candidates the training set plus *any* n̂ �
 zero of L, so the extras are unconstrained; with n̂ < n no set of n̂ points spans θ* (for p ≳ dn the
 n training features are the only representation of θ* by n or fewer features), so L stays positive.
 
-For each n̂ and seed the check trains the model of :func:`rftheory.experiment.reconstruction_cell`
+For each n̂ and seed the check trains the model of :func:`rftheory.pipeline.reconstruction_cell`
 (same data, labels and V streams) at p = :data:`RATIO`·dn, reconstructs with n̂ candidates by
 :func:`rftheory.reconstruct.reconstruct`, and measures
 

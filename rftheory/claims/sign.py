@@ -6,7 +6,7 @@ The paper's criterion is the Hermite one: ReLU's odd part is z/2, so μ_k = 0 fo
 and the RF *kernel* Σ_k μ_k² (⟨x, y⟩/d)^k changes under y ↦ −y only through its linear term. The
 check measures what the reconstruction actually does, in the regime where it succeeds
 (p = :data:`RATIO`·dn): for each activation and seed, one reconstruction (the model and optimiser
-call of :func:`rftheory.experiment.reconstruction_cell`) gives the fraction of training points
+call of :func:`rftheory.pipeline.reconstruction_cell`) gives the fraction of training points
 whose matched candidate is closer to −x_i than to x_i (``flipped`` of the sign-invariant matching
 of :mod:`rftheory.metrics`) — over the successful runs, and, pooled over all runs, among the
 samples recovered up to sign (so partial recoveries count too); next to it stands the verdict of
@@ -65,7 +65,7 @@ RHO_SUCCESS = 0.1
 #: undetectable sign leaves each sample's sign to the random initial candidate, i.e. ≈ 1/2 of
 #: them flipped; a detectable one leaves none. 0.1 separates the two with n ≥ 8 samples per run.
 FLIP_OBSERVED = 0.1
-#: Loss tolerance of the optimiser (as in :func:`rftheory.experiment.reconstruction_cell`).
+#: Loss tolerance of the optimiser (as in :func:`rftheory.pipeline.reconstruction_cell`).
 TOL = 1e-10
 
 #: Default: d = 6, n = 8 and a budget of 3000 steps, where the activations with a near-stationary
@@ -104,7 +104,7 @@ def flipped_truth_losses(features: Any, theta: Any, X: np.ndarray) -> dict[str, 
 def run_case(task: dict[str, Any]) -> dict[str, Any]:
     """Reconstruct at p = ratio·dn for one activation and seed; count flips; flipped-truth losses.
 
-    The model is that of :func:`rftheory.experiment.reconstruction_cell` for the same arguments
+    The model is that of :func:`rftheory.pipeline.reconstruction_cell` for the same arguments
     (same data, labels and V streams, same optimiser call), rebuilt here because the sign
     analysis needs the candidates themselves, not only the cell's summary numbers.
     """
