@@ -7,9 +7,9 @@ candidates' features. With n̂ > n candidates the training set plus *any* n̂ �
 zero of L, so the extras are unconstrained; with n̂ < n no set of n̂ points spans θ* (for p ≳ dn the
 n training features are the only representation of θ* by n or fewer features), so L stays positive.
 
-For each n̂ and seed the check trains the model of :func:`rftheory.pipeline.reconstruction_cell`
-(same data, labels and V streams) at p = :data:`RATIO`·dn, reconstructs with n̂ candidates by
-:func:`rftheory.reconstruct.reconstruct`, and measures
+For each n̂ and seed the check runs the reconstruction pipeline
+(:func:`rftheory.pipeline.run_reconstruction`, the model of the sweep cell: same data, labels and
+V streams) at p = :data:`RATIO`·dn with n̂ candidates, and measures
 
 * ρ of the best matching (:func:`rftheory.metrics.match`, official and sign-invariant; for n̂ < n
   the unmatched training points count as reconstructed by 0, i.e. 1 each);
@@ -128,26 +128,22 @@ def analyse(X: np.ndarray, X_hat: np.ndarray, coefficients: np.ndarray) -> dict[
 
 
 def run_case(task: dict[str, Any]) -> dict[str, Any]:
-    """Train, reconstruct with n̂ candidates, analyse (one n̂, one seed)."""
+    """Train, reconstruct with n̂ candidates, analyse (one n̂, one seed): a summary of one
+    :func:`rftheory.pipeline.run_reconstruction` (the model of the sweep cell, same streams)."""
     from threadpoolctl import threadpool_limits
 
-    from rftheory.data import gaussian_labels, load_dataset
-    from rftheory.features import RandomFeatures, train_min_norm
-    from rftheory.reconstruct import reconstruct
+    from rftheory.pipeline import run_reconstruction
 
     start = time.perf_counter()
     d, n, p, seed = task["d"], task["n"], task["p"], task["seed"]
     with threadpool_limits(limits=1, user_api="blas"):  # tiny problems: threads only cost
-        # The model of reconstruction_cell(activation, d, n, p, seed, n_hat=...): same streams.
-        X = load_dataset("sphere", n, d, seed).X
-        features = RandomFeatures(task["activation"], d=d, p=p, seed=seed, v_cache_bytes=2**30)
-        model = train_min_norm(features, X, gaussian_labels(n, seed))
-        result = reconstruct(features, model.theta, task["n_hat"], seed=seed, tol=TOL,
-                             max_steps=task["max_steps"])
-        info = analyse(X, np.asarray(result.X_hat), np.asarray(result.coefficients))
+        run = run_reconstruction(activation=task["activation"], d=d, n=n, p=p, seed=seed,
+                                 n_hat=task["n_hat"], tol=TOL, max_steps=task["max_steps"])
+        info = analyse(run.X, run.X_hat, run.coefficients)
+    result = run.result
     return {"activation": task["activation"], "d": d, "n": n, "p": p, "seed": seed,
             "n_hat": task["n_hat"], "n_hat_over_n": task["n_hat"] / n,
-            "train_residual": model.train_residual, "final_loss": result.loss,
+            "train_residual": run.train_residual, "final_loss": result.loss,
             "converged": result.converged, "stop_reason": result.stop_reason,
             "steps": result.steps, **info, "seconds": time.perf_counter() - start}
 

@@ -5,10 +5,10 @@ ReLU + tanh) remove the ambiguity.
 The paper's criterion is the Hermite one: ReLU's odd part is z/2, so μ_k = 0 for every odd k ≥ 3
 and the RF *kernel* Σ_k μ_k² (⟨x, y⟩/d)^k changes under y ↦ −y only through its linear term. The
 check measures what the reconstruction actually does, in the regime where it succeeds
-(p = :data:`RATIO`·dn): for each activation and seed, one reconstruction (the model and optimiser
-call of :func:`rftheory.pipeline.reconstruction_cell`) gives the fraction of training points
-whose matched candidate is closer to −x_i than to x_i (``flipped`` of the sign-invariant matching
-of :mod:`rftheory.metrics`) — over the successful runs, and, pooled over all runs, among the
+(p = :data:`RATIO`·dn): for each activation and seed, one reconstruction
+(:func:`rftheory.pipeline.run_reconstruction`, the model and optimiser call of the sweep cell)
+gives the fraction of training points whose matched candidate is closer to −x_i than to x_i
+(``flipped`` of the sign-invariant matching of :mod:`rftheory.metrics`) — over the successful runs, and, pooled over all runs, among the
 samples recovered up to sign (so partial recoveries count too); next to it stands the verdict of
 :func:`rftheory.verdicts.activation_report` ("sign identifiable": some odd μ_k, k ≥ 3, is
 non-zero).
@@ -104,32 +104,25 @@ def flipped_truth_losses(features: Any, theta: Any, X: np.ndarray) -> dict[str, 
 def run_case(task: dict[str, Any]) -> dict[str, Any]:
     """Reconstruct at p = ratio·dn for one activation and seed; count flips; flipped-truth losses.
 
-    The model is that of :func:`rftheory.pipeline.reconstruction_cell` for the same arguments
-    (same data, labels and V streams, same optimiser call), rebuilt here because the sign
-    analysis needs the candidates themselves, not only the cell's summary numbers.
+    A summary of one :func:`rftheory.pipeline.run_reconstruction` (the model and optimiser call
+    of the sweep cell for the same arguments): the sign analysis needs the candidates and the
+    model themselves, which the run keeps.
     """
     from threadpoolctl import threadpool_limits
 
-    from rftheory.data import gaussian_labels, load_dataset
-    from rftheory.features import RandomFeatures, train_min_norm
-    from rftheory.metrics import match
-    from rftheory.reconstruct import reconstruct
+    from rftheory.pipeline import run_reconstruction
 
     start = time.perf_counter()
     d, n, p, seed = task["d"], task["n"], task["p"], task["seed"]
     with threadpool_limits(limits=1, user_api="blas"):  # tiny problems: threads only cost
-        X = load_dataset("sphere", n, d, seed).X
-        features = RandomFeatures(task["activation"], d=d, p=p, seed=seed, v_cache_bytes=2**30)
-        model = train_min_norm(features, X, gaussian_labels(n, seed))
-        result = reconstruct(features, model.theta, n, seed=seed, tol=TOL,
-                             max_steps=task["max_steps"])
-        X_hat = np.asarray(result.X_hat)
-        m = {v: match(X, X_hat, v) for v in ("abs", "signed", "sign_invariant")}
-        losses = flipped_truth_losses(features, model.theta, X)
+        run = run_reconstruction(activation=task["activation"], d=d, n=n, p=p, seed=seed,
+                                 tol=TOL, max_steps=task["max_steps"])
+        losses = flipped_truth_losses(run.features, run.theta, run.X)
+    m, result = run.matchings, run.result
     si = m["sign_invariant"]
     close = si.per_sample < RHO_SUCCESS
     cell = {"activation": task["activation"], "d": d, "n": n, "p": p, "seed": seed,
-            "train_residual": model.train_residual, "final_loss": result.loss,
+            "train_residual": run.train_residual, "final_loss": result.loss,
             "steps": result.steps, "stop_reason": result.stop_reason,
             "rho_abs": m["abs"].rho, "rho_signed": m["signed"].rho, "rho_sign_invariant": si.rho,
             "sign_flips": si.n_flipped, "flip_fraction": si.n_flipped / n,

@@ -47,7 +47,7 @@ import numpy as np
 import scipy.optimize
 from numpy.polynomial import polynomial as npoly
 
-from rftheory.data import gaussian_labels, sphere_data
+from rftheory.data import gaussian_labels, sphere_data, to_sphere
 from rftheory.errors import RFTheoryError, ShapeError
 from rftheory.features import FeatureMap, RandomFeatures, train_min_norm
 from rftheory.gram import solve_gram
@@ -160,8 +160,7 @@ def _random_far_points(X: np.ndarray, c: float, count: int, rng: np.random.Gener
     d = X.shape[1]
     out = []
     for _ in range(1000 * count):
-        x = rng.standard_normal(d)
-        x *= math.sqrt(d) / np.linalg.norm(x)
+        x = to_sphere(rng.standard_normal(d))
         if np.all(np.abs(X @ x / d) <= c):
             out.append(x)
             if len(out) == count:
@@ -179,7 +178,7 @@ def _constrained_min(objective: Callable[[np.ndarray], tuple[float, np.ndarray]]
     for x0 in _random_far_points(X, c, starts, rng):
         out = scipy.optimize.minimize(objective, x0, jac=True, method="SLSQP", constraints=cons,
                                       options=_SLSQP)
-        x = out.x * (math.sqrt(d) / np.linalg.norm(out.x))
+        x = to_sphere(out.x)
         # Feasible up to SLSQP's constraint tolerance (≈1e-12 here); anything worse is dropped.
         if np.max(np.abs(X @ x / d)) > c + 1e-8:
             values.append(None)
@@ -231,8 +230,8 @@ def kernel_span_residual(series: KernelSeries, X: np.ndarray, x_hat: np.ndarray,
     d = X.shape[1]
     # Evaluated at x̂ rescaled onto the sphere (the series is only valid for |t| ≤ 1, and SLSQP
     # may step off the sphere); the gradient is chained through the rescaling.
-    scale = math.sqrt(d) / np.linalg.norm(x_hat)
-    x_s = x_hat * scale
+    x_s, norm = to_sphere(x_hat, return_norms=True)
+    scale = math.sqrt(d) / norm
     coef = np.asarray(series.coefficients, dtype=np.float64)
     m2 = float(series.second_moment)
     T = X @ X.T / d
