@@ -95,9 +95,10 @@ def test_the_scan_sees_every_form_of_import(tmp_path, source, expected):
     assert expected in names and _is_under(expected, CLI_MODULES)
 
 
-def test_only_the_library_is_installed():
-    config = tomllib.loads((ROOT / "pyproject.toml").read_text())
-    assert config["tool"]["setuptools"]["packages"]["find"]["include"] == ["rftheory*"]
+def test_only_the_library_is_installed_and_it_is_typed():
+    config = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]
+    assert config["packages"]["find"]["include"] == ["rftheory*"]
+    assert "py.typed" in config["package-data"]["rftheory"] and (PACKAGE / "py.typed").is_file()
 
 
 def test_verification_scripts_are_thin_and_run_their_claim():

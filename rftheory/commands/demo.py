@@ -8,13 +8,13 @@ figure's path.
 
 from __future__ import annotations
 
-import sys
-
 from ..output import print_json
+from ._common import progress_lines
 
 
-def register(sub) -> None:
-    p = sub.add_parser(
+def register(subparsers) -> None:
+    """Add the ``demo`` subcommand."""
+    p = subparsers.add_parser(
         "demo", help="the main job: the law of data reconstruction (label vs data threshold)",
         description="Sweep p over multiples of n and dn, reconstruct the training data of the RF "
                     "model at every point, and report the label-fitting threshold p*_label/n and "
@@ -32,9 +32,8 @@ def handle(args) -> int:
     from ..claims import run_claim
     from ..claims.law import summary
 
-    progress = None if args.json else (lambda msg: print(msg, file=sys.stderr, flush=True))
     result = run_claim("law", quick=args.quick, seed=args.seed, out_dir=args.out,
-                       progress=progress)
+                       progress=progress_lines(args))
     if args.json:
         print_json(result)
         return 0
