@@ -1,20 +1,24 @@
-"""Checks of the paper's claims, one module per claim.
+"""Checks of the paper's claims, one module per claim, all following one protocol.
 
 Every module ``rftheory/claims/<claim>.py`` defines
 
-* ``CLAIM`` — its name (``rftheory verify <claim>``),
-* ``run(quick: bool = False, seed: int = 0, progress=None) -> dict`` — the measurement, returning a
-  JSON-serialisable result (inputs, seeds, numbers, the verdict on the claim),
-* ``plot(result: dict, stem: pathlib.Path) -> list[pathlib.Path]`` — figures (PNG + PDF) drawn
-  from a result, so they can be redrawn from saved JSON,
-* ``summary(result: dict) -> str`` — a short human-readable table,
+* ``CLAIM`` — its name (``rftheory verify <claim>``);
+* ``Config`` — a frozen dataclass (:class:`ClaimConfig`: a ``seed`` and the claim's own fields,
+  checked on creation, ``config.replace(field=...)`` for variants) and its two instances ``FULL``
+  (the default run) and ``QUICK`` (``--quick``, minutes on 2 cores);
+* ``run(config=FULL, *, progress=None, ...) -> dict`` — the measurement, returning a
+  JSON-serialisable result (inputs, seeds, numbers, the verdict on the claim); claims that run
+  tasks in parallel also take ``workers`` (results never depend on it);
+* ``plot(result, stem) -> list[Path]`` — figures (PNG + PDF) drawn from a result, so they can be
+  redrawn from saved JSON;
+* ``summary(result) -> str`` — a short human-readable table.
 
-and is run with ``python -m rftheory.claims.<claim> [--quick]``, ``rftheory verify <claim>`` or,
-from a checkout, ``python -m verification.<claim>`` (the thin scripts of the top-level
-``verification/`` folder); :func:`run_claim` does the saving (``results/<claim>.json`` written
-atomically, with package versions) and plotting for all of them.
+:func:`run_claim` runs one (``QUICK``/``FULL`` or any config), saves ``results/<claim>.json``
+atomically with package versions, and plots; it serves ``rftheory verify <claim>``,
+``python -m rftheory.claims.<claim> [--quick]`` and, from a checkout, ``python -m
+verification.<claim>`` (the thin scripts of the top-level ``verification/`` folder).
 """
 
-from ._common import CLAIMS, claim_module, main_for, run_claim
+from ._common import CLAIMS, ClaimConfig, claim_module, main_for, run_claim
 
-__all__ = ["CLAIMS", "claim_module", "run_claim", "main_for"]
+__all__ = ["CLAIMS", "ClaimConfig", "claim_module", "run_claim", "main_for"]

@@ -7,6 +7,7 @@ and follows the protocol of :mod:`rftheory.claims`.
 
 from __future__ import annotations
 
+import dataclasses
 import sys
 from pathlib import Path
 from typing import Any, Callable
@@ -19,8 +20,11 @@ from rftheory.concentration import (
     lambda_min_vs_d,
     plot_curves,
 )
+from rftheory.claims._common import ClaimConfig
 from rftheory.data import sphere_data
+from rftheory.errors import RFTheoryError
 from rftheory.kernel import DEFAULT_ORDER, hadamard_power_bounds
+from rftheory.output import format_table
 
 CLAIM = "kernel_concentration"
 
@@ -28,25 +32,63 @@ CLAIM = "kernel_concentration"
 #: whose kernel has a closed form to cross-check the series).
 DEFAULT_ACTIVATIONS = ("relu", "tanh", "relu+tanh", "erf")
 
-FULL = {"n": 50, "d": 20, "p": tuple(2**k for k in range(7, 16)), "reps": 8,
-        "sweep_n": 300, "sweep_d": (10, 20, 50, 100, 200, 300, 600)}
-QUICK = {"n": 20, "d": 10, "p": tuple(2**k for k in range(7, 14)), "reps": 4,
-         "sweep_n": 100, "sweep_d": (10, 20, 50, 100, 200)}
+
+@dataclasses.dataclass(frozen=True)
+class Config(ClaimConfig):
+    """The concentration check (see :func:`run`); checked on creation.
+
+    Attributes
+    ----------
+    n, d : int
+        Data ``sphere_data(n, d, seed)`` of the concentration curves.
+    p : tuple of int
+        Numbers of features (sorted, distinct).
+    reps : int
+        Independent draws of V per p (their errors are averaged before the log–log fit).
+    sweep_n : int
+        n of the λ_min(K)-against-d sweep.
+    sweep_d : tuple of int
+        Its values of d.
+    activations : tuple of str
+    """
+
+    n: int = 50
+    d: int = 20
+    p: tuple[int, ...] = tuple(2**k for k in range(7, 16))
+    reps: int = 8
+    sweep_n: int = 300
+    sweep_d: tuple[int, ...] = (10, 20, 50, 100, 200, 300, 600)
+    activations: tuple[str, ...] = DEFAULT_ACTIVATIONS
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        for name in ("p", "sweep_d", "activations"):
+            self._set(name, tuple(getattr(self, name)))
+        if min(self.n, self.d, self.reps, self.sweep_n) < 1 or not self.p or not self.activations:
+            raise RFTheoryError("kernel_concentration check needs n, d, reps, sweep_n >= 1, "
+                                "values of p and activations")
+        if list(self.p) != sorted(set(self.p)) or self.p[0] < 1:
+            raise RFTheoryError(f"p must be increasing positive integers, got {self.p}")
+
+
+FULL = Config()
+QUICK = Config(n=20, d=10, p=tuple(2**k for k in range(7, 14)), reps=4, sweep_n=100,
+               sweep_d=(10, 20, 50, 100, 200))
 
 
 # ---------------------------------------------------------------------------------------------
 # Protocol: run, plot, summary
 # ---------------------------------------------------------------------------------------------
 
-def run(quick: bool = False, seed: int = 0,
-        progress: Callable[[str], None] | None = None) -> dict:
-    """The full check (or its quick version); see the module docstring for what is measured."""
-    cfg = QUICK if quick else FULL
-    X = sphere_data(cfg["n"], cfg["d"], seed)
+def run(config: Config = FULL, *, progress: Callable[[str], None] | None = None) -> dict:
+    """The check for ``config`` (:data:`FULL` by default, :data:`QUICK` for ``--quick``); see the
+    module docstring for what is measured."""
+    seed, activations = config.seed, config.activations
+    X = sphere_data(config.n, config.d, seed)
     powers = hadamard_power_bounds(X, DEFAULT_ORDER)
-    curves = [concentration(a, X, cfg["p"], seed=seed, reps=cfg["reps"], powers=powers,
-                            progress=progress) for a in DEFAULT_ACTIVATIONS]
-    sweep = lambda_min_vs_d(DEFAULT_ACTIVATIONS, cfg["sweep_n"], cfg["sweep_d"], seed=seed,
+    curves = [concentration(a, X, config.p, seed=seed, reps=config.reps, powers=powers,
+                            progress=progress) for a in activations]
+    sweep = lambda_min_vs_d(activations, config.sweep_n, config.sweep_d, seed=seed,
                             progress=progress)
     sweep_ok = all(all(e["bound_ok"]) for e in sweep["activations"].values())
     verdict = {
@@ -61,8 +103,8 @@ def run(quick: bool = False, seed: int = 0,
                       f"{SLOPE_TOLERANCE}); lambda_min(PhiPhi^T)/p -> lambda_min(K) (within "
                       f"{LAMBDA_RTOL:.0%} at the largest p); lambda_min(K) >= "
                       "sum_k mu_k^2 lambda_min((XX^T/d)^{o k})"),
-        "config": {k: list(v) if isinstance(v, tuple) else v for k, v in cfg.items()},
-        "activations": list(DEFAULT_ACTIVATIONS),
+        "config": config.as_dict(exclude=("activations",)),
+        "activations": list(activations),
         "expected_slope": EXPECTED_SLOPE,
         "slope_tolerance": SLOPE_TOLERANCE,
         "lambda_rtol": LAMBDA_RTOL,
@@ -83,8 +125,6 @@ def _g(x: Any, digits: int = 3) -> str:
 
 def summary(result: dict) -> str:
     """Short tables: slopes and λ_min per activation, then λ_min(K)/Σ_{k>=2}μ_k² against d."""
-    from rftheory.output import format_table
-
     rows = []
     for c in result["curves"]:
         se = c["slope_standard_error"]

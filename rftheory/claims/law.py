@@ -44,17 +44,19 @@ convention, not a model.
 
 from __future__ import annotations
 
+import dataclasses
 import math
-import os
 import time
-from concurrent.futures import ProcessPoolExecutor, as_completed
+from functools import partial
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
 import numpy as np
 
+from rftheory.claims._common import (ClaimConfig, TaskProgress, check_activations,
+                                     default_workers, run_tasks, source_digests)
 from rftheory.errors import RFTheoryError
-from rftheory.output import save_figure
+from rftheory.output import format_table, save_figure
 
 CLAIM = "law"
 
@@ -77,42 +79,61 @@ BOOTSTRAP = 2000
 #: Tag of the bootstrap's random stream (its generator is seeded by (seed, tag)).
 _BOOTSTRAP_STREAM = 0x4C4157
 
-#: Default sweep (the package's main job, ``rftheory demo``): (5, 10) vs (10, 10) varies d at
-#: fixed n, (5, 10) vs (5, 20) varies n at fixed d, and two of them share dn = 100. Measured
-#: 71–94 s of CPU in total (2 workers: wall 1.5 min on a 2-core machine at load ≈ 4); the cells at
-#: p/(dn) = 1–2, where the optimiser runs to its budget, take two thirds of it.
-FULL = {"grid": ((5, 10), (10, 10), (5, 20)),
-        "ratios": (0.05, 0.1, 0.25, 0.5, 0.75, 1.0, 1.5, 2.0, 3.0, 5.0, 10.0),
-        "seeds": 4, "max_steps": 3000, "activation": "relu+tanh"}
-#: ``--quick``: two (d, n) differing in d, three seeds, a coarser grid.
-QUICK = {"grid": ((4, 8), (8, 8)),
-         "ratios": (0.1, 0.5, 1.0, 2.0, 4.0, 10.0),
-         "seeds": 3, "max_steps": 2000, "activation": "relu+tanh"}
+
+@dataclasses.dataclass(frozen=True)
+class Config(ClaimConfig):
+    """What the law's sweep covers (see :func:`run`); checked on creation.
+
+    Attributes
+    ----------
+    grid : tuple of (d, n)
+        The problem sizes (d ≥ 1, n ≥ 2).
+    ratios : tuple of float
+        Values of p/(dn) (sorted on creation); p = round(ratio·dn), plus p = n − 1, n, n/2 (see
+        :func:`p_values`).
+    seeds : int
+        Seeds per point (≥ 2: a success probability needs several); seed index s uses cell seed
+        ``seed + s`` (V, data, labels, initial candidates).
+    max_steps : int
+        Optimiser budget per reconstruction.
+    activation : str
+        φ (default ``"relu+tanh"``; e.g. ``"relu"``, whose successes are then up to the sign of
+        each sample — read ``success_variant="sign_invariant"``).
+    success_variant : {"abs", "signed", "sign_invariant"}
+        The ρ that defines success for the verdict (default the official one); thresholds of all
+        three are reported.
+    resamples : int
+        Bootstrap resamples of the interval of p*_data (its stream is seeded by ``seed``).
+    """
+
+    grid: tuple[tuple[int, int], ...] = ((5, 10), (10, 10), (5, 20))
+    ratios: tuple[float, ...] = (0.05, 0.1, 0.25, 0.5, 0.75, 1.0, 1.5, 2.0, 3.0, 5.0, 10.0)
+    seeds: int = 4
+    max_steps: int = 3000
+    activation: str = "relu+tanh"
+    success_variant: str = "abs"
+    resamples: int = BOOTSTRAP
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        grid, ratios = _check_grid(self.grid, self.ratios, self.seeds, self.max_steps)
+        self._set("grid", grid)
+        self._set("ratios", ratios)
+        self._set("seeds", int(self.seeds))
+        self._set("max_steps", int(self.max_steps))
+        self._set("activation", str(self.activation))
+        if self.success_variant not in VARIANTS:
+            raise RFTheoryError(f"success_variant must be one of {', '.join(VARIANTS)}, "
+                                f"got {self.success_variant!r}")
+        if isinstance(self.resamples, bool) or int(self.resamples) != self.resamples \
+                or self.resamples < 1:
+            raise RFTheoryError(f"resamples must be a positive integer, got {self.resamples!r}")
+        self._set("resamples", int(self.resamples))
 
 
 # ---------------------------------------------------------------------------------------------
 # Cells
 # ---------------------------------------------------------------------------------------------
-
-#: Modules whose code decides a reconstruction's numbers (the optimiser is still being tuned).
-SOURCE_MODULES = ("pipeline", "reconstruct", "projection", "features", "gram", "metrics", "data")
-
-
-def source_digests() -> dict[str, str]:
-    """First 12 hex digits of the SHA-256 of each of :data:`SOURCE_MODULES`' source files.
-
-    Stored with every result so that numbers obtained with different versions of the optimiser
-    are never silently compared (package versions alone do not change when the code does).
-    """
-    import hashlib
-    import importlib
-
-    out = {}
-    for name in SOURCE_MODULES:
-        path = Path(importlib.import_module(f"rftheory.{name}").__file__)
-        out[name] = hashlib.sha256(path.read_bytes()).hexdigest()[:12]
-    return out
-
 
 def p_values(d: int, n: int, ratios: Sequence[float]) -> list[int]:
     """The p of the sweep for one (d, n): round(r·dn) for every ratio r, plus n − 1, n and n/2.
@@ -156,41 +177,31 @@ def run_point(task: dict[str, Any]) -> dict[str, Any]:
     return cell
 
 
-def _run_tasks(tasks: list[dict[str, Any]], workers: int,
-               progress: Callable[[str], None] | None) -> list[dict[str, Any]]:
-    """Run the points, ``workers`` processes at a time; results in task order."""
-    # Expensive points first (reconstruction near the threshold, large p), so no long cell is
-    # left alone at the end while the other workers idle.
-    def cost(task: dict[str, Any]) -> float:
-        if task["p"] < task["n"]:
-            return 0.0
-        ratio = task["p"] / (task["d"] * task["n"])
-        return task["d"] * task["n"] * (10.0 if 0.7 <= ratio <= 3.0 else 1.0 + ratio / 10)
+def _cost(task: dict[str, Any]) -> float:
+    """A point's rough cost: reconstructions near the threshold, where the optimiser runs to its
+    budget, are the longest; label fits are nearly free."""
+    if task["p"] < task["n"]:
+        return 0.0
+    ratio = task["p"] / (task["d"] * task["n"])
+    return task["d"] * task["n"] * (10.0 if 0.7 <= ratio <= 3.0 else 1.0 + ratio / 10)
 
-    order = sorted(range(len(tasks)), key=lambda i: -cost(tasks[i]))
-    results: list[dict[str, Any] | None] = [None] * len(tasks)
-    done = 0
 
-    def report(i: int, cell: dict[str, Any]) -> None:
-        nonlocal done
-        results[i] = cell
-        done += 1
-        if progress is not None:
-            what = (f"ρ={cell['rho_abs']:.1e} loss={cell['final_loss']:.1e} {cell['stop_reason']}"
-                    if cell["kind"] == "reconstruction" else "label fit only")
-            progress(f"[{done}/{len(tasks)}] d={cell['d']} n={cell['n']} p={cell['p']} "
-                     f"(p/dn={cell['p_over_dn']:.3g}) seed={cell['seed']}: residual="
-                     f"{cell['train_residual']:.1e} {what} ({cell['seconds']:.1f} s)")
+def _run_points(tasks: list[dict[str, Any]], workers: int,
+                progress: Callable[[str], None] | None) -> list[dict[str, Any]]:
+    """Run the points, ``workers`` processes at a time, the expensive ones first; results in
+    task order."""
+    tick = TaskProgress(progress, len(tasks))
 
-    if workers == 1:
-        for i in order:
-            report(i, run_point(tasks[i]))
-    else:
-        with ProcessPoolExecutor(max_workers=workers) as pool:
-            futures = {pool.submit(run_point, tasks[i]): i for i in order}
-            for future in as_completed(futures):
-                report(futures[future], future.result())
-    return results  # type: ignore[return-value]
+    def line(cell: dict[str, Any]) -> str:
+        what = (f"ρ={cell['rho_abs']:.1e} loss={cell['final_loss']:.1e} {cell['stop_reason']}"
+                if cell["kind"] == "reconstruction" else "label fit only")
+        return (f"d={cell['d']} n={cell['n']} p={cell['p']} (p/dn={cell['p_over_dn']:.3g}) "
+                f"seed={cell['seed']}: residual={cell['train_residual']:.1e} {what} "
+                f"({cell['seconds']:.1f} s)")
+
+    return run_tasks([partial(run_point, t) for t in tasks], workers=workers,
+                     order=sorted(range(len(tasks)), key=lambda i: -_cost(tasks[i])),
+                     on_result=lambda i, cell: tick(lambda: line(cell)))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -299,39 +310,28 @@ def _check_grid(grid: Sequence[Sequence[int]], ratios: Sequence[float], seeds: i
     return grid, ratios
 
 
-def run(quick: bool = False, seed: int = 0, progress: Callable[[str], None] | None = None, *,
-        grid: Sequence[Sequence[int]] | None = None, ratios: Sequence[float] | None = None,
-        seeds: int | None = None, max_steps: int | None = None, activation: str | None = None,
-        workers: int | None = None, success_variant: str = "abs",
-        resamples: int = BOOTSTRAP) -> dict[str, Any]:
+#: The default sweep (the package's main job, ``rftheory demo``): (5, 10) vs (10, 10) varies d
+#: at fixed n, (5, 10) vs (5, 20) varies n at fixed d, and two of them share dn = 100. Measured
+#: 71–94 s of CPU in total (2 workers: wall 1.5 min on a 2-core machine at load ≈ 4); the cells at
+#: p/(dn) = 1–2, where the optimiser runs to its budget, take two thirds of it.
+FULL = Config()
+#: ``--quick``: two (d, n) differing in d, three seeds, a coarser grid.
+QUICK = Config(grid=((4, 8), (8, 8)), ratios=(0.1, 0.5, 1.0, 2.0, 4.0, 10.0), seeds=3,
+               max_steps=2000)
+
+
+def run(config: Config = FULL, *, progress: Callable[[str], None] | None = None,
+        workers: int | None = None) -> dict[str, Any]:
     """Sweep p over multiples of n and dn, locate p*_label and p*_data, give the verdict.
 
     Parameters
     ----------
-    quick : bool
-        Use :data:`QUICK` instead of :data:`FULL` for every parameter not given.
-    seed : int
-        Base seed: seed index s uses cell seed ``seed + s`` (V, data, labels, initial candidates);
-        the bootstrap has its own stream of ``seed``.
+    config : Config
+        The sweep (:data:`FULL` by default, :data:`QUICK` for ``--quick``).
     progress : callable, optional
         Receives one line per finished point.
-    grid : sequence of (d, n), optional
-    ratios : sequence of float, optional
-        Values of p/(dn); p = round(ratio·dn), plus p = n − 1, n, n/2 (see :func:`p_values`).
-    seeds : int, optional
-        Seeds per point (≥ 2).
-    max_steps : int, optional
-        Optimiser budget per reconstruction.
-    activation : str, optional
-        φ (default ``"relu+tanh"``; e.g. ``"relu"``, whose successes are then up to the sign of
-        each sample — read ``success_variant="sign_invariant"``).
     workers : int, optional
         Processes (default min(2, cores)). Results do not depend on it.
-    success_variant : {"abs", "signed", "sign_invariant"}
-        The ρ that defines success for the verdict (default the official one); thresholds of all
-        three are reported.
-    resamples : int
-        Bootstrap resamples.
 
     Returns
     -------
@@ -339,28 +339,18 @@ def run(quick: bool = False, seed: int = 0, progress: Callable[[str], None] | No
         JSON-serialisable: parameters, every cell, per (d, n) the thresholds (all variants), and
         the verdict.
     """
-    defaults = QUICK if quick else FULL
-    grid, ratios = _check_grid(defaults["grid"] if grid is None else grid,
-                               defaults["ratios"] if ratios is None else ratios,
-                               defaults["seeds"] if seeds is None else seeds,
-                               defaults["max_steps"] if max_steps is None else max_steps)
-    seeds = int(defaults["seeds"] if seeds is None else seeds)
-    max_steps = int(defaults["max_steps"] if max_steps is None else max_steps)
-    activation = str(defaults["activation"] if activation is None else activation)
-    if success_variant not in VARIANTS:
-        raise RFTheoryError(f"success_variant must be one of {', '.join(VARIANTS)}, "
-                            f"got {success_variant!r}")
-    from rftheory.activations import get_activation
-
-    get_activation(activation)  # refuse a bad activation before starting workers
-    workers = min(2, os.cpu_count() or 1) if workers is None else max(1, int(workers))
+    check_activations(config.activation)  # refuse a bad activation before starting workers
+    workers = default_workers(workers)
+    seed, seeds, grid, ratios = config.seed, config.seeds, config.grid, config.ratios
+    max_steps, activation = config.max_steps, config.activation
+    success_variant, resamples = config.success_variant, config.resamples
 
     sources = source_digests()  # before any work: the code the workers will run
     tasks = [{"activation": activation, "d": d, "n": n, "p": p, "seed": seed + s, "seed_index": s,
               "max_steps": max_steps}
              for d, n in grid for p in p_values(d, n, ratios) for s in range(seeds)]
     start = time.perf_counter()
-    cells = _run_tasks(tasks, workers, progress)
+    cells = _run_points(tasks, workers, progress)
     sweep_seconds = time.perf_counter() - start
 
     rng = np.random.default_rng([seed, _BOOTSTRAP_STREAM])
@@ -456,8 +446,6 @@ def _fmt(x: float, spec: str = ".2f") -> str:
 
 def summary(result: dict[str, Any]) -> str:
     """Thresholds per (d, n) and the verdict, as a table."""
-    from rftheory.output import format_table
-
     variant = result["success_variant"]
     rows = []
     for g in result["per_grid"]:

@@ -29,18 +29,19 @@ and at every n̂ < n no seed reaches the loss tolerance and at most n̂ points a
 
 from __future__ import annotations
 
+import dataclasses
 import math
-import os
 import time
+from functools import partial
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any, Callable
 
 import numpy as np
 
+from rftheory.claims._common import (ClaimConfig, TaskProgress, check_activations,
+                                     default_workers, run_tasks, source_digests)
 from rftheory.errors import RFTheoryError
-from rftheory.claims.law import source_digests
-from rftheory.claims._common import map_tasks
-from rftheory.output import save_figure
+from rftheory.output import format_table, save_figure
 
 CLAIM = "nhat"
 
@@ -49,7 +50,7 @@ RATIO = 10.0
 #: A training point counts as recovered by a candidate within this per-sample distance
 #: (‖x_i ∓ x̂_j‖/√d; failed reconstructions sit at ≈ 0.5–1, successful ones at ≤ 1e-3).
 RHO_CLOSE = 0.1
-#: Loss tolerance of the optimiser (as in reconstruction_cell).
+#: Loss tolerance of the optimiser (as in :func:`rftheory.pipeline.reconstruction_cell`).
 TOL = 1e-10
 #: A candidate "carries weight" when |a_j| ≥ WEIGHT_CUT·max|a|. Measured (default run, relu+tanh,
 #: p = 10·dn, loss ≤ 1e-10): candidates on training points 3e-3–1, extras far from the data
@@ -57,10 +58,60 @@ TOL = 1e-10
 #: therefore estimates n (right in 15 of 16 over-complete runs); 1e-3 sits between the groups.
 WEIGHT_CUT = 1e-3
 
-FULL = {"d": 8, "n": 8, "n_hat_factors": (0.5, 0.75, 1.0, 1.25, 1.5, 2.0), "seeds": 4,
-        "max_steps": 3000, "activation": "relu+tanh"}
-QUICK = {"d": 6, "n": 8, "n_hat_factors": (0.5, 1.0, 1.5), "seeds": 2, "max_steps": 1500,
-         "activation": "relu+tanh"}
+
+@dataclasses.dataclass(frozen=True)
+class Config(ClaimConfig):
+    """The n̂ ≠ n check's runs (see :func:`run`); checked on creation.
+
+    Attributes
+    ----------
+    d, n : int
+        Input dimension (≥ 1) and training-set size (≥ 2).
+    n_hat_factors : tuple of float
+        n̂ = max(1, round(factor·n)) for each factor (positive).
+    seeds : int
+        Runs per n̂; run s uses seed ``seed + s``.
+    max_steps : int
+        Optimiser budget per reconstruction.
+    activation : str
+        φ (default ``"relu+tanh"``).
+    ratio : float
+        p/(dn): p = max(n, round(ratio·dn)).
+    """
+
+    d: int = 8
+    n: int = 8
+    n_hat_factors: tuple[float, ...] = (0.5, 0.75, 1.0, 1.25, 1.5, 2.0)
+    seeds: int = 4
+    max_steps: int = 3000
+    activation: str = "relu+tanh"
+    ratio: float = RATIO
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        self._set("n_hat_factors", tuple(self.n_hat_factors))
+        for name in ("d", "n", "seeds", "max_steps"):
+            self._set(name, int(getattr(self, name)))
+        if self.d < 1 or self.n < 2 or self.seeds < 1 or self.max_steps < 1 \
+                or not self.n_hat_factors:
+            raise RFTheoryError("nhat check needs d >= 1, n >= 2, seeds >= 1, max_steps >= 1, "
+                                "factors")
+        if any(not (f > 0 and math.isfinite(f)) for f in self.n_hat_factors):
+            raise RFTheoryError("n̂/n factors must be positive and finite")
+        if self.n_hats[-1] > self.p:
+            raise RFTheoryError(f"n̂ = {self.n_hats[-1]} exceeds p = {self.p}")
+
+    @property
+    def p(self) -> int:
+        return max(self.n, int(round(self.ratio * self.d * self.n)))
+
+    @property
+    def n_hats(self) -> list[int]:
+        return sorted({max(1, int(round(f * self.n))) for f in self.n_hat_factors})
+
+
+FULL = Config()
+QUICK = Config(d=6, n=8, n_hat_factors=(0.5, 1.0, 1.5), seeds=2, max_steps=1500)
 
 
 def _pair_distances(A: np.ndarray, B: np.ndarray) -> np.ndarray:
@@ -94,7 +145,7 @@ def analyse(X: np.ndarray, X_hat: np.ndarray, coefficients: np.ndarray) -> dict[
     """
     from rftheory.metrics import match
 
-    n, n_hat = X.shape[0], X_hat.shape[0]
+    n_hat = X_hat.shape[0]
     dist = _pair_distances(X, X_hat)                      # (n, n̂)
     m_abs = match(X, X_hat, "abs")
     m_si = match(X, X_hat, "sign_invariant")
@@ -148,63 +199,32 @@ def run_case(task: dict[str, Any]) -> dict[str, Any]:
             "steps": result.steps, **info, "seconds": time.perf_counter() - start}
 
 
-def run(quick: bool = False, seed: int = 0, progress: Callable[[str], None] | None = None, *,
-        d: int | None = None, n: int | None = None, n_hat_factors: Sequence[float] | None = None,
-        seeds: int | None = None, max_steps: int | None = None, activation: str | None = None,
-        ratio: float = RATIO, workers: int | None = None) -> dict[str, Any]:
+def run(config: Config = FULL, *, progress: Callable[[str], None] | None = None,
+        workers: int | None = None) -> dict[str, Any]:
     """Reconstruct with n̂ = factor·n candidates for several factors; coverage and extras.
 
     Parameters
     ----------
-    quick : bool
-        :data:`QUICK` instead of :data:`FULL` for the parameters not given.
-    seed : int
-        Base seed; run s uses seed + s.
+    config : Config
+        The runs (:data:`FULL` by default, :data:`QUICK` for ``--quick``).
     progress : callable, optional
         One line per finished run.
-    d, n, seeds, max_steps : int, optional
-    n_hat_factors : sequence of float, optional
-        n̂ = max(1, round(factor·n)).
-    activation : str, optional
-        φ (default ``"relu+tanh"``).
-    ratio : float
-        p/(dn).
     workers : int, optional
         Processes (default min(2, cores)); results do not depend on it.
     """
-    cfg = QUICK if quick else FULL
-    d = int(cfg["d"] if d is None else d)
-    n = int(cfg["n"] if n is None else n)
-    seeds = int(cfg["seeds"] if seeds is None else seeds)
-    max_steps = int(cfg["max_steps"] if max_steps is None else max_steps)
-    activation = str(cfg["activation"] if activation is None else activation)
-    factors = tuple(cfg["n_hat_factors"] if n_hat_factors is None else n_hat_factors)
-    if d < 1 or n < 2 or seeds < 1 or max_steps < 1 or not factors:
-        raise RFTheoryError("nhat check needs d >= 1, n >= 2, seeds >= 1, max_steps >= 1, factors")
-    if any(not (f > 0 and math.isfinite(f)) for f in factors):
-        raise RFTheoryError("n̂/n factors must be positive and finite")
-    from rftheory.activations import get_activation
-
-    get_activation(activation)
-    p = max(n, int(round(ratio * d * n)))
-    n_hats = sorted({max(1, int(round(f * n))) for f in factors})
-    if n_hats[-1] > p:
-        raise RFTheoryError(f"n̂ = {n_hats[-1]} exceeds p = {p}")
-    workers = min(2, os.cpu_count() or 1) if workers is None else max(1, int(workers))
+    check_activations(config.activation)
+    workers = default_workers(workers)
+    d, n, p, n_hats, seed = config.d, config.n, config.p, config.n_hats, config.seed
+    seeds, max_steps, activation, ratio = config.seeds, config.max_steps, config.activation, config.ratio
     sources = source_digests()  # before any work: the code the workers will run
     tasks = [{"activation": activation, "d": d, "n": n, "p": p, "n_hat": m, "seed": seed + s,
               "max_steps": max_steps} for m in n_hats for s in range(seeds)]
-    runs: list[dict[str, Any]] = []
-
-    def report(case: dict[str, Any]) -> None:
-        runs.append(case)
-        if progress is not None:
-            progress(f"[{len(runs)}/{len(tasks)}] n̂={case['n_hat']} seed={case['seed']}: "
-                     f"loss={case['final_loss']:.1e} covered={case['covered']}/{n} "
-                     f"ρ={case['rho_abs']:.1e} ({case['seconds']:.1f} s)")
-
-    for case in map_tasks(run_case, tasks, workers):
-        report(case)
+    tick = TaskProgress(progress, len(tasks))
+    runs = run_tasks([partial(run_case, t) for t in tasks], workers=workers,
+                     on_result=lambda i, case: tick(lambda: (
+                         f"n̂={case['n_hat']} seed={case['seed']}: loss={case['final_loss']:.1e} "
+                         f"covered={case['covered']}/{n} ρ={case['rho_abs']:.1e} "
+                         f"({case['seconds']:.1f} s)")))
 
     rows = []
     for m in n_hats:
@@ -253,8 +273,6 @@ def run(quick: bool = False, seed: int = 0, progress: Callable[[str], None] | No
 
 def summary(result: dict[str, Any]) -> str:
     """Per n̂: loss, ρ, coverage and the extras' character, as a table."""
-    from rftheory.output import format_table
-
     n = result["n"]
     rows = []
     for r in result["rows"]:

@@ -40,18 +40,19 @@ identifiable ⇔ no flips", is supported only if they agree for every activation
 
 from __future__ import annotations
 
+import dataclasses
 import math
-import os
 import time
-from concurrent.futures import ProcessPoolExecutor
+from functools import partial
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any, Callable
 
 import numpy as np
 
+from rftheory.claims._common import (ClaimConfig, TaskProgress, check_activations,
+                                     default_workers, run_tasks, source_digests)
 from rftheory.errors import RFTheoryError
-from rftheory.claims.law import source_digests
-from rftheory.output import save_figure
+from rftheory.output import format_table, save_figure
 
 CLAIM = "sign"
 
@@ -68,12 +69,53 @@ FLIP_OBSERVED = 0.1
 #: Loss tolerance of the optimiser (as in :func:`rftheory.pipeline.reconstruction_cell`).
 TOL = 1e-10
 
-#: Default: d = 6, n = 8 and a budget of 3000 steps, where the activations with a near-stationary
-#: antipode fail in some runs (so their traps are seen), 8 seeds.
-FULL = {"activations": ("relu", "relu+tanh", "tanh", "abs", "leaky_relu", "gelu"),
-        "d": 6, "n": 8, "seeds": 8, "max_steps": 3000}
-QUICK = {"activations": ("relu", "relu+tanh", "abs"), "d": 6, "n": 8, "seeds": 3,
-         "max_steps": 3000}
+
+@dataclasses.dataclass(frozen=True)
+class Config(ClaimConfig):
+    """The sign check's runs (see :func:`run`); checked on creation.
+
+    The default: d = 6, n = 8 and a budget of 3000 steps, where the activations with a
+    near-stationary antipode fail in some runs (so their traps are seen), 8 seeds.
+
+    Attributes
+    ----------
+    activations : tuple of str
+    d, n : int
+        Input dimension (≥ 1) and training-set size (≥ 2).
+    seeds : int
+        Runs per activation; run s uses seed ``seed + s`` (V, data, labels, initial candidates).
+    max_steps : int
+        Optimiser budget per reconstruction.
+    ratio : float
+        p/(dn): p = max(n, round(ratio·dn)).
+    """
+
+    activations: tuple[str, ...] = ("relu", "relu+tanh", "tanh", "abs", "leaky_relu", "gelu")
+    d: int = 6
+    n: int = 8
+    seeds: int = 8
+    max_steps: int = 3000
+    ratio: float = RATIO
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        self._set("activations", tuple(self.activations))
+        for name in ("d", "n", "seeds", "max_steps"):
+            self._set(name, int(getattr(self, name)))
+        if not self.activations or self.d < 1 or self.n < 2 or self.seeds < 1 \
+                or self.max_steps < 1:
+            raise RFTheoryError("sign check needs activations, d >= 1, n >= 2, seeds >= 1, "
+                                "max_steps >= 1")
+        if not (self.ratio > 0 and math.isfinite(self.ratio)):
+            raise RFTheoryError(f"ratio must be positive and finite, got {self.ratio!r}")
+
+    @property
+    def p(self) -> int:
+        return max(self.n, int(round(self.ratio * self.d * self.n)))
+
+
+FULL = Config()
+QUICK = Config(activations=("relu", "relu+tanh", "abs"), seeds=3)
 
 
 def flipped_truth_losses(features: Any, theta: Any, X: np.ndarray) -> dict[str, float]:
@@ -187,24 +229,16 @@ def hermite_verdict(activation: str) -> dict[str, Any]:
             "pure_parity": report.parity.numbers.get("symmetry") in ("even", "odd")}
 
 
-def run(quick: bool = False, seed: int = 0, progress: Callable[[str], None] | None = None, *,
-        activations: Sequence[str] | None = None, d: int | None = None, n: int | None = None,
-        seeds: int | None = None, max_steps: int | None = None, ratio: float = RATIO,
+def run(config: Config = FULL, *, progress: Callable[[str], None] | None = None,
         workers: int | None = None) -> dict[str, Any]:
     """Flip fraction per activation at p = ratio·dn, next to the Hermite verdict.
 
     Parameters
     ----------
-    quick : bool
-        :data:`QUICK` instead of :data:`FULL` for the parameters not given.
-    seed : int
-        Base seed; run s uses seed + s (V, data, labels, initial candidates).
+    config : Config
+        The runs (:data:`FULL` by default, :data:`QUICK` for ``--quick``).
     progress : callable, optional
         One line per finished run.
-    activations : sequence of str, optional
-    d, n, seeds, max_steps : int, optional
-    ratio : float
-        p/(dn).
     workers : int, optional
         Processes (default min(2, cores)); results do not depend on it.
 
@@ -214,37 +248,27 @@ def run(quick: bool = False, seed: int = 0, progress: Callable[[str], None] | No
         JSON-serialisable: parameters, every run, per activation the flip statistics, the
         Hermite verdict and the agreement, and the overall verdict.
     """
-    cfg = QUICK if quick else FULL
-    activations = tuple(cfg["activations"] if activations is None else activations)
-    d = int(cfg["d"] if d is None else d)
-    n = int(cfg["n"] if n is None else n)
-    seeds = int(cfg["seeds"] if seeds is None else seeds)
-    max_steps = int(cfg["max_steps"] if max_steps is None else max_steps)
-    if not activations or d < 1 or n < 2 or seeds < 1 or max_steps < 1:
-        raise RFTheoryError("sign check needs activations, d >= 1, n >= 2, seeds >= 1, max_steps >= 1")
-    if not (ratio > 0 and math.isfinite(ratio)):
-        raise RFTheoryError(f"ratio must be positive and finite, got {ratio!r}")
-    from rftheory.activations import get_activation
-
-    for a in activations:
-        get_activation(a)
-    p = max(n, int(round(ratio * d * n)))
-    workers = min(2, os.cpu_count() or 1) if workers is None else max(1, int(workers))
+    activations, d, n, p, seed = config.activations, config.d, config.n, config.p, config.seed
+    seeds, max_steps, ratio = config.seeds, config.max_steps, config.ratio
+    check_activations(*activations)
+    workers = default_workers(workers)
     sources = source_digests()  # before any work: the code the workers will run
     tasks = [{"activation": a, "d": d, "n": n, "p": p, "seed": seed + s, "max_steps": max_steps}
              for a in activations for s in range(seeds)]
+    # The Hermite verdicts run next to the reconstructions, in the same workers.
+    calls = [partial(hermite_verdict, a) for a in activations] + [partial(run_case, t) for t in tasks]
+    tick = TaskProgress(progress, len(tasks))
 
-    runs: list[dict[str, Any]] = []
-    with ProcessPoolExecutor(max_workers=workers) as pool:
-        verdict_futures = {a: pool.submit(hermite_verdict, a) for a in activations}
-        for cell in pool.map(run_case, tasks):
-            runs.append(cell)
-            if progress is not None:
-                progress(f"[{len(runs)}/{len(tasks)}] {cell['activation']:10s} seed={cell['seed']}: "
-                         f"ρ_sign-inv={cell['rho_sign_invariant']:.1e} ρ_signed={cell['rho_signed']:.1e}"
-                         f" flips={cell['sign_flips']}/{n} loss={cell['final_loss']:.1e} "
-                         f"L(one flipped)={cell['loss_one_flipped']:.1e} ({cell['seconds']:.1f} s)")
-        verdicts = {a: f.result() for a, f in verdict_futures.items()}
+    def line(cell: dict[str, Any]) -> str:
+        return (f"{cell['activation']:10s} seed={cell['seed']}: "
+                f"ρ_sign-inv={cell['rho_sign_invariant']:.1e} ρ_signed={cell['rho_signed']:.1e}"
+                f" flips={cell['sign_flips']}/{n} loss={cell['final_loss']:.1e} "
+                f"L(one flipped)={cell['loss_one_flipped']:.1e} ({cell['seconds']:.1f} s)")
+
+    done = run_tasks(calls, workers=workers, on_result=lambda i, out: (
+        tick(lambda: line(out)) if i >= len(activations) else None))
+    verdicts = dict(zip(activations, done[:len(activations)]))
+    runs = done[len(activations):]
 
     per_activation = []
     for a in activations:
@@ -312,8 +336,6 @@ def _fmt(x: Any, spec: str = ".2f") -> str:
 
 def summary(result: dict[str, Any]) -> str:
     """Flip fractions, losses of the flipped truth and the verdicts, as a table."""
-    from rftheory.output import format_table
-
     rows = [[e["activation"], f"{e['successes']}/{e['runs']}", _fmt(e["flip_fraction_successful"]),
              f"{e['recovered_minus']}/{e['recovered_plus'] + e['recovered_minus']}",
              e["recovered_minus_failed_runs"],

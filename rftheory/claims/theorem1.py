@@ -37,6 +37,7 @@ Run: ``python -m rftheory.claims.theorem1 [--quick]`` or ``rftheory verify theor
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import sys
 import time
@@ -47,6 +48,7 @@ import numpy as np
 import scipy.optimize
 from numpy.polynomial import polynomial as npoly
 
+from rftheory.claims._common import ClaimConfig
 from rftheory.data import gaussian_labels, sphere_data, to_sphere
 from rftheory.errors import RFTheoryError, ShapeError
 from rftheory.features import FeatureMap, RandomFeatures, train_min_norm
@@ -55,7 +57,7 @@ from rftheory.kernel import KernelSeries, kernel_series
 from rftheory.metrics import match
 from rftheory.projection import projection_loss
 from rftheory.reconstruct import reconstruct
-from rftheory.output import save_figure, sparse_log_ticks
+from rftheory.output import format_table, save_figure, sparse_log_ticks
 
 CLAIM = "theorem1"
 
@@ -79,14 +81,58 @@ KERNEL_ORDER = 200
 _SLSQP = {"ftol": 1e-22, "maxiter": 500}
 _STREAM = 0x54484D31  # "THM1": tag of the seed streams of this check
 
-FULL = {"d": 8, "n": 4, "ratios": (0.5, 0.75, 1.0, 1.25, 1.5, 2.0, 4.0, 8.0),
-        "local_starts": 8, "reconstruct_starts": 2, "max_steps": 2000,
-        "gap_offsets": (-4, -2, -1, 0, 1, 2, 4), "gap_ratios": (1.0, 2.0, 4.0, 8.0, 16.0, 64.0),
-        "epsilons": (0.25, 0.5, 1.0), "gap_starts": 10}
-QUICK = {"d": 6, "n": 3, "ratios": (0.5, 1.0, 2.0, 8.0),
-         "local_starts": 4, "reconstruct_starts": 1, "max_steps": 1000,
-         "gap_offsets": (-3, -2, -1, 0, 1, 3), "gap_ratios": (2.0, 8.0),
-         "epsilons": (0.5,), "gap_starts": 5}
+
+@dataclasses.dataclass(frozen=True)
+class Config(ClaimConfig):
+    """Both faces of the Theorem 1 check (see :func:`run`); checked on creation.
+
+    Attributes
+    ----------
+    d, n : int
+        Input dimension and training-set size; data ``sphere_data(n, d, seed)``.
+    ratios : tuple of float
+        p/(dn) of the zero-loss uniqueness search.
+    local_starts, reconstruct_starts : int
+        Plain L-BFGS starts and over-complete reconstructions per p (:func:`zero_loss_search`).
+    max_steps : int
+        Optimiser budget of each reconstruction.
+    gap_offsets : tuple of int
+        p = n + d + offset for the single-candidate gap g(ε) (with ``gap_ratios``).
+    gap_ratios : tuple of float
+        p = round(ratio·dn) for the gap.
+    epsilons : tuple of float
+        Radii ε of the excluded balls, increasing.
+    gap_starts : int
+        SLSQP starts per (p, ε).
+    """
+
+    d: int = 8
+    n: int = 4
+    ratios: tuple[float, ...] = (0.5, 0.75, 1.0, 1.25, 1.5, 2.0, 4.0, 8.0)
+    local_starts: int = 8
+    reconstruct_starts: int = 2
+    max_steps: int = 2000
+    gap_offsets: tuple[int, ...] = (-4, -2, -1, 0, 1, 2, 4)
+    gap_ratios: tuple[float, ...] = (1.0, 2.0, 4.0, 8.0, 16.0, 64.0)
+    epsilons: tuple[float, ...] = (0.25, 0.5, 1.0)
+    gap_starts: int = 10
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        for name in ("ratios", "gap_offsets", "gap_ratios", "epsilons"):
+            self._set(name, tuple(getattr(self, name)))
+        if list(self.epsilons) != sorted(self.epsilons):
+            raise RFTheoryError("epsilons must be in increasing order")
+        if self.d < 1 or self.n < 1 or self.max_steps < 1 or self.gap_starts < 1 \
+                or min(self.local_starts, self.reconstruct_starts) < 0:
+            raise RFTheoryError("theorem1 check needs d, n, max_steps, gap_starts >= 1 and "
+                                "non-negative start counts")
+
+
+FULL = Config()
+QUICK = Config(d=6, n=3, ratios=(0.5, 1.0, 2.0, 8.0), local_starts=4, reconstruct_starts=1,
+               max_steps=1000, gap_offsets=(-3, -2, -1, 0, 1, 3), gap_ratios=(2.0, 8.0),
+               epsilons=(0.5,), gap_starts=5)
 
 
 def feature_seed(seed: int) -> int:
@@ -293,19 +339,17 @@ def zero_loss_search(features: RandomFeatures, X: np.ndarray, theta: Any, *, loc
 # Protocol: run, plot, summary
 # ---------------------------------------------------------------------------------------------
 
-def _gap_p_values(cfg: dict) -> list[int]:
-    d, n = cfg["d"], cfg["n"]
-    ps = {n + d + k for k in cfg["gap_offsets"]} | {int(round(r * d * n)) for r in cfg["gap_ratios"]}
+def _gap_p_values(config: Config) -> list[int]:
+    d, n = config.d, config.n
+    ps = {n + d + k for k in config.gap_offsets} | {int(round(r * d * n)) for r in config.gap_ratios}
     return sorted(p for p in ps if p > n)
 
 
-def run(quick: bool = False, seed: int = 0,
-        progress: Callable[[str], None] | None = None) -> dict[str, Any]:
-    """Both faces of Theorem 1 (see the module docstring)."""
-    cfg = QUICK if quick else FULL
-    if list(cfg["epsilons"]) != sorted(cfg["epsilons"]):
-        raise RFTheoryError("epsilons must be in increasing order")
-    d, n = cfg["d"], cfg["n"]
+def run(config: Config = FULL, *, progress: Callable[[str], None] | None = None) -> dict[str, Any]:
+    """Both faces of Theorem 1 (see the module docstring), for ``config`` (:data:`FULL` by
+    default, :data:`QUICK` for ``--quick``)."""
+    cfg, seed = config, config.seed
+    d, n = cfg.d, cfg.n
     X = sphere_data(n, d, seed)
     Y = gaussian_labels(n, seed)
     v_seed = feature_seed(seed)
@@ -316,13 +360,13 @@ def run(quick: bool = False, seed: int = 0,
 
     # Zero-loss uniqueness.
     uniqueness = []
-    for ratio in cfg["ratios"]:
+    for ratio in cfg.ratios:
         p = max(n, int(round(ratio * d * n)))
         t0 = time.perf_counter()
         features, trained = model(p)
-        runs = zero_loss_search(features, X, trained.theta, local_starts=cfg["local_starts"],
-                                reconstruct_starts=cfg["reconstruct_starts"], seed=seed,
-                                max_steps=cfg["max_steps"])
+        runs = zero_loss_search(features, X, trained.theta, local_starts=cfg.local_starts,
+                                reconstruct_starts=cfg.reconstruct_starts, seed=seed,
+                                max_steps=cfg.max_steps)
         zeros = [r for r in runs if r["loss"] <= ZERO_LOSS]
         row = {"ratio": ratio, "p": p, "p_over_dn": p / (d * n),
                "train_residual": trained.train_residual, "runs": runs,
@@ -344,8 +388,8 @@ def run(quick: bool = False, seed: int = 0,
         features, _ = model(p)
         floor = max(math.sqrt(max(span_residual(features, X, X[i], gradient=False)[0], 0.0))
                     for i in range(n))
-        per_eps = [min_span_residual(features, X, eps, starts=cfg["gap_starts"], seed=seed)
-                   for eps in cfg["epsilons"]]
+        per_eps = [min_span_residual(features, X, eps, starts=cfg.gap_starts, seed=seed)
+                   for eps in cfg.epsilons]
         gaps.append({"p": p, "p_over_dn": p / (d * n), "p_minus_n_minus_d": p - n - d,
                      "residual_floor": floor,
                      "gap": [g["gap"] for g in per_eps], "distance": [g["distance"] for g in per_eps],
@@ -355,14 +399,14 @@ def run(quick: bool = False, seed: int = 0,
                      "seconds": time.perf_counter() - t0})
         if progress:
             progress(f"gap: p = {p} (p - n - d = {p - n - d}): g(eps) = "
-                     + ", ".join(f"{e:g}: {g['gap']:.3e}" for e, g in zip(cfg["epsilons"], per_eps))
+                     + ", ".join(f"{e:g}: {g['gap']:.3e}" for e, g in zip(cfg.epsilons, per_eps))
                      + f" (floor {floor:.1e}); {gaps[-1]['seconds']:.1f} s")
-    limits = [kernel_gap(ACTIVATION, X, eps, starts=cfg["gap_starts"], seed=seed)
-              for eps in cfg["epsilons"]]
+    limits = [kernel_gap(ACTIVATION, X, eps, starts=cfg.gap_starts, seed=seed)
+              for eps in cfg.epsilons]
 
     # Verdicts.
     opens_at = []
-    for j, _ in enumerate(cfg["epsilons"]):
+    for j, _ in enumerate(cfg.epsilons):
         positive_from = None
         for row in reversed(gaps):
             if row["gap"][j] > GAP_ZERO:
@@ -398,9 +442,9 @@ def run(quick: bool = False, seed: int = 0,
                       "+-x_i is > 0; dimension counting predicts spurious zeros for p < dn and a "
                       "single-candidate gap from p = n + d"),
         "activation": ACTIVATION, "d": d, "n": n, "v_seed": v_seed,
-        "config": {k: list(v) if isinstance(v, tuple) else v for k, v in cfg.items()},
+        "config": cfg.as_dict(),
         "zero_loss": ZERO_LOSS, "rho_same": RHO_SAME, "gap_zero": GAP_ZERO,
-        "large_ratio": LARGE_RATIO, "epsilons": list(cfg["epsilons"]),
+        "large_ratio": LARGE_RATIO, "epsilons": list(cfg.epsilons),
         "uniqueness": uniqueness,
         "gaps": gaps,
         "kernel_limit": limits,
@@ -483,8 +527,6 @@ def _fmt(value: float | None, spec: str = ".2e") -> str:
 
 def summary(result: dict[str, Any]) -> str:
     """Tables: zero-loss solutions per p; g(ε) per p; the kernel limit; the verdict."""
-    from rftheory.output import format_table
-
     d, n = result["d"], result["n"]
     rows = [[r["p"], f"{r['p_over_dn']:g}", f"{r['zero_loss_count']}/{len(r['runs'])}",
              r["spurious_count"], _fmt(r["max_rho_zero_loss"]), _fmt(r["min_loss"])]

@@ -44,12 +44,13 @@ import numpy as np
 import scipy.linalg
 import scipy.optimize
 
+from rftheory.claims._common import ClaimConfig
 from rftheory.data import gaussian_labels, sphere_data
 from rftheory.errors import RFTheoryError, ShapeError
 from rftheory.features import FeatureMap, RandomFeatures, train_min_norm
 from rftheory.gram import GramSolution, solve_gram
 from rftheory.projection import projection_loss
-from rftheory.output import save_figure, sparse_log_ticks
+from rftheory.output import format_table, save_figure, sparse_log_ticks
 
 CLAIM = "theorem2"
 
@@ -75,11 +76,43 @@ LARGE_RATIO = 2.0
 _LBFGS = {"ftol": 1e-13, "gtol": 1e-11, "maxiter": 3000}
 _V_STREAM = 0x54484D32  # "THM2": tag of the seed stream of V
 
-FULL = {"d": 8, "ratios": (0.5, 1.0, 2.0, 4.0, 8.0, 16.0),
-        "deltas": (0.005, 0.02, 0.05, 0.1, 0.2, 0.35, 0.5),
-        "random_starts": 5, "activations": DEFAULT_ACTIVATIONS}
-QUICK = {"d": 6, "ratios": (0.5, 2.0, 8.0), "deltas": (0.05, 0.3),
-         "random_starts": 2, "activations": DEFAULT_ACTIVATIONS}
+
+@dataclass(frozen=True)
+class Config(ClaimConfig):
+    """The Theorem 2 check (see :func:`run`); checked on creation.
+
+    Attributes
+    ----------
+    d : int
+        Input dimension (n = 2); data ``sphere_data(2, d, seed)``.
+    ratios : tuple of float
+        p/(dn) of the models (V nested in p).
+    deltas : tuple of float
+        Radii δ of the duplicate regions D(δ), 0 < δ < 2.
+    random_starts : int
+        Random L-BFGS-B starts per (p, δ), besides the warm and limit starts.
+    activations : tuple of str
+    """
+
+    d: int = 8
+    ratios: tuple[float, ...] = (0.5, 1.0, 2.0, 4.0, 8.0, 16.0)
+    deltas: tuple[float, ...] = (0.005, 0.02, 0.05, 0.1, 0.2, 0.35, 0.5)
+    random_starts: int = 5
+    activations: tuple[str, ...] = DEFAULT_ACTIVATIONS
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        for name in ("ratios", "deltas", "activations"):
+            self._set(name, tuple(getattr(self, name)))
+        if self.d < 2 or not self.ratios or not self.activations or self.random_starts < 0:
+            raise RFTheoryError("theorem2 check needs d >= 2, ratios, activations and "
+                                "random_starts >= 0")
+        if any(not 0.0 < dl < 2.0 for dl in self.deltas):
+            raise RFTheoryError(f"deltas must lie in (0, 2), got {self.deltas}")
+
+
+FULL = Config()
+QUICK = Config(d=6, ratios=(0.5, 2.0, 8.0), deltas=(0.05, 0.3), random_starts=2)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -431,13 +464,12 @@ def duplicate_curves(activation: str, d: int, ratios: Sequence[float], deltas: S
 # Protocol: run, plot, summary
 # ---------------------------------------------------------------------------------------------
 
-def run(quick: bool = False, seed: int = 0,
-        progress: Callable[[str], None] | None = None) -> dict[str, Any]:
-    """The check for every activation of the configuration (see the module docstring)."""
-    cfg = QUICK if quick else FULL
-    curves = [duplicate_curves(a, cfg["d"], cfg["ratios"], cfg["deltas"], seed=seed,
-                               random_starts=cfg["random_starts"], progress=progress)
-              for a in cfg["activations"]]
+def run(config: Config = FULL, *, progress: Callable[[str], None] | None = None) -> dict[str, Any]:
+    """The check for every activation of ``config`` (:data:`FULL` by default, :data:`QUICK` for
+    ``--quick``; see the module docstring)."""
+    curves = [duplicate_curves(a, config.d, config.ratios, config.deltas, seed=config.seed,
+                               random_starts=config.random_starts, progress=progress)
+              for a in config.activations]
     per_activation = {c["activation"]: c["verdict"] for c in curves}
     main = per_activation.get("relu+tanh", next(iter(per_activation.values())))
     verdict = {
@@ -452,7 +484,7 @@ def run(quick: bool = False, seed: int = 0,
                       "{||x_hat_j - x_1|| <= delta sqrt(d), j = 1, 2} stays above "
                       f"{ZERO_LOSS:g} for p/(dn) >= {LARGE_RATIO:g}; its delta -> 0 limit equals "
                       "the residual of theta on span{phi(x1), J_x1 B} (closed form)"),
-        "config": {k: list(v) if isinstance(v, tuple) else v for k, v in cfg.items()},
+        "config": config.as_dict(),
         "zero_loss": ZERO_LOSS, "limit_rtol": LIMIT_RTOL, "large_ratio": LARGE_RATIO,
         "curves": curves,
         "verdict": verdict,
@@ -523,8 +555,6 @@ def _fmt(value: float | None) -> str:
 
 def summary(result: dict[str, Any]) -> str:
     """Per activation and p: L₀, the duplicate-region minima per δ, the small-δ check."""
-    from rftheory.output import format_table
-
     lines = []
     for c in result["curves"]:
         headers = ["p", "p/(dn)", "L0"] + [f"delta={dl:g}" for dl in c["deltas"]] + [

@@ -25,16 +25,20 @@ Run: ``python -m rftheory.claims.twolayer_law [--quick]`` or ``rftheory verify t
 
 from __future__ import annotations
 
+import dataclasses
 import math
-import os
 import statistics
 import time
+from functools import partial
 from pathlib import Path
 from typing import Any, Callable
 
 import numpy as np
-from rftheory.claims._common import map_tasks
-from rftheory.output import save_figure
+
+from rftheory.claims._common import (ClaimConfig, TaskProgress, check_activations,
+                                     default_workers, run_tasks)
+from rftheory.errors import RFTheoryError
+from rftheory.output import format_table, save_figure
 
 CLAIM = "twolayer_law"
 
@@ -77,10 +81,6 @@ DATASETS: dict[str, dict[str, int]] = {
     "digits": {"d": 64, "n": 5, "classes": 10},
 }
 
-_QUICK = {"ratios": (1.0, 2.0, 4.0, 8.0), "seeds": 1,
-          "setups": ("rf_gd", "square", "cross_entropy"), "max_steps": 2000}
-_FULL = {"ratios": (0.5, 1.0, 2.0, 4.0, 8.0, 16.0), "seeds": 2,
-         "setups": tuple(SETUPS), "max_steps": 3000}
 #: Over-complete rounds of the reconstruction. With a trained first layer the loss cannot reach
 #: the 1e-10 tolerance (ΔW₂ is only nearly in the span), so every run ends by stalling or by the
 #: budget; measured on 8 successful cases, rounds 4–10 never changed ρ and cost ~40% of the time.
@@ -163,10 +163,6 @@ def run_case(dataset: str, setup: str, ratio: float, seed: int, *, activation: s
     }
 
 
-def _run_task(task: dict[str, Any]) -> dict[str, Any]:
-    return run_case(**task)
-
-
 def _aggregate(cases: list[dict[str, Any]], ratios: tuple[float, ...]) -> dict[str, Any]:
     """Per (data set, setup): medians over seeds per ratio and the measured threshold."""
     out: dict[str, Any] = {}
@@ -196,30 +192,72 @@ def _aggregate(cases: list[dict[str, Any]], ratios: tuple[float, ...]) -> dict[s
     return out
 
 
-def run(quick: bool = False, seed: int = 0, progress: Callable[[str], None] | None = None, *,
-        activation: str = "relu+tanh", ratios: tuple[float, ...] | None = None,
-        seeds: int | None = None, setups: tuple[str, ...] | None = None,
-        datasets: tuple[str, ...] = tuple(DATASETS), max_steps: int | None = None,
+@dataclasses.dataclass(frozen=True)
+class Config(ClaimConfig):
+    """The two-layer sweep (see :func:`run`); checked on creation.
+
+    The full grid is 6 ratios × 2 seeds × 7 setups × 2 data sets (168 runs; measured 2 min 14 s
+    at load 2–5, 10 min at load 12–16); :data:`QUICK` is 4 ratios, 1 seed, 3 setups, 2 data sets
+    (24 runs; measured 19–34 s wall on 2 cores).
+
+    Attributes
+    ----------
+    ratios : tuple of float
+        Values of p^(L)/(dn), p^(L) = k·width.
+    seeds : int
+        Runs per point; they use seeds ``seed, seed+1, ...`` (each drives W₁(0), W₂(0), the data,
+        the labels and the reconstruction's start through separate streams).
+    setups : tuple of str
+        Keys of :data:`SETUPS`.
+    max_steps : int
+        The reconstruction's budget.
+    activation : str
+        φ. Default ReLU + tanh: ReLU's odd Hermite coefficients of order ≥ 3 vanish, which
+        leaves a sign ambiguity x ↔ −x that the reconstruction optimiser trips on; adding tanh
+        removes it (see the paper note).
+    datasets : tuple of str
+        Keys of :data:`DATASETS`.
+    """
+
+    ratios: tuple[float, ...] = (0.5, 1.0, 2.0, 4.0, 8.0, 16.0)
+    seeds: int = 2
+    setups: tuple[str, ...] = tuple(SETUPS)
+    max_steps: int = 3000
+    activation: str = "relu+tanh"
+    datasets: tuple[str, ...] = tuple(DATASETS)
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        self._set("ratios", tuple(float(r) for r in self.ratios))
+        self._set("setups", tuple(self.setups))
+        self._set("datasets", tuple(self.datasets))
+        self._set("seeds", int(self.seeds))
+        self._set("max_steps", int(self.max_steps))
+        for s in self.setups:
+            if s not in SETUPS:
+                raise RFTheoryError(f"unknown setup {s!r}; choose from {', '.join(SETUPS)}")
+        for name in self.datasets:
+            if name not in DATASETS:
+                raise RFTheoryError(f"unknown data set {name!r}; choose from {', '.join(DATASETS)}")
+        if not self.ratios or min(self.ratios) <= 0 or self.seeds < 1:
+            raise RFTheoryError("ratios must be positive and seeds >= 1")
+
+
+FULL = Config()
+QUICK = Config(ratios=(1.0, 2.0, 4.0, 8.0), seeds=1, setups=("rf_gd", "square", "cross_entropy"),
+               max_steps=2000)
+
+
+def run(config: Config = FULL, *, progress: Callable[[str], None] | None = None,
         workers: int | None = None) -> dict[str, Any]:
     """Sweep ρ against p^(L)/(dn) for two-layer networks trained by gradient descent.
 
     Parameters
     ----------
-    quick : bool
-        Small grid: 4 ratios, 1 seed, 3 setups, 2 data sets (24 runs; measured 19–34 s wall on
-        2 cores). The full grid is 6 ratios × 2 seeds × 7 setups × 2 data sets (168 runs;
-        measured 2 min 14 s at load 2–5, 10 min at load 12–16).
-    seed : int
-        Base seed; the runs use seeds ``seed, seed+1, ...`` (each drives W₁(0), W₂(0), the data,
-        the labels and the reconstruction's start through separate streams).
+    config : Config
+        The grid (:data:`FULL` by default, :data:`QUICK` for ``--quick``).
     progress : callable, optional
         Called with a one-line message after each run.
-    activation : str
-        φ. Default ReLU + tanh: ReLU's odd Hermite coefficients of order ≥ 3 vanish, which
-        leaves a sign ambiguity x ↔ −x that the reconstruction optimiser trips on; adding tanh
-        removes it (see the paper note).
-    ratios, seeds, setups, datasets, max_steps
-        Override the grid (defaults: the quick or full grid).
     workers : int, optional
         Processes running cases in parallel (default: min(2, CPU count)). Results do not depend
         on it.
@@ -230,37 +268,20 @@ def run(quick: bool = False, seed: int = 0, progress: Callable[[str], None] | No
         JSON-serialisable: the grid, every run (``cases``), per-setup medians and thresholds
         (``summary``) and the verdict.
     """
-    from rftheory.errors import RFTheoryError
-
-    grid = dict(_QUICK if quick else _FULL)
-    ratios = tuple(float(r) for r in (grid["ratios"] if ratios is None else ratios))
-    seeds = grid["seeds"] if seeds is None else int(seeds)
-    setups = tuple(grid["setups"] if setups is None else setups)
-    max_steps = grid["max_steps"] if max_steps is None else int(max_steps)
-    for s in setups:
-        if s not in SETUPS:
-            raise RFTheoryError(f"unknown setup {s!r}; choose from {', '.join(SETUPS)}")
-    for name in datasets:
-        if name not in DATASETS:
-            raise RFTheoryError(f"unknown data set {name!r}; choose from {', '.join(DATASETS)}")
-    if not ratios or min(ratios) <= 0 or seeds < 1:
-        raise RFTheoryError("ratios must be positive and seeds >= 1")
-    workers = min(2, os.cpu_count() or 1) if workers is None else max(1, int(workers))
+    check_activations(config.activation)
+    ratios, seeds, setups, datasets = config.ratios, config.seeds, config.setups, config.datasets
+    max_steps, activation, seed = config.max_steps, config.activation, config.seed
+    workers = default_workers(workers)
     tasks = [{"dataset": ds, "setup": st, "ratio": r, "seed": seed + s, "activation": activation,
               "max_steps": max_steps}
              for ds in datasets for st in setups for r in ratios for s in range(seeds)]
     t0 = time.perf_counter()
-    cases: list[dict[str, Any]] = []
-
-    def report(case: dict[str, Any]) -> None:
-        cases.append(case)
-        if progress is not None:
-            progress(f"[{len(cases)}/{len(tasks)}] {case['dataset']:6s} {case['setup']:13s} "
-                     f"p^(L)/(dn)={case['ratio']:5.2f} seed={case['seed']} ρ={case['rho']:.2e} "
-                     f"span residual={case['span_residual']:.1e} ({case['seconds']:.1f} s)")
-
-    for case in map_tasks(_run_task, tasks, workers):
-        report(case)
+    tick = TaskProgress(progress, len(tasks))
+    cases = run_tasks([partial(run_case, **t) for t in tasks], workers=workers,
+                      on_result=lambda i, case: tick(lambda: (
+                          f"{case['dataset']:6s} {case['setup']:13s} "
+                          f"p^(L)/(dn)={case['ratio']:5.2f} seed={case['seed']} ρ={case['rho']:.2e} "
+                          f"span residual={case['span_residual']:.1e} ({case['seconds']:.1f} s)")))
     summary_ = _aggregate(cases, ratios)
     top = max(ratios)
     per_setup = {}
@@ -304,8 +325,6 @@ def run(quick: bool = False, seed: int = 0, progress: Callable[[str], None] | No
 
 def summary(result: dict[str, Any]) -> str:
     """Median ρ per setup and ratio, the measured thresholds and the verdict, as a table."""
-    from rftheory.output import format_table
-
     ratios = result["ratios"]
     verdicts = result["verdict"]["per_setup"]
     headers = ["data", "setup", "k"] + [f"{r:g}" for r in ratios] + ["threshold", "law"]
@@ -408,12 +427,9 @@ def plot(result: dict[str, Any], stem: str | Path) -> list[Path]:
     return save_figure(fig, stem)
 
 
-def main(argv: list[str] | None = None) -> int:
-    """``python -m rftheory.claims.twolayer_law [--quick] [--seed S] [--out DIR]``."""
+if __name__ == "__main__":
+    import sys
+
     from rftheory.claims._common import main_for
 
-    return main_for(CLAIM, argv)
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())
+    sys.exit(main_for(CLAIM))
