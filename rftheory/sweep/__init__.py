@@ -78,9 +78,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator, Mapping
 
-from . import __version__
-from .errors import RFTheoryError
-from .output import to_jsonable
+from .. import __version__
+from ..errors import RFTheoryError
+from ..output import to_jsonable
 
 __all__ = [
     "CELL_KINDS",
@@ -253,8 +253,8 @@ def label_fit_cell(*, activation: str, d: int, n: int, p: int, seed: int,
     """
     import numpy as np
 
-    from .data import gaussian_labels, sign_labels, sphere_data
-    from .features import RandomFeatures, train_min_norm
+    from ..data import gaussian_labels, sign_labels, sphere_data
+    from ..features import RandomFeatures, train_min_norm
 
     if labels not in ("gaussian", "sign"):
         raise RFTheoryError(f"labels must be 'gaussian' or 'sign', got {labels!r}")
@@ -534,7 +534,7 @@ def parse_spec(document: Mapping[str, Any], *, source: str = "<sweep>") -> Sweep
         if name == "p_mult" and value <= 0:
             raise fail(where, f"must be > 0, got {value!r}")
         if name == "activation":
-            from .activations import get_activation
+            from ..activations import get_activation
 
             try:
                 get_activation(value)
