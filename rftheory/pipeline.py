@@ -33,7 +33,7 @@ from typing import Any, Callable, Mapping
 import numpy as np
 
 from .backend import namespace, to_host
-from .data import Dataset, gaussian_labels, load_dataset, sign_labels
+from .data import Dataset, gaussian_labels, load_dataset, sign_labels, sphere_data
 from .errors import RFTheoryError
 from .features import RandomFeatures, TrainedModel, train_min_norm
 from .metrics import VARIANTS, Matching, match
@@ -49,6 +49,7 @@ __all__ = [
     "recover_training_set",
     "run_reconstruction",
     "reconstruction_cell",
+    "label_fit_cell",
     "feature_count",
     "plot_reconstruction",
 ]
@@ -411,6 +412,57 @@ def reconstruction_cell(*, activation: str, d: int, n: int, p: int, seed: int,
         "converged": result.converged,
         "stop_reason": result.stop_reason,
         "seconds": run.seconds,
+    }
+
+
+def label_fit_cell(*, activation: str, d: int, n: int, p: int, seed: int,
+                   labels: str = "gaussian") -> dict:
+    """Fit n seeded labels on the √d-sphere with p random features; how well are they fit?
+
+    The sweep cell ``label_fit``, the label-fitting half of the paper's picture: the min-norm interpolator θ* = Φ⁺Y fits
+    generic labels once p ≥ n (train residual ≈ 0, Gram ΦΦᵀ of full rank), and for p ≫ n the
+    Gram matrix concentrates, λ_min(ΦΦᵀ/p) → λ_min of the RF kernel matrix (> 0 for
+    non-polynomial φ and distinct points).
+
+    Parameters
+    ----------
+    activation : str
+        φ (registry name or expression in z).
+    d, n, p : int
+        Input dimension, training points, features.
+    seed : int
+        Drives V, the data and the labels through separate streams (:mod:`rftheory.data`).
+    labels : {"gaussian", "sign"}
+
+    Returns
+    -------
+    dict
+        ``train_residual`` (‖Φθ*−Y‖/‖Y‖), ``gram_min_eig`` and ``gram_max_eig`` (extreme
+        eigenvalues of ΦΦᵀ/p), ``gram_rank`` and ``rank_deficient`` (from the one Gram solve,
+        :func:`rftheory.gram.solve_gram`), ``theta_norm`` (‖θ*‖).
+
+    Notes
+    -----
+    float64 throughout. The numbers' last bits depend on the BLAS thread count (sweeps pin it,
+    see :func:`rftheory.sweep.limit_blas_threads`). Eigenvalues from LAPACK ``eigh`` have absolute error
+    ~ n·ε·λ_max, so ``gram_min_eig`` below ~1e-14·``gram_max_eig`` means "numerically zero".
+    """
+    if labels not in ("gaussian", "sign"):
+        raise RFTheoryError(f"labels must be 'gaussian' or 'sign', got {labels!r}")
+    # V is kept between the four passes (eigenvalues, fit, Φᵀa, Φθ) when it fits in 256 MiB;
+    # the cache changes speed only, never the numbers
+    features = RandomFeatures(activation, d=d, p=p, seed=seed, v_cache_bytes=2**28)
+    X = sphere_data(n, d, seed)
+    Y = gaussian_labels(n, seed) if labels == "gaussian" else sign_labels(n, seed)
+    eigenvalues = np.linalg.eigvalsh(features.gram(X) / p)
+    model = train_min_norm(features, X, Y)
+    return {
+        "train_residual": float(model.train_residual),
+        "gram_min_eig": float(eigenvalues[0]),
+        "gram_max_eig": float(eigenvalues[-1]),
+        "gram_rank": int(model.gram.rank),
+        "rank_deficient": bool(model.gram.rank_deficient),
+        "theta_norm": float(np.linalg.norm(model.theta)),
     }
 
 

@@ -12,7 +12,7 @@ For the RF model f(x) = φ(Vx)ᵀθ trained by the min-norm interpolator θ* = �
 
 The check sweeps p over multiples of n and of dn for several (d, n) and seeds; every point with
 p ≥ n is one :func:`rftheory.pipeline.reconstruction_cell` (labels fit, reconstruction, all
-three ρ), every point with p < n a label-fitting cell (:func:`rftheory.sweep.label_fit_cell`;
+three ρ), every point with p < n a label-fitting cell (:func:`rftheory.pipeline.label_fit_cell`;
 with fewer features than candidates there is no reconstruction to try). From the seeds it reads
 
 * p*_label — the smallest p of the grid from which every seed's train residual is below
@@ -156,7 +156,7 @@ def run_point(task: dict[str, Any]) -> dict[str, Any]:
     from threadpoolctl import threadpool_limits
 
     from rftheory.pipeline import reconstruction_cell
-    from rftheory.sweep import label_fit_cell
+    from rftheory.pipeline import label_fit_cell
 
     start = time.perf_counter()
     with threadpool_limits(limits=1, user_api="blas"):
