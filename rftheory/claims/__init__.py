@@ -7,8 +7,9 @@ Every module ``rftheory/claims/<claim>.py`` defines
   checked on creation, ``config.replace(field=...)`` for variants) and its two instances ``FULL``
   (the default run) and ``QUICK`` (``--quick``, minutes on 2 cores);
 * ``run(config=FULL, *, progress=None, ...) -> dict`` — the measurement, returning a
-  JSON-serialisable result (inputs, seeds, numbers, the verdict on the claim); claims that run
-  tasks in parallel also take ``workers`` (results never depend on it);
+  JSON-serialisable result (inputs, seeds, numbers, the verdict on the claim); ``progress``
+  receives one line per finished step; claims that run tasks in parallel also take ``workers``
+  (worker processes, default min(2, cores); results never depend on it);
 * ``plot(result, stem) -> list[Path]`` — figures (PNG + PDF) drawn from a result, so they can be
   redrawn from saved JSON;
 * ``summary(result) -> str`` — a short human-readable table.

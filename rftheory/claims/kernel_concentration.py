@@ -8,7 +8,6 @@ and follows the protocol of :mod:`rftheory.claims`.
 from __future__ import annotations
 
 import dataclasses
-import sys
 from pathlib import Path
 from typing import Any, Callable
 
@@ -20,7 +19,7 @@ from rftheory.concentration import (
     lambda_min_vs_d,
     plot_curves,
 )
-from rftheory.claims._common import ClaimConfig
+from rftheory.claims._common import ClaimConfig, main_for
 from rftheory.data import sphere_data
 from rftheory.errors import RFTheoryError
 from rftheory.kernel import DEFAULT_ORDER, hadamard_power_bounds
@@ -164,6 +163,4 @@ def summary(result: dict) -> str:
 
 
 if __name__ == "__main__":
-    from rftheory.claims._common import main_for
-
-    sys.exit(main_for(CLAIM))
+    raise SystemExit(main_for(CLAIM))

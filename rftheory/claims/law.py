@@ -53,8 +53,8 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from rftheory.claims._common import (ClaimConfig, TaskProgress, check_activations,
-                                     default_workers, run_tasks, source_digests)
+from rftheory.claims._common import (ClaimConfig, TaskProgress, check_activations, default_workers,
+                                     main_for, run_tasks, source_digests)
 from rftheory.errors import RFTheoryError
 from rftheory.output import format_table, save_figure
 
@@ -324,14 +324,7 @@ def run(config: Config = FULL, *, progress: Callable[[str], None] | None = None,
         workers: int | None = None) -> dict[str, Any]:
     """Sweep p over multiples of n and dn, locate p*_label and p*_data, give the verdict.
 
-    Parameters
-    ----------
-    config : Config
-        The sweep (:data:`FULL` by default, :data:`QUICK` for ``--quick``).
-    progress : callable, optional
-        Receives one line per finished point.
-    workers : int, optional
-        Processes (default min(2, cores)). Results do not depend on it.
+    ``config``, ``progress`` and ``workers`` as in the protocol (:mod:`rftheory.claims`).
 
     Returns
     -------
@@ -547,8 +540,4 @@ def plot(result: dict[str, Any], stem: str | Path) -> list[Path]:
 
 
 if __name__ == "__main__":
-    import sys
-
-    from rftheory.claims._common import main_for
-
-    sys.exit(main_for(CLAIM))
+    raise SystemExit(main_for(CLAIM))

@@ -38,8 +38,8 @@ from typing import Any, Callable
 
 import numpy as np
 
-from rftheory.claims._common import (ClaimConfig, TaskProgress, check_activations,
-                                     default_workers, run_tasks, source_digests)
+from rftheory.claims._common import (ClaimConfig, TaskProgress, check_activations, default_workers,
+                                     main_for, run_tasks, source_digests)
 from rftheory.errors import RFTheoryError
 from rftheory.output import format_table, save_figure
 
@@ -203,14 +203,7 @@ def run(config: Config = FULL, *, progress: Callable[[str], None] | None = None,
         workers: int | None = None) -> dict[str, Any]:
     """Reconstruct with n̂ = factor·n candidates for several factors; coverage and extras.
 
-    Parameters
-    ----------
-    config : Config
-        The runs (:data:`FULL` by default, :data:`QUICK` for ``--quick``).
-    progress : callable, optional
-        One line per finished run.
-    workers : int, optional
-        Processes (default min(2, cores)); results do not depend on it.
+    ``config``, ``progress`` and ``workers`` as in the protocol (:mod:`rftheory.claims`).
     """
     check_activations(config.activation)
     workers = default_workers(workers)
@@ -354,8 +347,4 @@ def plot(result: dict[str, Any], stem: str | Path) -> list[Path]:
 
 
 if __name__ == "__main__":
-    import sys
-
-    from rftheory.claims._common import main_for
-
-    sys.exit(main_for(CLAIM))
+    raise SystemExit(main_for(CLAIM))

@@ -39,7 +39,6 @@ from __future__ import annotations
 
 import dataclasses
 import math
-import sys
 import time
 from pathlib import Path
 from typing import Any, Callable
@@ -48,7 +47,7 @@ import numpy as np
 import scipy.optimize
 from numpy.polynomial import polynomial as npoly
 
-from rftheory.claims._common import ClaimConfig
+from rftheory.claims._common import ClaimConfig, main_for
 from rftheory.data import gaussian_labels, sphere_data, to_sphere
 from rftheory.errors import RFTheoryError, ShapeError
 from rftheory.features import FeatureMap, RandomFeatures, train_min_norm
@@ -550,6 +549,4 @@ def summary(result: dict[str, Any]) -> str:
 
 
 if __name__ == "__main__":
-    from rftheory.claims._common import main_for
-
-    sys.exit(main_for(CLAIM))
+    raise SystemExit(main_for(CLAIM))

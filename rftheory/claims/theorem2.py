@@ -34,7 +34,6 @@ Run: ``python -m rftheory.claims.theorem2 [--quick]`` or ``rftheory verify theor
 from __future__ import annotations
 
 import math
-import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -44,7 +43,7 @@ import numpy as np
 import scipy.linalg
 import scipy.optimize
 
-from rftheory.claims._common import ClaimConfig
+from rftheory.claims._common import ClaimConfig, main_for
 from rftheory.data import gaussian_labels, sphere_data
 from rftheory.errors import RFTheoryError, ShapeError
 from rftheory.features import FeatureMap, RandomFeatures, train_min_norm
@@ -578,6 +577,4 @@ def summary(result: dict[str, Any]) -> str:
 
 
 if __name__ == "__main__":
-    from rftheory.claims._common import main_for
-
-    sys.exit(main_for(CLAIM))
+    raise SystemExit(main_for(CLAIM))

@@ -35,8 +35,8 @@ from typing import Any, Callable
 
 import numpy as np
 
-from rftheory.claims._common import (ClaimConfig, TaskProgress, check_activations,
-                                     default_workers, run_tasks)
+from rftheory.claims._common import (ClaimConfig, TaskProgress, check_activations, default_workers,
+                                     main_for, run_tasks)
 from rftheory.errors import RFTheoryError
 from rftheory.output import format_table, save_figure
 
@@ -252,15 +252,7 @@ def run(config: Config = FULL, *, progress: Callable[[str], None] | None = None,
         workers: int | None = None) -> dict[str, Any]:
     """Sweep ρ against p^(L)/(dn) for two-layer networks trained by gradient descent.
 
-    Parameters
-    ----------
-    config : Config
-        The grid (:data:`FULL` by default, :data:`QUICK` for ``--quick``).
-    progress : callable, optional
-        Called with a one-line message after each run.
-    workers : int, optional
-        Processes running cases in parallel (default: min(2, CPU count)). Results do not depend
-        on it.
+    ``config``, ``progress`` and ``workers`` as in the protocol (:mod:`rftheory.claims`).
 
     Returns
     -------
@@ -428,8 +420,4 @@ def plot(result: dict[str, Any], stem: str | Path) -> list[Path]:
 
 
 if __name__ == "__main__":
-    import sys
-
-    from rftheory.claims._common import main_for
-
-    sys.exit(main_for(CLAIM))
+    raise SystemExit(main_for(CLAIM))

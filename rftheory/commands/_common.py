@@ -11,9 +11,10 @@ import argparse
 import math
 import sys
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Sequence
 
 from ..errors import RFTheoryError
+from ..output import print_json
 
 #: Suffixes ``--plot FILE`` accepts; both formats are always written.
 FIGURE_SUFFIXES = ("", ".png", ".pdf")
@@ -81,3 +82,15 @@ def progress_lines(args: argparse.Namespace) -> Callable[[str], None] | None:
 def progress_bar_wanted(args: argparse.Namespace) -> bool:
     """A tqdm bar on stderr: only on a terminal, and not with ``--json`` or ``--no-progress``."""
     return not args.json and not getattr(args, "no_progress", False) and sys.stderr.isatty()
+
+
+def print_result(args: argparse.Namespace, payload: dict, table: str,
+                 figures: Sequence[Path] = ()) -> None:
+    """``--json``: the payload with the figures written; otherwise the table and one
+    ``wrote PATH`` line per figure."""
+    if args.json:
+        print_json({**payload, "figures": [str(p) for p in figures]})
+    else:
+        print(table)
+        for path in figures:
+            print(f"wrote {path}")

@@ -19,8 +19,8 @@ from typing import Any
 
 from ..data import dataset_dimension
 from ..errors import RFTheoryError
-from ..output import format_table, print_json
-from ._common import at_least, figure_paths, finite_at_least, progress_bar_wanted
+from ..output import format_table
+from ._common import at_least, figure_paths, finite_at_least, print_result, progress_bar_wanted
 
 #: Seconds between ρ evaluations for the progress bar (a Hungarian matching on the host).
 PROGRESS_RHO_INTERVAL = 1.0
@@ -85,14 +85,7 @@ def handle(args: argparse.Namespace) -> int:
         if bar is not None:
             bar.close()
     written = plot_reconstruction(run, args.plot) if args.plot is not None else []
-    if args.json:
-        payload = run.summary()
-        payload["figures"] = [str(p) for p in written]
-        print_json(payload)
-    else:
-        print(_table(run))
-        for path in written:
-            print(f"wrote {path}")
+    print_result(args, run.summary(), _table(run), written)
     return 0
 
 

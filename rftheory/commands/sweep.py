@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from ..output import format_table, print_json
-from ._common import figure_paths, progress_bar_wanted
+from ._common import figure_paths, print_result, progress_bar_wanted
 
 #: Where ``run`` puts a sweep's store when ``--out`` is not given: ``results/sweeps/<file stem>``.
 DEFAULT_OUT_ROOT = Path("results") / "sweeps"
@@ -122,13 +122,7 @@ def _run(args: argparse.Namespace) -> int:
 def _report(args: argparse.Namespace) -> int:
     figure_paths(args.plot)
     report, written = _report_outputs(Path(args.dir), args)
-    if args.json:
-        report["figures"] = [str(p) for p in written]
-        print_json(report)
-    else:
-        print(report_table(report))
-        for path in written:
-            print(f"wrote {path}")
+    print_result(args, report, report_table(report), written)
     return 0
 
 
