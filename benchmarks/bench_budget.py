@@ -73,10 +73,7 @@ def main() -> None:
             evaluations_per_step=result.evaluations / max(result.steps, 1), v_cache_bytes=cache)
         row(f"reconstruct d={d} n={n} p={p} {result.steps} steps V "
             f"{'cached' if cache else 'streamed'}", est, peak, seconds)
-    try:
-        from rftheory.claims.kernel_concentration import measure_concentration
-    except ImportError:
-        from verification.kernel_concentration import measure_concentration
+    from rftheory.concentration import measure_concentration
     for d, n, ps, reps in [(20, 200, [1000, 20000], 1), (10, 400, [3000], 1)]:
         peak, seconds, _ = measured(lambda: measure_concentration("relu", d, n, ps, reps=reps))
         row(f"kernel d={d} n={n} p={ps} reps={reps}",

@@ -541,7 +541,7 @@ def estimate_features(*, n: float, p: float, d: float, dtype: Any = "float64",
                     _sorted({"Φ and its blocks": 2 * phi, "streamed chunks": stream.peak}))
 
 
-#: v_cache_bytes of the sweep cells (rftheory.sweep.label_fit_cell, rftheory.experiment).
+#: v_cache_bytes of the sweep cells (rftheory.pipeline.label_fit_cell, reconstruction_cell).
 _CELL_V_CACHE = {"label_fit": 2**28, "reconstruct": 2**30}
 
 
@@ -549,7 +549,7 @@ def estimate_cell(kind: str, params: Mapping[str, Any], *, threads: int | None =
     """Estimate one sweep cell from its parameters (workers draw V with one thread by default).
 
     ``label_fit``: a streamed Gram with its eigenvalues, then the min-norm fit (V cached under
-    256 MiB). ``reconstruct``: :func:`rftheory.experiment.reconstruction_cell` (V cached under
+    256 MiB). ``reconstruct``: :func:`rftheory.pipeline.reconstruction_cell` (V cached under
     1 GiB, the reconstruction's default step budget unless ``max_steps`` is given).
 
     Examples

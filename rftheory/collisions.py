@@ -74,11 +74,11 @@ import scipy.optimize
 from array_api_compat import array_namespace, device as array_device
 from threadpoolctl import threadpool_limits
 
+from .backend import to_host
 from .activations import Activation
 from .errors import RFTheoryError, ShapeError
 from .features import FeatureMap
 from .gram import GramSolution, solve_gram
-from .metrics import to_host
 from .projection import projection_loss
 from .reconstruct import _blas_threads_for
 

@@ -155,6 +155,11 @@ class HermiteCoefficients:
 
 
 def _to_float(value: Any) -> float:
+    """A coefficient (float, mpmath or sympy number; None: unknown) as a float.
+
+    sympy numbers are evaluated to 30 digits before rounding to double, so the result is the
+    correctly rounded double except in double-rounding cases (below 1e-30 relative); None is NaN.
+    """
     if value is None:
         return math.nan
     if isinstance(value, sp.Basic):

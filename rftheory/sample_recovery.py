@@ -32,9 +32,9 @@ from typing import Any, Callable
 
 import numpy as np
 
+from .backend import to_host
 from .errors import RFTheoryError, ShapeError
 from .features import FeatureMap
-from .metrics import to_host
 
 __all__ = ["SampleRecovery", "sample_recovery", "AttackOutput", "Attack",
            "reconstruct_attack", "span_point_attack", "RECOVERY_TOL"]

@@ -27,9 +27,9 @@ import numpy as np
 import scipy.optimize
 from threadpoolctl import threadpool_limits
 
+from .backend import to_host
 from .errors import RFTheoryError, ShapeError
 from .features import FeatureMap
-from .metrics import to_host
 
 __all__ = ["ThetaSpan", "theta_span", "span_residual", "SpanAttackResult", "span_attack"]
 

@@ -84,10 +84,7 @@ def test_reconstruction_peak_memory(d, n, p, cache):
 
 
 def _measure_concentration():
-    try:  # the claims are moving from verification/ into the package
-        from rftheory.claims.kernel_concentration import measure_concentration
-    except ImportError:
-        from verification.kernel_concentration import measure_concentration
+    from rftheory.concentration import measure_concentration
     return measure_concentration
 
 

@@ -11,7 +11,7 @@ from scipy.optimize import linear_sum_assignment
 from rftheory.errors import RFTheoryError, ShapeError
 from rftheory.features import RandomFeatures, train_min_norm
 from rftheory.projection import projection_loss
-from rftheory.reconstruct import STOP_REASONS, ReconstructionResult, reconstruct, sphere_project
+from rftheory.reconstruct import STOP_REASONS, ReconstructionResult, reconstruct
 
 
 def _sphere(n, d, rng):
@@ -162,14 +162,6 @@ def test_bad_theta():
         reconstruct(rf, [1.0, 2.0], 3)
     with pytest.raises(RFTheoryError):
         reconstruct("not features", theta, 3)
-
-
-def test_sphere_project():
-    X = np.array([[3.0, 4.0], [0.0, -2.0]])
-    np.testing.assert_allclose(sphere_project(X), [[0.6 * math.sqrt(2), 0.8 * math.sqrt(2)],
-                                                   [0.0, -math.sqrt(2)]], rtol=1e-15)
-    with pytest.raises(ShapeError):
-        sphere_project(np.zeros((1, 3)))
 
 
 @pytest.mark.slow
