@@ -167,8 +167,10 @@ def environment() -> dict:
     import sympy
 
     import rftheory
+    from rftheory.features import V_DEFINITION
 
-    return {"rftheory": rftheory.__version__, "numpy": numpy.__version__, "scipy": scipy.__version__,
+    return {"rftheory": rftheory.__version__, "v_definition": V_DEFINITION,
+            "numpy": numpy.__version__, "scipy": scipy.__version__,
             "sympy": sympy.__version__, "python": platform.python_version(),
             "machine": platform.machine(), "date": time.strftime("%Y-%m-%dT%H:%M:%S%z")}
 
