@@ -19,8 +19,10 @@ What the counts say (derivation in :mod:`rftheory.sample_recovery`):
 Measured: for each seed (data ``sphere_data(n, d, seed)``, labels ``gaussian_labels(n, seed)``
 and Y ∈ R^{n×n} Gaussian, V nested in p) and each p from n to 2dn (:func:`p_values`), every
 attack of :attr:`Config.attacks` (:class:`Attack`: the package's default reconstruction on the
-k = 1 and k = n weights, and the per-point span attack :func:`rftheory.span_attack.span_attack`
-on the k = n weights) and its per-sample recovery. The falsifiable verdicts:
+k = 1 weights, alone and pooled — two restarts of 2n rows each, 4n candidates —, on the k = n
+weights, and the per-point span attack :func:`rftheory.span_attack.span_attack` on the k = n
+weights) and its per-sample recovery. :data:`FULL` is the grid of the issue #16 survey (relu+tanh,
+d = 12, n = 6, 5 seeds, 20 values of p from n to 2dn). The falsifiable verdicts:
 
 * ``k1_nothing_below_dn``: no k = 1 attack recovers any training point at any p < dn, any seed;
 * ``kn_recovers_from_n_plus_d``: every span attack recovers, averaged over the seeds, at least
@@ -149,6 +151,7 @@ class Attack:
 
 DEFAULT_ATTACKS = (
     Attack("k1_reconstruct", "reconstruct", "1"),
+    Attack("k1_pooled", "reconstruct", "1", {"restarts": 2, "n_hat_factor": 2}),
     Attack("kn_span", "span", "n", {"starts_per_point": 10}),
     Attack("kn_reconstruct", "reconstruct", "n"),
 )
@@ -179,7 +182,7 @@ class Config(ClaimConfig):
     n: int = 6
     seeds: int = 5
     offsets: tuple[int, ...] = (-9, -6, -3, -2, -1, 0, 1, 2, 4, 6, 12)
-    ratios: tuple[float, ...] = (0.5, 0.75, 1.0, 1.25, 1.5, 1.75, 2.0)
+    ratios: tuple[float, ...] = (0.5, 0.667, 0.833, 1.0, 1.167, 1.333, 1.667, 2.0)
     attacks: tuple[Attack, ...] = DEFAULT_ATTACKS
     tol: float = RECOVERY_TOL
 
@@ -203,7 +206,7 @@ class Config(ClaimConfig):
 FULL = Config()
 QUICK = Config(d=8, n=4, seeds=2, offsets=(-6, -3, -1, 0, 1, 4), ratios=(0.5, 1.0, 2.0),
                attacks=(Attack("k1_reconstruct", "reconstruct", "1", {"max_steps": 2000}),
-                        Attack("kn_span", "span", "n", {"starts_per_point": 5})))
+                        Attack("kn_span", "span", "n", {"starts_per_point": 10})))
 
 
 def feature_seed(seed: int) -> int:

@@ -10,8 +10,9 @@ def register(subparsers) -> None:
     """Add the ``verify`` subcommand."""
     p = subparsers.add_parser("verify", help="check a claim of the paper (writes results/<claim>.json + figures)",
                        description="Run the verification of one claim of the paper, or all of them.")
-    p.add_argument("claim", help="kernel_concentration, law, theorem1, theorem2, sign, nhat, "
-                                 "twolayer_law, or all")
+    from ..claims import CLAIMS
+
+    p.add_argument("claim", help=", ".join(CLAIMS) + ", or all")
     p.add_argument("--quick", action="store_true", help="small, fast version (minutes on 2 cores)")
     p.add_argument("--seed", type=int, default=0, help="base seed (default 0)")
     p.add_argument("--out", default="results", help="directory for results and figures")
