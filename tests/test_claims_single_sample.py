@@ -107,3 +107,14 @@ def test_verdicts_can_fail():
     assert not v["kn_precision_one_from_n_plus_d"] and not v["supported"]
     result["cells"][1] = cell(8, 0, 2, 2)  # two points of three at n + d
     assert not single_sample.verdict_of(result)["kn_recovers_from_n_plus_d"]
+
+
+@pytest.mark.slow
+def test_quick_run_is_supported(tmp_path):
+    # `rftheory verify single_sample --quick` (d = 8, n = 4, 2 seeds): k = 1 recovers nothing
+    # below dn = 32; the span attack recovers every point from p = n + d = 12 on (10 starts per
+    # point), only training points, and none at p ≤ n + d − 3.
+    result = run_claim("single_sample", quick=True, out_dir=tmp_path, figures=False)
+    v = result["verdict"]
+    assert v["supported"] and v["kn_nothing_far_below_n_plus_d"]
+    assert v["kn_span_recovers_from_p"] <= 12 < 32 == v["dn"]

@@ -275,3 +275,17 @@ def test_theorem_configurations_are_checked():
         theorem2.QUICK.replace(ns=(1, 3))
     with pytest.raises(RFTheoryError, match="activations"):
         theorem2.QUICK.replace(activations=(), ns=())
+
+
+@pytest.mark.slow
+def test_theorem2_quick_run_supports_both_parts(tmp_path):
+    # `rftheory verify theorem2 --quick`: n = 2 (d = 6) and general n ∈ {2, 3, 6} (d = 4) with
+    # relu+tanh and tanh. Measured: every pair type switches exactly at p* (10/10), the triple
+    # types never vanish above their count, every limit and region minimum from dn on is
+    # ≥ 3e-6 > 1e-12, and the six small-δ limit checks agree.
+    result = run_claim("theorem2", quick=True, out_dir=tmp_path, figures=False)
+    v = result["verdict"]
+    assert v["supported"] and v["satisfied_by"] == ["relu+tanh", "tanh", "erf", "relu"]
+    g = v["general_n"]
+    assert g["general_n_supported"] and g["pair_thresholds_match_count"]
+    assert g["triples_never_zero_above_count"] and g["pair_cases"] >= 10

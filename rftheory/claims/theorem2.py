@@ -202,8 +202,8 @@ class Config(ClaimConfig):
 
 
 FULL = Config()
-QUICK = Config(d=6, ratios=(0.5, 2.0, 8.0), deltas=(0.02, 0.1, 0.3), random_starts=2,
-               ns=(2, 3, 8), general_d=4, general_activations=("relu+tanh", "tanh"), seeds=1,
+QUICK = Config(d=6, ratios=(0.5, 2.0, 8.0), deltas=(0.02, 0.1, 0.3), random_starts=1,
+               ns=(2, 3, 6), general_d=4, general_activations=("relu+tanh", "tanh"), seeds=1,
                general_ratios=(0.5, 1.0, 2.0, 4.0), region_ratios=(1.0, 2.0),
                region_deltas=(0.1,), region_maxiter=300)
 
@@ -480,6 +480,36 @@ def threshold_table(cells: Sequence[dict]) -> list[dict]:
                         "matches": all(z == (p <= thr) for p, z in zeros.items()),
                         "zero_above_count": any(z for p, z in zeros.items() if p > thr)})
     return out
+
+
+def region_table(cells: Sequence[dict]) -> list[dict]:
+    """Per activation and p class (``n+d-1`` or ``{p/(dn)}dn``, over n and seeds): how many
+    region minima at the largest δ are 0, the smallest positive one relative to the row's
+    leave-one-out baseline, and the smallest limit (multiplicities ≤ 3) relative to it."""
+    acc: dict[tuple[str, str], dict[str, Any]] = {}
+    for c in cells:
+        n, d = c["n"], c["d"]
+        for r in c["rows"]:
+            label = "n+d-1" if r["p"] == n + d - 1 else f"{r['p_over_dn']:g}dn"
+            loo = max(r["leave_one_out"], 1e-300)
+            regions = [e["region"]["minima"][-1]["loss"] for e in r["types"] if e["region"]]
+            limits = [e["limit"] / loo for e in r["types"] if max(e["type"]) <= 3]
+            if not regions and (label == "n+d-1" or r["p_over_dn"] < 1.0 or not limits
+                                or r["p"] != int(round(r["p_over_dn"] * d * n))):
+                continue
+            t = acc.setdefault((c["activation"], label), {
+                "activation": c["activation"], "p": label, "zero": 0, "regions": 0,
+                "region_over_loo": None, "limit_over_loo": None, "_key": (
+                    -1.0 if label == "n+d-1" else r["p_over_dn"])})
+            t["zero"] += sum(v <= ZERO_LOSS_REGION for v in regions)
+            t["regions"] += len(regions)
+            pos = [v / loo for v in regions if v > ZERO_LOSS_REGION]
+            if pos:
+                t["region_over_loo"] = min(pos + [t["region_over_loo"] or math.inf])
+            if r["p_over_dn"] >= 1.0 and limits:
+                t["limit_over_loo"] = min(limits + [t["limit_over_loo"] or math.inf])
+    rows = sorted(acc.values(), key=lambda t: (t["activation"], t["_key"]))
+    return [{k: v for k, v in t.items() if k != "_key"} for t in rows]
 
 
 def general_verdict(cells: Sequence[dict], checks: Sequence[dict]) -> dict[str, Any]:
@@ -839,6 +869,13 @@ def _summary_general(result: dict[str, Any]) -> list[str]:
     lines.append("smallest at p >= dn (over types with multiplicities <= 3, seeds, p; regions "
                  "over delta):")
     lines.append(format_table(["activation", "n", "limit L0", "region min", "leave-one-out"], rows))
+    lines.append("per activation and p: region minima at the largest delta that are 0 (<= "
+                 f"{ZERO_LOSS_REGION:g}), the smallest positive one over the leave-one-out "
+                 "baseline, and the smallest L0 (multiplicities <= 3) over the baseline")
+    lines.append(format_table(["activation", "p", "regions at 0", "min region/loo", "min L0/loo"],
+                              [[t["activation"], t["p"], f"{t['zero']}/{t['regions']}" if t["regions"] else "-",
+                                _fmt(t["region_over_loo"]), _fmt(t["limit_over_loo"])]
+                               for t in region_table(cells)]))
     checks = result["general"]["limit_checks"]
     if checks:
         rows = [[e["activation"], e["n"], e["label"], f"{e['limit']:.3e}",
