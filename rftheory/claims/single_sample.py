@@ -207,7 +207,7 @@ class Config(ClaimConfig):
 FULL = Config()
 QUICK = Config(d=8, n=4, seeds=2, offsets=(-6, -3, -1, 0, 1, 4), ratios=(0.5, 1.0, 2.0),
                attacks=(Attack("k1_reconstruct", "reconstruct", "1", {"max_steps": 2000}),
-                        Attack("kn_span", "span", "n", {"starts_per_point": 10})))
+                        Attack("kn_span", "span", "n", {"starts_per_point": 30})))
 
 
 def feature_seed(seed: int) -> int:
