@@ -659,6 +659,18 @@ def _log_axes(ax, ratio_ticks=(0.1, 0.25, 0.5, 1, 2, 4, 8, 16)) -> None:
     ax.xaxis.set_minor_formatter(NullFormatter())
 
 
+def _loss_axes(ax, zero: float) -> None:
+    """A loss against p/(dn) panel: zero level, p = dn, log axes down to the display floor."""
+    from rftheory.plotting import SYMBOLS
+
+    ax.axhline(zero, color="0.5", ls=":", lw=0.8, label=f"zero level {zero:g}")
+    ax.axvline(1.0, color="0.7", lw=0.6)
+    ax.set_yscale("log")
+    ax.set_ylim(_FLOOR / 3, 3)
+    _log_axes(ax)
+    ax.set_xlabel(SYMBOLS["p_over_dn"])
+
+
 def _legend(fig, axes, loc: str) -> None:
     """One figure legend with every labelled series of ``axes`` (first occurrence of a label)."""
     handles, labels = {}, []
@@ -706,13 +718,7 @@ def _plot_n2(result: dict[str, Any], stem: Path) -> list[Path]:
                         lw=0.9, color=PALETTE[deltas.index(dl) % 7], label=rf"$\delta = {dl:g}$")
         ax.plot(x, [max(r["limit_loss"], _FLOOR) for r in c["rows"]], "s--", ms=3,
                 color=PALETTE[7], label=r"$L_0$")
-        ax.axhline(result["zero_loss"], color="0.5", ls=":", lw=0.8,
-                   label=f"zero level {result['zero_loss']:g}")
-        ax.axvline(1.0, color="0.7", lw=0.6)
-        ax.set_yscale("log")
-        ax.set_ylim(_FLOOR / 3, 3)
-        _log_axes(ax)
-        ax.set_xlabel(SYMBOLS["p_over_dn"])
+        _loss_axes(ax, result["zero_loss"])
         if col == 0:
             ax.set_ylabel(r"min over $D(\delta)$ of $L$; $L_0$")
     _legend(fig, axes[0], "outside right upper")
@@ -775,13 +781,8 @@ def _plot_general(result: dict[str, Any], stem: Path) -> list[Path]:
                     x = sorted(per_p)
                     ax.plot(x, [max(per_p[v], _FLOOR) for v in x], "o-", ms=2, lw=0.9,
                             color=colour[n], label=f"$n = {n}$")
-            zero = result["zero_loss_limit"] if what == "limit" else result["zero_loss_region"]
-            ax.axhline(zero, color="0.5", ls=":", lw=0.8, label=f"zero level {zero:g}")
-            ax.axvline(1.0, color="0.7", lw=0.6)
-            ax.set_yscale("log")
-            ax.set_ylim(_FLOOR / 3, 3)
-            _log_axes(ax)
-            ax.set_xlabel(SYMBOLS["p_over_dn"])
+            _loss_axes(ax, result["zero_loss_limit"] if what == "limit"
+                       else result["zero_loss_region"])
             if col == 0:
                 ax.set_ylabel(r"smallest $L_0$ over types" if what == "limit" else
                               r"smallest min over $D_m(\delta_{\max})$")
