@@ -99,8 +99,10 @@ def test_result_is_json_and_the_summary_reports_its_numbers(tiny_result, tmp_pat
     assert row.split()[2] == f"{g['label']['p_star_over_n']:.2f}" == "1.00"
     assert row.split()[3] == f"{g['data']['abs']['p_star_over_dn']:.2f}"
     paths = law.plot(saved, tmp_path / "law")
-    assert paths == [tmp_path / "law.png", tmp_path / "law.pdf"]
-    assert paths[0].read_bytes()[:4] == b"\x89PNG" and paths[1].read_bytes()[:5] == b"%PDF-"
+    assert paths == [tmp_path / "law.png", tmp_path / "law.pdf",
+                     tmp_path / "law_collapse.png", tmp_path / "law_collapse.pdf"]
+    for png, pdf in (paths[:2], paths[2:]):
+        assert png.read_bytes()[:4] == b"\x89PNG" and pdf.read_bytes()[:5] == b"%PDF-"
 
 
 @pytest.mark.parametrize("changes, message", [
@@ -127,11 +129,11 @@ def test_run_claim_saves_the_configured_run(tmp_path):
 def test_demo_cli_writes_json_and_figures(tmp_path, monkeypatch, capsys):
     # The real default takes minutes and the CLI takes no configuration, so this one test swaps
     # the default for the tiny one: the plumbing (seed, files, JSON) is the same at any size.
-    monkeypatch.setattr(law, "FULL", TINY)
+    monkeypatch.setattr(law, "DEFAULT", TINY)
     status = cli_main(["demo", "--json", "--out", str(tmp_path), "--seed", "3"])
     assert status == 0
     payload = json.loads(capsys.readouterr().out)
     assert payload["claim"] == "law" and payload["seed"] == 3 and payload["quick"] is False
     assert json.loads((tmp_path / "law.json").read_text())["per_grid"] == payload["per_grid"]
-    assert payload["figures"] == [str(tmp_path / "law.png"), str(tmp_path / "law.pdf")]
+    assert payload["figures"][:2] == [str(tmp_path / "law.png"), str(tmp_path / "law.pdf")]
     assert payload["per_grid"][0]["label"]["p_star"] == 6

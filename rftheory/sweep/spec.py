@@ -14,6 +14,7 @@ import inspect
 import itertools
 import json
 import math
+import re
 import tomllib
 import types
 import typing
@@ -26,7 +27,7 @@ from ..pipeline import feature_count
 from .cells import CELL_KINDS, CellKind
 
 __all__ = ["Cell", "SweepSpec", "SweepSpecError", "canonical_json", "cell_key", "load_spec",
-           "parse_spec"]
+           "parse_spec", "p_from_expression"]
 
 
 class SweepSpecError(RFTheoryError):
@@ -36,6 +37,33 @@ class SweepSpecError(RFTheoryError):
 # Parameters that must be >= 1 / >= 0 whenever a cell takes them (refused before running).
 _POSITIVE = frozenset({"d", "n", "p", "n_hat", "max_steps"})
 _NON_NEGATIVE = frozenset({"seed"})
+
+
+#: A ``p`` given as text: ``"n"``, ``"n-1"``, ``"2n+3"``, ``"0.25dn"``, ``"10dn"`` — a multiple of
+#: n or of d·n plus an integer offset (nothing is evaluated: the text must match this pattern).
+_P_EXPRESSION = re.compile(r"^\s*(?:(\d+(?:\.\d*)?|\.\d+)\s*\*?\s*)?(dn|n)\s*(?:([+-])\s*(\d+))?\s*$")
+
+
+def p_from_expression(text: str, *, d: int, n: int) -> int:
+    """The p of a sweep cell given as text, from its d and n: round(c·n) or round(c·d·n), plus
+    an integer offset — so one axis can hold the label threshold's p = n − 1, n and multiples of
+    dn.
+
+    Examples
+    --------
+    >>> [p_from_expression(t, d=10, n=4) for t in ("n-1", "n", "0.25dn", "10dn", "2n+3")]
+    [3, 4, 10, 400, 11]
+    """
+    match = _P_EXPRESSION.match(text)
+    if match is None:
+        raise SweepSpecError(f"p = {text!r} is not an integer or an expression such as "
+                             "\"n\", \"n-1\", \"2n+3\", \"0.25dn\"")
+    coefficient, base, sign, offset = match.groups()
+    value = float(coefficient) if coefficient is not None else 1.0
+    p = round(value * (d * n if base == "dn" else n))
+    if offset is not None:
+        p += int(offset) if sign == "+" else -int(offset)
+    return p
 
 
 def canonical_json(value: Any) -> str:
@@ -116,6 +144,8 @@ class SweepSpec:
             if "p_mult" in params:
                 params["p"] = feature_count(p_mult=params.pop("p_mult"), d=params["d"],
                                             n=params["n"])
+            elif isinstance(params.get("p"), str):
+                params["p"] = p_from_expression(params["p"], d=params["d"], n=params["n"])
             cell = Cell(self.cell, params)
             key = cell.key
             if key not in seen:
@@ -207,6 +237,11 @@ def parse_spec(document: Mapping[str, Any], *, source: str = "<sweep>") -> Sweep
 
     def check_value(where: str, name: str, value: Any) -> Any:
         kind = accepted[name][0]
+        if name == "p" and isinstance(value, str) and {"d", "n"} <= set(parameters):
+            if _P_EXPRESSION.match(value) is None:
+                raise fail(where, f"expected an integer or an expression such as \"n-1\" or "
+                                  f"\"0.25dn\", got {value!r}")
+            return value
         if isinstance(value, (dict, list)) or not isinstance(value, (int, float, str, bool)):
             raise fail(where, f"expected {_type_name(kind)}, got {type(value).__name__}")
         if kind is float and isinstance(value, int) and not isinstance(value, bool):
@@ -274,6 +309,14 @@ def parse_spec(document: Mapping[str, Any], *, source: str = "<sweep>") -> Sweep
         raise fail("p_mult", "give p or p_mult (p = p_mult·d·n), not both")
     if "p_mult" in given:
         given.add("p")
+    texts = [("[grid] p", v) for k, vs in axes if k == "p" for v in vs if isinstance(v, str)]
+    texts += [("[fixed] p", v) for k, v in fixed if k == "p" and isinstance(v, str)]
+    if texts:  # every expression must give p >= 1 for every (d, n) of the grid
+        values = {k: list(vs) for k, vs in axes} | {k: [v] for k, v in fixed}
+        for where, text in texts:
+            for d_value, n_value in itertools.product(values.get("d", [1]), values.get("n", [1])):
+                if p_from_expression(text, d=d_value, n=n_value) < 1:
+                    raise fail(where, f"{text!r} gives p < 1 at d = {d_value}, n = {n_value}")
     for name, (_, required) in parameters.items():
         if required and name not in given:
             raise fail(name, f"cell {kind_name!r} needs this parameter; give it in [grid] "
