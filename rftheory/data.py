@@ -464,10 +464,10 @@ def _parse_dataset(spec: Any, d: int | None) -> tuple[str, str, int]:
     if fixed_d is None or (name == "digits" and sep) or (name == "cifar10" and not arg.strip()) \
             or (name == "patches" and sep and arg.strip().lower() not in NORMALISATIONS):
         raise RFTheoryError(f"unknown data set {spec!r}; use one of: {', '.join(DATASET_SPECS)}")
-    if name == "patches":
-        return name, arg.strip().lower() or "sphere", fixed_d
     if d is not None and d != fixed_d:
         raise RFTheoryError(f"{name} images have d = {fixed_d}, but d = {d} was requested")
+    if name == "patches":
+        return name, arg.strip().lower() or "sphere", fixed_d
     return name, arg.strip(), fixed_d
 
 
