@@ -21,17 +21,17 @@ def test_every_claim_follows_the_protocol(name):
     module = claim_module(name)
     assert module.CLAIM == name
     assert issubclass(module.Config, ClaimConfig) and dataclasses.is_dataclass(module.Config)
-    assert isinstance(module.DEFAULT, module.Config) and isinstance(module.QUICK, module.Config)
-    assert module.DEFAULT == module.Config() and module.QUICK != module.DEFAULT
-    # a larger run (`--full`) is optional; where it exists it is a distinct configuration
-    full = getattr(module, "FULL", None)
-    assert full is None or (isinstance(full, module.Config) and full not in (module.DEFAULT,
-                                                                              module.QUICK))
+    assert isinstance(module.FULL, module.Config) and isinstance(module.QUICK, module.Config)
+    assert module.FULL == module.Config() and module.QUICK != module.FULL
+    # a larger run (`--large`) is optional; where it exists it is a distinct configuration
+    large = getattr(module, "LARGE", None)
+    assert large is None or (isinstance(large, module.Config)
+                             and large not in (module.FULL, module.QUICK))
     with pytest.raises(dataclasses.FrozenInstanceError):
         module.QUICK.seed = 1
     assert module.QUICK.replace(seed=7).seed == 7 and module.QUICK.seed == 0
     params = inspect.signature(module.run).parameters
-    assert list(params)[:2] == ["config", "progress"] and params["config"].default is module.DEFAULT
+    assert list(params)[:2] == ["config", "progress"] and params["config"].default is module.FULL
     assert callable(module.plot) and callable(module.summary)
 
 

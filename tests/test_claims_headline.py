@@ -54,8 +54,8 @@ def test_cells_this_machine_cannot_run_are_skipped_with_the_reason(tmp_path):
 
 
 def test_the_default_sizes_are_the_issues():
-    assert headline.DEFAULT.n == 10 and headline.FULL.n == 100 and headline.FULL.device == "gpu"
-    assert headline.DEFAULT.multiples == ("n", "dn", "10dn")
-    assert set(headline.DEFAULT.activations) == {"relu", "relu+tanh"}
+    assert headline.FULL.n == 10 and headline.LARGE.n == 100 and headline.LARGE.device == "gpu"
+    assert headline.FULL.multiples == ("n", "dn", "10dn")
+    assert set(headline.FULL.activations) == {"relu", "relu+tanh"}
     with pytest.raises(RFTheoryError, match="multiples"):
         TINY.replace(multiples=("3dn",))

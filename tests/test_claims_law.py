@@ -129,7 +129,7 @@ def test_run_claim_saves_the_configured_run(tmp_path):
 def test_demo_cli_writes_json_and_figures(tmp_path, monkeypatch, capsys):
     # The real default takes minutes and the CLI takes no configuration, so this one test swaps
     # the default for the tiny one: the plumbing (seed, files, JSON) is the same at any size.
-    monkeypatch.setattr(law, "DEFAULT", TINY)
+    monkeypatch.setattr(law, "FULL", TINY)
     status = cli_main(["demo", "--json", "--out", str(tmp_path), "--seed", "3"])
     assert status == 0
     payload = json.loads(capsys.readouterr().out)
@@ -140,7 +140,7 @@ def test_demo_cli_writes_json_and_figures(tmp_path, monkeypatch, capsys):
 
 
 # ---------------------------------------------------------------------------------------------
-# --full: the grid through the sweep machinery, its export, the scaling fit
+# --large: the grid through the sweep machinery, its export, the scaling fit
 # ---------------------------------------------------------------------------------------------
 
 def test_full_is_the_example_sweep_file():
@@ -150,9 +150,9 @@ def test_full_is_the_example_sweep_file():
 
     example = Path(__file__).resolve().parents[1] / "examples" / "law_grid.toml"
     keys = {c.key for c in load_spec(example).cells()}
-    assert keys == {c.key for c in parse_spec(law.sweep_document(law.FULL)).cells()}
+    assert keys == {c.key for c in parse_spec(law.sweep_document(law.LARGE)).cells()}
     assert len(keys) == 2 * 4 * 3 * 13 * 5  # activations × d × n × p × seeds, no p collides
-    assert law.FULL.sweep and law.FULL.compare == ("relu",) and law.FULL.seeds >= 5
+    assert law.LARGE.sweep and law.LARGE.compare == ("relu",) and law.LARGE.seeds >= 5
 
 
 #: A product grid (d ∈ {3, 6}, n = 4) small enough to run twice in a test.

@@ -146,4 +146,4 @@ def test_nhat_refuses_bad_configurations():
         nhat.Config(n_hat_factors=(0.0,), seeds=1)
     with pytest.raises(RFTheoryError, match="exceeds"):
         nhat.Config(d=1, n=4, n_hat_factors=(20.0,), seeds=1, ratio=1.0)
-    assert nhat.QUICK.n_hats == [4, 8, 12] and nhat.DEFAULT.p == 10 * 8 * 8
+    assert nhat.QUICK.n_hats == [4, 8, 12] and nhat.FULL.p == 10 * 8 * 8

@@ -1,9 +1,8 @@
 """The claims' protocol and the helpers every claim module shares.
 
 A claim module defines ``CLAIM`` (its name), a frozen ``Config`` dataclass (a subclass of
-:class:`ClaimConfig`) with instances ``DEFAULT`` and ``QUICK`` (and ``FULL`` where the claim has a
-larger run), ``run(config, *, progress=None,
-...) -> dict``, ``plot(result, stem) -> list[Path]`` and ``summary(result) -> str``. This module
+:class:`ClaimConfig`) with two instances ``QUICK`` and ``FULL`` (the default run) and, where the
+claim has a larger run, ``LARGE``; ``run(config, *, progress=None, ...) -> dict``, ``plot(result, stem) -> list[Path]`` and ``summary(result) -> str``. This module
 runs, saves and plots any of them (:func:`run_claim`, :func:`main_for`) and holds what their runs
 share: the default worker count, the one way to run tasks in parallel (:func:`run_tasks`) with
 its progress line (:class:`TaskProgress`), and the provenance of results (:func:`environment`,
@@ -178,7 +177,7 @@ def environment() -> dict:
             "machine": platform.machine(), "date": time.strftime("%Y-%m-%dT%H:%M:%S%z")}
 
 
-def run_claim(name: str, *, quick: bool = False, full: bool = False, seed: int | None = None,
+def run_claim(name: str, *, quick: bool = False, large: bool = False, seed: int | None = None,
               config: ClaimConfig | None = None, out_dir: str | Path = "results",
               figures: bool = True, progress: Callable[[str], None] | None = None) -> dict:
     """Run one claim's check, save ``<out_dir>/<claim>.json`` and its figures; return the result.
@@ -188,10 +187,10 @@ def run_claim(name: str, *, quick: bool = False, full: bool = False, seed: int |
     name : str
         A claim of :data:`CLAIMS` (or an alias: ``kernel``, ``twolayer``).
     quick : bool
-        Run the module's ``QUICK`` configuration instead of ``DEFAULT``.
-    full : bool
-        Run the module's ``FULL`` configuration (its larger run; claims without one run
-        ``DEFAULT``, and the result's ``size`` says so). Not with ``quick``.
+        Run the module's ``QUICK`` configuration instead of ``FULL``.
+    large : bool
+        Run the module's ``LARGE`` configuration (its larger run, e.g. the law over a real grid;
+        claims without one run ``FULL``, and the result's ``size`` says so). Not with ``quick``.
     seed : int, optional
         Base seed (default: the configuration's own, 0).
     config : ClaimConfig, optional
@@ -204,12 +203,12 @@ def run_claim(name: str, *, quick: bool = False, full: bool = False, seed: int |
         Receives the run's progress lines.
     """
     module = claim_module(name)
-    if quick and full:
-        raise RFTheoryError("give --quick or --full, not both")
-    size = "quick" if quick else "full" if full and hasattr(module, "FULL") else "default"
+    if quick and large:
+        raise RFTheoryError("give --quick or --large, not both")
+    size = "quick" if quick else "large" if large and hasattr(module, "LARGE") else "full"
     if config is None:
-        config = {"quick": module.QUICK, "full": getattr(module, "FULL", None),
-                  "default": module.DEFAULT}[size]
+        config = {"quick": module.QUICK, "large": getattr(module, "LARGE", None),
+                  "full": module.FULL}[size]
     if seed is not None:
         config = config.replace(seed=seed)
     out = Path(out_dir)
@@ -230,15 +229,15 @@ def run_claim(name: str, *, quick: bool = False, full: bool = False, seed: int |
 
 
 def main_for(claim: str, argv: list[str] | None = None, *, prog: str | None = None) -> int:
-    """``python -m rftheory.claims.<claim> [--quick | --full] [--seed S] [--out DIR]``."""
+    """``python -m rftheory.claims.<claim> [--quick | --large] [--seed S] [--out DIR]``."""
     parser = argparse.ArgumentParser(prog=prog or f"python -m rftheory.claims.{claim}")
     size = parser.add_mutually_exclusive_group()
     size.add_argument("--quick", action="store_true", help="small, fast version of the check")
-    size.add_argument("--full", action="store_true", help="the claim's larger run, where it has one")
+    size.add_argument("--large", action="store_true", help="the claim's larger run, where it has one")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--out", default="results", help="directory for JSON and figures")
     args = parser.parse_args(argv)
-    result = run_claim(claim, quick=args.quick, full=args.full, seed=args.seed, out_dir=args.out,
+    result = run_claim(claim, quick=args.quick, large=args.large, seed=args.seed, out_dir=args.out,
                        progress=lambda msg: print(msg, file=sys.stderr, flush=True))
     print(claim_module(claim).summary(result))
     print(f"results: {Path(args.out) / (claim + '.json')}; figures: {', '.join(result.get('figures', []))}")

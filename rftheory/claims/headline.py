@@ -12,7 +12,7 @@ reports the train residual ‖Φθ* − Y‖/‖Y‖ and mean squared train loss
 sign-invariant ρ and the signed ρ, and the images side by side.
 
 Sizes. At n = 100, p = 10·dn is 3.07 M features (V = 75 GB in float64): a GPU's job
-(:data:`FULL`, ``--full``, ``device="gpu"``). On 2 CPU cores :data:`DEFAULT` uses n = 10
+(:data:`LARGE`, ``--large``, ``device="gpu"``). On 2 CPU cores :data:`FULL` uses n = 10
 (p = 10·dn = 307 200, V cached = 7.0 GiB in float64). Before a cell starts, its memory and time
 are estimated by :mod:`rftheory.budget` for the whole step budget; a cell this machine cannot
 run within the limits (``RFTHEORY_MEMORY_LIMIT``, ``RFTHEORY_TIME_LIMIT`` or ``time_limit``) is
@@ -24,7 +24,7 @@ each activation ρ (official) decreases from p = n to p = dn to p = 10·dn, with
 ρ < :data:`RHO_SUCCESS` at 10·dn and ρ > :data:`RHO_SUCCESS` at p = n. ``complete`` says
 whether every cell ran; a table with skipped cells is reported, never called supported.
 
-Run: ``rftheory verify headline [--quick | --full]``, ``python -m rftheory.claims.headline``.
+Run: ``rftheory verify headline [--quick | --large]``, ``python -m rftheory.claims.headline``.
 
 Notes
 -----
@@ -121,11 +121,11 @@ class Config(ClaimConfig):
 
 
 #: ``rftheory verify headline``: n = 10 on the CPU (p = 10, 30 720, 307 200).
-DEFAULT = Config()
+FULL = Config()
 #: ``--quick``: n = 4, the p = n and p = dn columns, 300 steps (a smoke run of the table).
 QUICK = Config(n=4, multiples=("n", "dn"), max_steps=300)
-#: ``--full``: the paper's size, n = 100 on a GPU (p = 100, 307 200, 3 072 000).
-FULL = Config(n=100, device="gpu", v_cache_bytes=0)
+#: ``--large``: the paper's size, n = 100 on a GPU (p = 100, 307 200, 3 072 000).
+LARGE = Config(n=100, device="gpu", v_cache_bytes=0)
 
 
 def _pixels(images: np.ndarray) -> dict[str, Any]:
@@ -154,7 +154,7 @@ def _estimate(config: Config, d: int, p: int) -> tuple[str, float, str | None]:
     return est.describe(), est.seconds, None
 
 
-def run(config: Config = DEFAULT, *, progress: Callable[[str], None] | None = None) -> dict[str, Any]:
+def run(config: Config = FULL, *, progress: Callable[[str], None] | None = None) -> dict[str, Any]:
     """The table for ``config``: every (activation, p) cell that fits this machine, in order.
 
     Returns

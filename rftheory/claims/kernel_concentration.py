@@ -70,7 +70,7 @@ class Config(ClaimConfig):
             raise RFTheoryError(f"p must be increasing positive integers, got {self.p}")
 
 
-DEFAULT = Config()
+FULL = Config()
 QUICK = Config(n=20, d=10, p=tuple(2**k for k in range(7, 14)), reps=4, sweep_n=100,
                sweep_d=(10, 20, 50, 100, 200))
 
@@ -79,8 +79,8 @@ QUICK = Config(n=20, d=10, p=tuple(2**k for k in range(7, 14)), reps=4, sweep_n=
 # Protocol: run, plot, summary
 # ---------------------------------------------------------------------------------------------
 
-def run(config: Config = DEFAULT, *, progress: Callable[[str], None] | None = None) -> dict:
-    """The check for ``config`` (:data:`DEFAULT` by default, :data:`QUICK` for ``--quick``); see the
+def run(config: Config = FULL, *, progress: Callable[[str], None] | None = None) -> dict:
+    """The check for ``config`` (:data:`FULL` by default, :data:`QUICK` for ``--quick``); see the
     module docstring for what is measured."""
     seed, activations = config.seed, config.activations
     X = sphere_data(config.n, config.d, seed)

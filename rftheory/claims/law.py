@@ -339,18 +339,18 @@ def _check_grid(grid: Sequence[Sequence[int]], ratios: Sequence[float], seeds: i
 #: them share dn = 100. Measured 71–94 s of CPU in total (2 workers: wall 1.5 min on a 2-core
 #: machine at load ≈ 4); the cells at p/(dn) = 1–2, where the optimiser runs to its budget, take
 #: two thirds of it.
-DEFAULT = Config()
+FULL = Config()
 #: ``--quick``: two (d, n) differing in d, three seeds, a coarser grid.
 QUICK = Config(grid=((4, 8), (8, 8)), ratios=(0.1, 0.5, 1.0, 2.0, 4.0, 10.0), seeds=3,
                max_steps=2000)
-#: ``--full``: the law over a real grid — d ∈ {10, 20, 40, 80} × n ∈ {4, 8, 16} (d over 8×, n
+#: ``--large``: the law over a real grid — d ∈ {10, 20, 40, 80} × n ∈ {4, 8, 16} (d over 8×, n
 #: over 4×, dn from 40 to 1280), p/(dn) from 0.25 to 10 plus p = n/2, n − 1, n, relu + tanh and
 #: relu, 5 seeds, run through the sweep machinery (resumable). The same cells as
 #: ``examples/law_grid.toml`` (a test keeps them equal), so a store made by ``rftheory sweep
 #: run`` on that file is analysed by this run without recomputing anything. ``max_steps`` is the
 #: one budget of every cell: the failing cells (p ≲ 2·dn) all spend it, so it sets most of the
 #: run's time (see ``paper_notes/law.md`` for the measured costs and the projection).
-FULL = Config(grid=tuple((d, n) for d in (10, 20, 40, 80) for n in (4, 8, 16)),
+LARGE = Config(grid=tuple((d, n) for d in (10, 20, 40, 80) for n in (4, 8, 16)),
               ratios=(0.25, 0.5, 0.75, 1.0, 1.25, 1.5, 2.0, 3.0, 5.0, 10.0), seeds=5,
               max_steps=3000, compare=("relu",), sweep=True)
 
@@ -364,11 +364,11 @@ def sweep_document(config: Config) -> dict[str, Any]:
     Cell kind ``law`` (:func:`rftheory.pipeline.law_cell`); axes activation, d, n, p (the
     label points ``"0.5n"``, ``"n-1"``, ``"n"`` and ``"<r>dn"`` for every ratio) and seed
     (``seed + s``); ``max_steps`` fixed. ``examples/law_grid.toml`` is this document for
-    :data:`FULL`.
+    :data:`LARGE`.
     """
     ds, ns = sorted({d for d, _ in config.grid}), sorted({n for _, n in config.grid})
     return {
-        "sweep": {"cell": "law", "name": "law-grid" if config == FULL else "law"},
+        "sweep": {"cell": "law", "name": "law-grid" if config == LARGE else "law"},
         "grid": {"activation": list(config.activations), "d": ds, "n": ns,
                  "p": ["0.5n", "n-1", "n"] + [f"{r:g}dn" for r in config.ratios],
                  "seed": [config.seed + s for s in range(config.seeds)]},
@@ -414,13 +414,13 @@ def _cell_row(params: dict, status: str, result: dict, seconds: float | None) ->
     return {**result, "seconds": float(seconds or 0.0)}
 
 
-def run(config: Config = DEFAULT, *, progress: Callable[[str], None] | None = None,
+def run(config: Config = FULL, *, progress: Callable[[str], None] | None = None,
         workers: int | None = None, out_dir: str | Path = "results") -> dict[str, Any]:
     """Sweep p over multiples of n and dn, locate p*_label and p*_data, give the verdict.
 
     ``config``, ``progress`` and ``workers`` as in the protocol (:mod:`rftheory.claims`);
     ``out_dir`` holds the sweep store of a sweep-backed configuration (``config.sweep``, e.g.
-    :data:`FULL`), which a second call resumes.
+    :data:`LARGE`), which a second call resumes.
 
     Returns
     -------
@@ -612,7 +612,7 @@ def scaling_fit(per_grid: Sequence[dict[str, Any]], variant: str = "abs") -> dic
     return out
 
 
-def result_from_export(path: str | Path, config: Config = FULL) -> dict[str, Any]:
+def result_from_export(path: str | Path, config: Config = LARGE) -> dict[str, Any]:
     """The claim's result recomputed from an export of a finished sweep store (no cell is run):
     the tables, fits and figures of a full run, redrawn from the few hundred kB kept in the
     repository (``examples/law_grid_cells.jsonl.gz``)."""
@@ -896,7 +896,7 @@ def _plot_collapse(result: dict[str, Any], name: str, per_grid: list[dict[str, A
 
 
 def main(argv: list[str] | None = None) -> int:
-    """``python -m rftheory.claims.law [--quick | --full] [--from-export FILE] [--out DIR]``.
+    """``python -m rftheory.claims.law [--quick | --large] [--from-export FILE] [--out DIR]``.
 
     ``--from-export FILE`` recomputes the full run's tables, fits and figures from an export of
     its sweep store (``rftheory sweep export``) without running a cell.
@@ -908,7 +908,7 @@ def main(argv: list[str] | None = None) -> int:
 
     parser = argparse.ArgumentParser(prog="python -m rftheory.claims.law")
     parser.add_argument("--from-export", metavar="FILE",
-                        help="analyse the cells of a sweep export (.jsonl.gz) of the --full grid")
+                        help="analyse the cells of a sweep export (.jsonl.gz) of the --large grid")
     parser.add_argument("--out", default="results", help="directory for JSON and figures")
     args, rest = parser.parse_known_args(argv)
     if args.from_export is None:

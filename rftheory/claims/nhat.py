@@ -110,7 +110,7 @@ class Config(ClaimConfig):
         return sorted({max(1, int(round(f * self.n))) for f in self.n_hat_factors})
 
 
-DEFAULT = Config()
+FULL = Config()
 QUICK = Config(d=6, n=8, n_hat_factors=(0.5, 1.0, 1.5), seeds=2, max_steps=1500)
 
 
@@ -199,7 +199,7 @@ def run_case(task: dict[str, Any]) -> dict[str, Any]:
             "steps": result.steps, **info, "seconds": time.perf_counter() - start}
 
 
-def run(config: Config = DEFAULT, *, progress: Callable[[str], None] | None = None,
+def run(config: Config = FULL, *, progress: Callable[[str], None] | None = None,
         workers: int | None = None) -> dict[str, Any]:
     """Reconstruct with n̂ = factor·n candidates for several factors; coverage and extras.
 

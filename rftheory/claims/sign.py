@@ -114,7 +114,7 @@ class Config(ClaimConfig):
         return max(self.n, int(round(self.ratio * self.d * self.n)))
 
 
-DEFAULT = Config()
+FULL = Config()
 QUICK = Config(activations=("relu", "relu+tanh", "abs"), seeds=3)
 
 
@@ -229,7 +229,7 @@ def hermite_verdict(activation: str) -> dict[str, Any]:
             "pure_parity": report.parity.numbers.get("symmetry") in ("even", "odd")}
 
 
-def run(config: Config = DEFAULT, *, progress: Callable[[str], None] | None = None,
+def run(config: Config = FULL, *, progress: Callable[[str], None] | None = None,
         workers: int | None = None) -> dict[str, Any]:
     """Flip fraction per activation at p = ratio·dn, next to the Hermite verdict.
 

@@ -128,7 +128,7 @@ class Config(ClaimConfig):
                                 "non-negative start counts")
 
 
-DEFAULT = Config()
+FULL = Config()
 QUICK = Config(d=6, n=3, ratios=(0.5, 1.0, 2.0, 8.0), local_starts=4, reconstruct_starts=1,
                max_steps=1000, gap_offsets=(-3, -2, -1, 0, 1, 3), gap_ratios=(2.0, 8.0),
                epsilons=(0.5,), gap_starts=5)
@@ -344,8 +344,8 @@ def _gap_p_values(config: Config) -> list[int]:
     return sorted(p for p in ps if p > n)
 
 
-def run(config: Config = DEFAULT, *, progress: Callable[[str], None] | None = None) -> dict[str, Any]:
-    """Both faces of Theorem 1 (see the module docstring), for ``config`` (:data:`DEFAULT` by
+def run(config: Config = FULL, *, progress: Callable[[str], None] | None = None) -> dict[str, Any]:
+    """Both faces of Theorem 1 (see the module docstring), for ``config`` (:data:`FULL` by
     default, :data:`QUICK` for ``--quick``)."""
     cfg, seed = config, config.seed
     d, n = cfg.d, cfg.n

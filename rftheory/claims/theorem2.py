@@ -110,7 +110,7 @@ class Config(ClaimConfig):
             raise RFTheoryError(f"deltas must lie in (0, 2), got {self.deltas}")
 
 
-DEFAULT = Config()
+FULL = Config()
 QUICK = Config(d=6, ratios=(0.5, 2.0, 8.0), deltas=(0.05, 0.3), random_starts=2)
 
 
@@ -463,8 +463,8 @@ def duplicate_curves(activation: str, d: int, ratios: Sequence[float], deltas: S
 # Protocol: run, plot, summary
 # ---------------------------------------------------------------------------------------------
 
-def run(config: Config = DEFAULT, *, progress: Callable[[str], None] | None = None) -> dict[str, Any]:
-    """The check for every activation of ``config`` (:data:`DEFAULT` by default, :data:`QUICK` for
+def run(config: Config = FULL, *, progress: Callable[[str], None] | None = None) -> dict[str, Any]:
+    """The check for every activation of ``config`` (:data:`FULL` by default, :data:`QUICK` for
     ``--quick``; see the module docstring)."""
     curves = [duplicate_curves(a, config.d, config.ratios, config.deltas, seed=config.seed,
                                random_starts=config.random_starts, progress=progress)

@@ -243,12 +243,12 @@ class Config(ClaimConfig):
             raise RFTheoryError("ratios must be positive and seeds >= 1")
 
 
-DEFAULT = Config()
+FULL = Config()
 QUICK = Config(ratios=(1.0, 2.0, 4.0, 8.0), seeds=1, setups=("rf_gd", "square", "cross_entropy"),
                max_steps=2000)
 
 
-def run(config: Config = DEFAULT, *, progress: Callable[[str], None] | None = None,
+def run(config: Config = FULL, *, progress: Callable[[str], None] | None = None,
         workers: int | None = None) -> dict[str, Any]:
     """Sweep ρ against p^(L)/(dn) for two-layer networks trained by gradient descent.
 

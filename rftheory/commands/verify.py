@@ -14,10 +14,10 @@ def register(subparsers) -> None:
                                  "twolayer_law, headline, or all")
     size = p.add_mutually_exclusive_group()
     size.add_argument("--quick", action="store_true", help="small, fast version (minutes on 2 cores)")
-    size.add_argument("--full", action="store_true",
+    size.add_argument("--large", action="store_true",
                       help="the claim's larger run where it has one (law: the d x n grid through "
-                           "a resumable sweep store under --out, ~1.5 h on 2 cores); others run "
-                           "their default")
+                           "a resumable sweep store under --out, ~1.5 h on 2 cores; headline: "
+                           "n = 100, a GPU's job); others run their default")
     p.add_argument("--seed", type=int, default=0, help="base seed (default 0)")
     p.add_argument("--out", default="results", help="directory for results and figures")
     p.add_argument("--no-figures", action="store_true", help="skip the figures")
@@ -32,12 +32,12 @@ def handle(args) -> int:
     modules = [claim_module(n) for n in names]  # refuse unknown names before running anything
     results = []
     for module in modules:
-        result = run_claim(module.CLAIM, quick=args.quick, full=args.full, seed=args.seed,
+        result = run_claim(module.CLAIM, quick=args.quick, large=args.large, seed=args.seed,
                            out_dir=args.out,
                            figures=not args.no_figures, progress=progress_lines(args))
         results.append(result)
         if not args.json:
-            note = " (no larger run: its default)" if args.full and result["size"] != "full" else ""
+            note = " (no larger run: its default)" if args.large and result["size"] != "large" else ""
             print(f"== {module.CLAIM}{note} ({result['wall_seconds']} s)")
             print(module.summary(result))
             figs = ", ".join(result.get("figures", [])) or "none"
