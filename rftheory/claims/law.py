@@ -612,11 +612,23 @@ def scaling_fit(per_grid: Sequence[dict[str, Any]], variant: str = "abs") -> dic
     return out
 
 
-def result_from_export(path: str | Path, config: Config = LARGE) -> dict[str, Any]:
+def result_from_export(path: str | Path, config: Config | None = None) -> dict[str, Any]:
     """The claim's result recomputed from an export of a finished sweep store (no cell is run):
-    the tables, fits and figures of a full run, redrawn from the few hundred kB kept in the
-    repository (``examples/law_grid_cells.jsonl.gz``)."""
-    result = analyse(cells_from_export(path), config)
+    the tables, fits and figures of a run, redrawn from the few hundred kB kept in the
+    repository (``examples/law_grid_cells.jsonl.gz``).
+
+    ``config`` defaults to :data:`LARGE` restricted to the (d, n) pairs the export holds, so the
+    export of a part of the grid (e.g. d ∈ {10, 20}, n ∈ {4, 8}, run first to check the
+    machinery) is analysed the same way; every other setting (ratios, seeds, activations,
+    budget) must be :data:`LARGE`'s, or :func:`analyse` reports the missing cells.
+    """
+    cells = cells_from_export(path)
+    if config is None:
+        pairs = tuple(sorted({(int(c["d"]), int(c["n"])) for c in cells}))
+        if not pairs:
+            raise RFTheoryError(f"{path} holds no cell of the law")
+        config = LARGE.replace(grid=pairs)
+    result = analyse(cells, config)
     result["from_export"] = str(path)
     return result
 
@@ -908,7 +920,8 @@ def main(argv: list[str] | None = None) -> int:
 
     parser = argparse.ArgumentParser(prog="python -m rftheory.claims.law")
     parser.add_argument("--from-export", metavar="FILE",
-                        help="analyse the cells of a sweep export (.jsonl.gz) of the --large grid")
+                        help="analyse the cells of a sweep export (.jsonl.gz) of the --large grid "
+                             "(or of the part of its (d, n) it holds)")
     parser.add_argument("--out", default="results", help="directory for JSON and figures")
     args, rest = parser.parse_known_args(argv)
     if args.from_export is None:
