@@ -59,3 +59,17 @@ def test_the_default_sizes_are_the_issues():
     assert set(headline.FULL.activations) == {"relu", "relu+tanh"}
     with pytest.raises(RFTheoryError, match="multiples"):
         TINY.replace(multiples=("3dn",))
+
+
+def test_large_selects_the_larger_run_and_excludes_quick(tmp_path):
+    # every cell refused by the time limit: the size plumbing, not a run
+    result = run_claim("headline", large=True, config=TINY.replace(time_limit=1e-9),
+                       out_dir=tmp_path, figures=False)
+    assert result["size"] == "large" and result["quick"] is False
+    with pytest.raises(RFTheoryError, match="--quick or --large"):
+        run_claim("headline", quick=True, large=True, out_dir=tmp_path)
+    from rftheory.cli import main
+
+    with pytest.raises(SystemExit) as info:
+        main(["verify", "headline", "--quick", "--large"])
+    assert info.value.code == 2
