@@ -49,6 +49,17 @@ def test_reconstruct_warns_when_the_labels_are_not_fit(capsys):
     assert any("labels are not fit" in w for w in result["warnings"])
 
 
+def test_reconstruct_warns_when_the_gram_matrix_is_rank_deficient(capsys):
+    # φ(z) = z²: the features φ(vᵀx) are quadratic forms in x, which span d(d+1)/2
+    # dimensions: d = 3 gives 6, so ΦΦᵀ of n = 10 points has rank 6 although p = 100 ≥ n
+    code, out, _ = run(capsys, "reconstruct", "--activation", "z**2", "--d", "3", "--n", "10",
+                       "--p", "100", "--max-steps", "5", "--no-progress", "--json")
+    result = json.loads(out)
+    assert code == 0 and result["train_rank_deficient"] is True
+    assert any("labels are not fit" in w and "numerical rank 6 < n = 10" in w
+               for w in result["warnings"])
+
+
 def test_reconstruct_says_why_a_step_activation_stalls(capsys):
     code, out, _ = run(capsys, "reconstruct", "--activation", "step", "--d", "5", "--n", "3",
                        "--p-mult", "4", "--no-progress")

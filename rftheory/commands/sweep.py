@@ -151,7 +151,7 @@ def _report(args: argparse.Namespace) -> int:
     if not directory.is_dir():
         from ..sweep import SweepStoreError
 
-        raise SweepStoreError(f"no sweep store in {args.dir} (no such directory)")
+        raise SweepStoreError(f"no sweep store in {args.dir}: the directory does not exist")
     if args.plot is None and not args.no_figures:  # the figure goes into the store's directory
         output_dir(args.dir, "DIR", must_exist=True)
     report, written = _report_outputs(directory, args)
