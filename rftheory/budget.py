@@ -575,6 +575,8 @@ def estimate_cell(kind: str, params: Mapping[str, Any], *, threads: int | None =
         d, n, p = params["d"], params["n"], params["p"]
     except KeyError as exc:
         raise RFTheoryError(f"a {kind} cell needs d, n and p (missing {exc.args[0]})") from None
+    if kind == "law":  # rftheory.pipeline.law_cell: a label fit below p = n, else a reconstruction
+        kind = "reconstruct" if p >= n else "label_fit"
     if kind == "label_fit":
         train = estimate_train(d=d, n=n, p=p, v_cache_bytes=_CELL_V_CACHE[kind], threads=threads)
         gram = _stream(float(n), float(d), float(p), 8, cached=train.draws == float(p) * float(d),
@@ -588,7 +590,8 @@ def estimate_cell(kind: str, params: Mapping[str, Any], *, threads: int | None =
                                    v_cache_bytes=_CELL_V_CACHE[kind], threads=threads)
         return Estimate(f"reconstruct cell ({est.job.split('(', 1)[1]}", est.peak_bytes,
                         est.flops, est.draws, est.dtype, est.parts)
-    raise RFTheoryError(f"no estimate for cells of kind {kind!r} (known: label_fit, reconstruct)")
+    raise RFTheoryError(f"no estimate for cells of kind {kind!r} (known: label_fit, reconstruct, "
+                       "law)")
 
 
 # ---------------------------------------------------------------------------------------------

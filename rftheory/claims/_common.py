@@ -1,8 +1,8 @@
 """The claims' protocol and the helpers every claim module shares.
 
 A claim module defines ``CLAIM`` (its name), a frozen ``Config`` dataclass (a subclass of
-:class:`ClaimConfig`) with two instances ``QUICK`` and ``FULL``, ``run(config, *, progress=None,
-...) -> dict``, ``plot(result, stem) -> list[Path]`` and ``summary(result) -> str``. This module
+:class:`ClaimConfig`) with two instances ``QUICK`` and ``FULL`` (the default run) and, where the
+claim has a larger run, ``LARGE``; ``run(config, *, progress=None, ...) -> dict``, ``plot(result, stem) -> list[Path]`` and ``summary(result) -> str``. This module
 runs, saves and plots any of them (:func:`run_claim`, :func:`main_for`) and holds what their runs
 share: the default worker count, the one way to run tasks in parallel (:func:`run_tasks`) with
 its progress line (:class:`TaskProgress`), and the provenance of results (:func:`environment`,
@@ -15,6 +15,7 @@ import argparse
 import dataclasses
 import hashlib
 import importlib
+import inspect
 import os
 import platform
 import sys
@@ -34,7 +35,8 @@ __all__ = ["CLAIMS", "ClaimConfig", "TaskProgress", "claim_module", "default_wor
 T = TypeVar("T")
 
 #: Claims in the order ``rftheory verify all`` runs them.
-CLAIMS = ("kernel_concentration", "law", "theorem1", "theorem2", "sign", "nhat", "twolayer_law")
+CLAIMS = ("kernel_concentration", "law", "theorem1", "theorem2", "sign", "nhat", "twolayer_law",
+          "headline")
 _ALIASES = {"twolayer": "twolayer_law", "kernel": "kernel_concentration"}
 
 #: Modules whose code decides a reconstruction's numbers (the optimiser is still being tuned).
@@ -244,7 +246,7 @@ def environment() -> dict:
             "machine": platform.machine(), "date": time.strftime("%Y-%m-%dT%H:%M:%S%z")}
 
 
-def run_claim(name: str, *, quick: bool = False, seed: int | None = None,
+def run_claim(name: str, *, quick: bool = False, large: bool = False, seed: int | None = None,
               config: ClaimConfig | None = None, out_dir: str | Path = "results",
               figures: bool = True, progress: Callable[[str], None] | None = None,
               memory_limit: float | str | None = None, time_limit: float | str | None = None,
@@ -257,6 +259,9 @@ def run_claim(name: str, *, quick: bool = False, seed: int | None = None,
         A claim of :data:`CLAIMS` (or an alias: ``kernel``, ``twolayer``).
     quick : bool
         Run the module's ``QUICK`` configuration instead of ``FULL``.
+    large : bool
+        Run the module's ``LARGE`` configuration (its larger run, e.g. the law over a real grid;
+        claims without one run ``FULL``, and the result's ``size`` says so). Not with ``quick``.
     seed : int, optional
         Base seed (default: the configuration's own, 0).
     config : ClaimConfig, optional
@@ -272,20 +277,26 @@ def run_claim(name: str, *, quick: bool = False, seed: int | None = None,
         before anything runs.
     """
     module = claim_module(name)
+    if quick and large:
+        raise RFTheoryError("give --quick or --large, not both")
+    size = "quick" if quick else "large" if large and hasattr(module, "LARGE") else "full"
     if config is None:
-        config = module.QUICK if quick else module.FULL
+        config = {"quick": module.QUICK, "large": getattr(module, "LARGE", None),
+                  "full": module.FULL}[size]
     if seed is not None:
         config = config.replace(seed=seed)
     check_claim_size(config, workers=default_workers(), memory_limit=memory_limit,
                      time_limit=time_limit, via=via)
+    out = Path(out_dir)
+    options = {"out_dir": out} if "out_dir" in inspect.signature(module.run).parameters else {}
     start = time.perf_counter()
-    result = dict(module.run(config, progress=progress))
+    result = dict(module.run(config, progress=progress, **options))
     result.setdefault("claim", module.CLAIM)
     result["quick"] = bool(quick)
+    result["size"] = size
     result["seed"] = config.seed
     result["wall_seconds"] = round(time.perf_counter() - start, 2)
     result["environment"] = environment()
-    out = Path(out_dir)
     if figures:
         paths = module.plot(result, out / module.CLAIM)
         result["figures"] = [str(p) for p in paths]
@@ -294,13 +305,15 @@ def run_claim(name: str, *, quick: bool = False, seed: int | None = None,
 
 
 def main_for(claim: str, argv: list[str] | None = None, *, prog: str | None = None) -> int:
-    """``python -m rftheory.claims.<claim> [--quick] [--seed S] [--out DIR]``."""
+    """``python -m rftheory.claims.<claim> [--quick | --large] [--seed S] [--out DIR]``."""
     parser = argparse.ArgumentParser(prog=prog or f"python -m rftheory.claims.{claim}")
-    parser.add_argument("--quick", action="store_true", help="small, fast version of the check")
+    size = parser.add_mutually_exclusive_group()
+    size.add_argument("--quick", action="store_true", help="small, fast version of the check")
+    size.add_argument("--large", action="store_true", help="the claim's larger run, where it has one")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--out", default="results", help="directory for JSON and figures")
     args = parser.parse_args(argv)
-    result = run_claim(claim, quick=args.quick, seed=args.seed, out_dir=args.out,
+    result = run_claim(claim, quick=args.quick, large=args.large, seed=args.seed, out_dir=args.out,
                        progress=lambda msg: print(msg, file=sys.stderr, flush=True))
     print(claim_module(claim).summary(result))
     print(f"results: {Path(args.out) / (claim + '.json')}; figures: {', '.join(result.get('figures', []))}")

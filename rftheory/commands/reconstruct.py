@@ -44,7 +44,8 @@ def register(subparsers: Any) -> None:
     size.add_argument("--p-mult", type=float, metavar="M", help="p = M·d·n")
     parser.add_argument("--n-hat", type=int, help="number of candidates n̂ (default: n)")
     parser.add_argument("--seed", type=int, default=0, help="seed of V, data, labels, start")
-    parser.add_argument("--data", default="sphere", help="sphere | digits | cifar10:DIR")
+    parser.add_argument("--data", default="sphere",
+                        help="sphere | digits | patches[:standardised] | cifar10:DIR")
     parser.add_argument("--labels", choices=("gaussian", "sign"), default="gaussian")
     parser.add_argument("--device", choices=("cpu", "gpu"), default="cpu")
     parser.add_argument("--max-steps", type=int, help="optimiser iteration budget")

@@ -1,4 +1,4 @@
-"""``rftheory sweep run FILE`` and ``rftheory sweep report DIR``: grids of cells at scale.
+"""``rftheory sweep run FILE``, ``rftheory sweep report DIR`` and ``rftheory sweep export DIR FILE``.
 
 ``run`` validates the sweep file, runs the cells not yet in the store (local processes by
 default, a dask cluster with ``--dask-scheduler``/``--dask-local``), then prints the summary
@@ -159,9 +159,21 @@ def _report(args: argparse.Namespace) -> int:
     return 0
 
 
+def _export(args: argparse.Namespace) -> int:
+    from ..sweep import export_store
+
+    done = export_store(args.dir, args.file)
+    if args.json:
+        print_json(done)
+    else:
+        print(f"exported {done['cells']} cells ({done['errors']} failed) to {done['path']} "
+              f"({done['bytes'] / 1024:.0f} kB)")
+    return 0
+
+
 def handle(args: argparse.Namespace) -> int:
-    """Handler: ``sweep run`` or ``sweep report``."""
-    return {"run": _run, "report": _report}[args.sweep_command](args)
+    """Handler: ``sweep run``, ``sweep report`` or ``sweep export``."""
+    return {"run": _run, "report": _report, "export": _export}[args.sweep_command](args)
 
 
 def _figure_options(parser: argparse.ArgumentParser) -> None:
@@ -220,3 +232,12 @@ def register(subparsers: Any) -> None:
                     "parameter group against p/(dn) (or p/n), and a figure (PNG + PDF).")
     report.add_argument("dir", help="the sweep's directory (holding sweep.sqlite)")
     _figure_options(report)
+
+    export = sub.add_parser(
+        "export", help="write a store's cells to a compact .jsonl.gz (to keep in a repository)",
+        description="One gzip'd canonical-JSON line per verified cell, sorted by key, the same "
+                    "bytes for the same store; readable by rftheory.sweep.read_export (e.g. "
+                    "python -m rftheory.claims.law --from-export FILE).")
+    export.add_argument("dir", help="the sweep's directory (holding sweep.sqlite)")
+    export.add_argument("file", help="the export to write, e.g. cells.jsonl.gz")
+    export.add_argument("--json", action="store_true", help="machine-readable output on stdout")

@@ -73,13 +73,15 @@ changes its last bits, the BLAS thread count, is pinned to 1 in every worker pro
 
 **Modules**, one per object: :mod:`~rftheory.sweep.cells` (the registry of cell kinds, functions of
 :mod:`rftheory.pipeline`), :mod:`~rftheory.sweep.spec` (sweep files and a cell's identity),
-:mod:`~rftheory.sweep.store` (the SQLite store), :mod:`~rftheory.sweep.executors` (local processes,
+:mod:`~rftheory.sweep.store` (the SQLite store), :mod:`~rftheory.sweep.export` (a store's compact
+gzip'd JSON-lines export, for keeping a finished sweep in a repository), :mod:`~rftheory.sweep.executors` (local processes,
 dask, BLAS threads), :mod:`~rftheory.sweep.run` (the run loop and what a worker does with a cell)
 and :mod:`~rftheory.sweep.report` (statistics over seeds, the figure). Their public names are all
 importable from :mod:`rftheory.sweep`.
 """
 
 from .cells import CELL_KINDS, CellKind, Metric
+from .export import export_store, read_export
 from .executors import ExecutorHandle, check_executor_choice, limit_blas_threads, open_executor
 from .report import TIMING_KEYS, comparable_results, plot_sweep_report, sweep_report
 from .run import (CELL_OVERHEAD_SECONDS, SweepAbortedError, SweepRun, check_sweep_size,
@@ -118,6 +120,8 @@ __all__ = [
     "cell_key",
     "comparable_results",
     "plan_sweep",
+    "export_store",
+    "read_export",
     "check_sweep_size",
     "CELL_OVERHEAD_SECONDS",
     "MAX_CELLS",

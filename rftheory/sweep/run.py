@@ -18,7 +18,7 @@ import time
 import traceback
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterable, Mapping
+from typing import Any, Iterable, Mapping, Sequence
 
 from ..features import V_DEFINITION
 from ..output import to_jsonable
@@ -97,10 +97,26 @@ _EXACT_SUM_LIMIT = 10**4
 def _cell_estimate(kind: str, params: Mapping[str, Any]) -> Any:
     from ..budget import estimate_cell
 
+    from .spec import p_from_expression
+
     params = dict(params)
     if "p_mult" in params:
         params["p"] = params.pop("p_mult") * params["d"] * params["n"]
+    elif isinstance(params.get("p"), str):  # "n-1", "0.25dn": the p of these d and n
+        params["p"] = p_from_expression(params["p"], d=params["d"], n=params["n"])
     return estimate_cell(kind, params)
+
+
+def _largest(name: str, values: Sequence[Any], sizes: Mapping[str, Any]) -> Any:
+    """The value of size axis ``name`` that gives the largest cell; a p axis holding expressions
+    is ordered by their p at the largest d and n (every expression grows with both)."""
+    from .spec import p_from_expression
+
+    if name == "p" and any(isinstance(v, str) for v in values):
+        d, n = sizes["d"], sizes["n"]
+        return max(values, key=lambda v: p_from_expression(v, d=d, n=n) if isinstance(v, str)
+                   else v)
+    return max(values)
 
 
 def check_sweep_size(spec: SweepSpec, *, slots: int | None, planned: int | None = None,
@@ -130,7 +146,8 @@ def check_sweep_size(spec: SweepSpec, *, slots: int | None, planned: int | None 
     planned = count if planned is None else planned
     size_axes = [(k, v) for k, v in spec.axes if k in _SIZE_KEYS]
     fixed = {k: v for k, v in spec.fixed if k in _SIZE_KEYS}
-    largest_params = dict(fixed) | {k: max(v) for k, v in size_axes}
+    largest_params = dict(fixed) | {k: max(v) for k, v in size_axes if k != "p"}
+    largest_params |= {k: _largest(k, v, largest_params) for k, v in size_axes if k == "p"}
     largest = _cell_estimate(kind, largest_params)
     where = ", ".join(f"{k} = {largest_params[k]:.3g}" if isinstance(largest_params[k], float)
                       else f"{k} = {largest_params[k]}" for k in sorted(largest_params))

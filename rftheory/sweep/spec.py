@@ -15,6 +15,7 @@ import inspect
 import itertools
 import json
 import math
+import re
 import tomllib
 import types
 import typing
@@ -27,7 +28,7 @@ from ..pipeline import feature_count
 from .cells import CELL_KINDS, CellKind
 
 __all__ = ["MAX_CELLS", "Cell", "SweepSpec", "SweepSpecError", "canonical_json", "cell_key",
-           "load_spec", "parse_spec"]
+           "load_spec", "parse_spec", "p_from_expression"]
 
 
 class SweepSpecError(RFTheoryError):
@@ -43,6 +44,33 @@ MAX_CELLS = 10**9
 # Parameters that must be >= 1 / >= 0 whenever a cell takes them (refused before running).
 _POSITIVE = frozenset({"d", "n", "p", "n_hat", "max_steps"})
 _NON_NEGATIVE = frozenset({"seed"})
+
+
+#: A ``p`` given as text: ``"n"``, ``"n-1"``, ``"2n+3"``, ``"0.25dn"``, ``"10dn"`` — a multiple of
+#: n or of d·n plus an integer offset (nothing is evaluated: the text must match this pattern).
+_P_EXPRESSION = re.compile(r"^\s*(?:(\d+(?:\.\d*)?|\.\d+)\s*\*?\s*)?(dn|n)\s*(?:([+-])\s*(\d+))?\s*$")
+
+
+def p_from_expression(text: str, *, d: int, n: int) -> int:
+    """The p of a sweep cell given as text, from its d and n: round(c·n) or round(c·d·n), plus
+    an integer offset — so one axis can hold the label threshold's p = n − 1, n and multiples of
+    dn.
+
+    Examples
+    --------
+    >>> [p_from_expression(t, d=10, n=4) for t in ("n-1", "n", "0.25dn", "10dn", "2n+3")]
+    [3, 4, 10, 400, 11]
+    """
+    match = _P_EXPRESSION.match(text)
+    if match is None:
+        raise SweepSpecError(f"p = {text!r} is not an integer or an expression such as "
+                             "\"n\", \"n-1\", \"2n+3\", \"0.25dn\"")
+    coefficient, base, sign, offset = match.groups()
+    value = float(coefficient) if coefficient is not None else 1.0
+    p = round(value * (d * n if base == "dn" else n))
+    if offset is not None:
+        p += int(offset) if sign == "+" else -int(offset)
+    return p
 
 
 def canonical_json(value: Any) -> str:
@@ -121,12 +149,26 @@ class SweepSpec:
         """Combinations of the axes (an upper bound of :meth:`count_cells`), without building any."""
         return math.prod(len(values) for _, values in self.axes)
 
+    def _p_source(self) -> tuple[str | None, Callable[[Any, int, int], int]]:
+        """Which parameter p is computed from per (d, n) — ``"p_mult"``, or ``"p"`` when some of
+        its values are expressions (``"n-1"``, ``"0.25dn"``) — and how; (None, …) when p is
+        given as integers."""
+        given = dict(self.fixed) | dict(self.axes)
+        if "p_mult" in given:
+            return "p_mult", lambda m, d, n: feature_count(p_mult=m, d=d, n=n)
+        values = dict(self.axes).get("p", (given.get("p"),))
+        if any(isinstance(v, str) for v in values):
+            return "p", lambda v, d, n: (p_from_expression(v, d=d, n=n) if isinstance(v, str)
+                                         else v)
+        return None, lambda v, d, n: v
+
     def _p_of(self) -> Callable[[Mapping[str, Any]], Any] | None:
-        """p of a combination when the spec gives ``p_mult`` (None when it gives p)."""
-        if "p_mult" not in dict(self.fixed) and "p_mult" not in dict(self.axes):
+        """p of a combination when the spec gives ``p_mult`` or p expressions (None when it
+        gives integer p)."""
+        source, to_p = self._p_source()
+        if source is None:
             return None
-        return lambda params: feature_count(p_mult=params["p_mult"], d=params["d"],
-                                            n=params["n"])
+        return lambda params: to_p(params[source], params["d"], params["n"])
 
     def count_cells(self) -> int:
         """The number of distinct cells, counted without building them (milliseconds for a
@@ -136,13 +178,14 @@ class SweepSpec:
         those are counted once, by going over the (d, n, p_mult) values only.
         """
         axes = dict(self.axes)
-        if "p_mult" not in axes:
+        source, to_p = self._p_source()
+        if source is None or source not in axes:
             return self.grid_size
         fixed = dict(self.fixed)
         d_values = axes.get("d", (fixed.get("d"),))
         n_values = axes.get("n", (fixed.get("n"),))
-        others = math.prod(len(v) for k, v in self.axes if k not in ("p_mult", "d", "n"))
-        distinct = sum(len({feature_count(p_mult=m, d=d, n=n) for m in axes["p_mult"]})
+        others = math.prod(len(v) for k, v in self.axes if k not in (source, "d", "n"))
+        distinct = sum(len({to_p(m, d, n) for m in axes[source]})
                        for d in d_values for n in n_values)
         return others * distinct
 
@@ -155,17 +198,18 @@ class SweepSpec:
         """
         names = [k for k, _ in self.axes]
         p_of = self._p_of()
-        multiples = dict(self.axes).get("p_mult") if p_of is not None else None
-        first: dict[tuple[Any, Any], set[int]] = {}  # (d, n) -> p_mult indices first for their p
+        source, to_p = self._p_source()
+        multiples = dict(self.axes).get(source) if p_of is not None else None
+        first: dict[tuple[Any, Any], set[int]] = {}  # (d, n) -> axis indices first for their p
 
         def is_first(params: Mapping[str, Any]) -> bool:
             dn = (params["d"], params["n"])
             if dn not in first:
                 seen: dict[int, int] = {}
                 for i, m in enumerate(multiples):
-                    seen.setdefault(feature_count(p_mult=m, d=dn[0], n=dn[1]), i)
+                    seen.setdefault(to_p(m, dn[0], dn[1]), i)
                 first[dn] = set(seen.values())
-            return multiples.index(params["p_mult"]) in first[dn]
+            return multiples.index(params[source]) in first[dn]
 
         for combo in itertools.product(*(values for _, values in self.axes)):
             params = dict(self.fixed)
@@ -174,7 +218,7 @@ class SweepSpec:
                 if multiples is not None and not is_first(params):
                     continue  # the same cell as an earlier p_mult of the axis
                 params["p"] = p_of(params)
-                del params["p_mult"]
+                params.pop("p_mult", None)
             yield Cell(self.cell, params)
 
     def contains(self, kind: str, params: Mapping[str, Any]) -> bool:
@@ -193,9 +237,9 @@ class SweepSpec:
             elif canonical_json(value) not in values:
                 return False
         if multiples is not None:
+            _, to_p = self._p_source()
             try:
-                return any(feature_count(p_mult=m, d=params["d"], n=params["n"]) == params["p"]
-                           for m in multiples)
+                return any(to_p(m, params["d"], params["n"]) == params["p"] for m in multiples)
             except (KeyError, TypeError, RFTheoryError):
                 return False
         return True
@@ -205,7 +249,8 @@ class SweepSpec:
         """For :meth:`contains`: each parameter's values (canonical JSON texts, or a range),
         the p_mult values, and the parameter names a cell has."""
         expected: dict[str, Any] = {k: (v,) for k, v in self.fixed} | dict(self.axes)
-        multiples = expected.pop("p_mult", None)
+        source, _ = self._p_source()
+        multiples = expected.pop(source, None) if source is not None else None
         names = set(expected) | ({"p"} if multiples is not None else set())
         index = {k: v if isinstance(v, range) else {canonical_json(x) for x in v}
                  for k, v in expected.items()}
@@ -312,6 +357,11 @@ def parse_spec(document: Mapping[str, Any], *, source: str = "<sweep>") -> Sweep
 
     def check_value(where: str, name: str, value: Any) -> Any:
         kind = accepted[name][0]
+        if name == "p" and isinstance(value, str) and {"d", "n"} <= set(parameters):
+            if _P_EXPRESSION.match(value) is None:
+                raise fail(where, f"expected an integer or an expression such as \"n-1\" or "
+                                  f"\"0.25dn\", got {value!r}")
+            return value
         if isinstance(value, (dict, list)) or not isinstance(value, (int, float, str, bool)):
             raise fail(where, f"expected {_type_name(kind)}, got {type(value).__name__}")
         if kind is float and isinstance(value, int) and not isinstance(value, bool):
@@ -383,6 +433,14 @@ def parse_spec(document: Mapping[str, Any], *, source: str = "<sweep>") -> Sweep
         raise fail("p_mult", "give p or p_mult (p = p_mult·d·n), not both")
     if "p_mult" in given:
         given.add("p")
+    texts = [("[grid] p", v) for k, vs in axes if k == "p" for v in vs if isinstance(v, str)]
+    texts += [("[fixed] p", v) for k, v in fixed if k == "p" and isinstance(v, str)]
+    if texts:  # every expression must give p >= 1 for every (d, n) of the grid
+        values = {k: list(vs) for k, vs in axes} | {k: [v] for k, v in fixed}
+        for where, text in texts:
+            for d_value, n_value in itertools.product(values.get("d", [1]), values.get("n", [1])):
+                if p_from_expression(text, d=d_value, n=n_value) < 1:
+                    raise fail(where, f"{text!r} gives p < 1 at d = {d_value}, n = {n_value}")
     for name, (_, required) in parameters.items():
         if required and name not in given:
             raise fail(name, f"cell {kind_name!r} needs this parameter; give it in [grid] "
