@@ -162,26 +162,29 @@ class AttackOutput:
 Attack = Callable[[FeatureMap, Any, int, int], AttackOutput]
 
 
-def reconstruct_attack(*, oversample: float = 2.0, restarts: int = 1, n_hat_factor: int = 1,
-                       **options: Any) -> Attack:
+def reconstruct_attack(*, restarts: int = 1, n_hat_factor: int = 1, **options: Any) -> Attack:
     """The set reconstruction :func:`rftheory.reconstruct.reconstruct` as an attack.
 
     Parameters
     ----------
-    oversample : float
-        Pool size factor of each round (over-complete pools escape local minima).
     restarts : int
         Independent runs (seeds ``seed·1000 + r``) whose candidates are pooled.
     n_hat_factor : int
         Rows returned per run: n̂ = n_hat_factor·n (a superset; extra rows are free).
     **options
-        Further keyword arguments of ``reconstruct`` (``tol``, ``max_steps``, ...).
+        Keyword arguments of ``reconstruct`` (``method``, ``max_steps``, ``tol``, ...). None by
+        default: the package's default — its strongest — reconstruction, whatever it is.
 
     Returns
     -------
     callable
         ``attack(features, theta, n_hat, seed)``; ``info`` holds per-run loss, steps and stop
         reason.
+
+    Examples
+    --------
+    >>> reconstruct_attack().__name__, reconstruct_attack(restarts=2, max_steps=500).__name__
+    ('reconstruct()', 'reconstruct(max_steps=500, restarts=2)')
     """
     from .reconstruct import reconstruct
 
@@ -192,13 +195,14 @@ def reconstruct_attack(*, oversample: float = 2.0, restarts: int = 1, n_hat_fact
         rows, runs = [], []
         m = min(features.p, n_hat_factor * n_hat)
         for r in range(restarts):
-            out = reconstruct(features, theta, m, seed=seed * 1000 + r, oversample=oversample,
-                              **options)
+            out = reconstruct(features, theta, m, seed=seed * 1000 + r, **options)
             rows.append(np.asarray(to_host(out.X_hat)))
             runs.append({"loss": out.loss, "steps": out.steps, "stop_reason": out.stop_reason})
         return AttackOutput(np.concatenate(rows), {"runs": runs})
 
-    attack.__name__ = f"reconstruct(oversample={oversample:g}, restarts={restarts})"
+    named = dict(options, **({"restarts": restarts} if restarts != 1 else {}),
+                 **({"n_hat_factor": n_hat_factor} if n_hat_factor != 1 else {}))
+    attack.__name__ = "reconstruct(" + ", ".join(f"{k}={v!r}" for k, v in sorted(named.items())) + ")"
     return attack
 
 

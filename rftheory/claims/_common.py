@@ -35,8 +35,8 @@ __all__ = ["CLAIMS", "ClaimConfig", "TaskProgress", "claim_module", "default_wor
 T = TypeVar("T")
 
 #: Claims in the order ``rftheory verify all`` runs them.
-CLAIMS = ("kernel_concentration", "law", "theorem1", "theorem2", "sign", "nhat", "twolayer_law",
-          "headline")
+CLAIMS = ("kernel_concentration", "law", "theorem1", "theorem2", "single_sample", "sign", "nhat",
+          "twolayer_law", "headline")
 _ALIASES = {"twolayer": "twolayer_law", "kernel": "kernel_concentration"}
 
 #: Modules whose code decides a reconstruction's numbers (the optimiser is still being tuned).

@@ -1,34 +1,56 @@
-"""Claim (Theorem 2, n = 2): the projection loss has no "duplicate" minimiser.
+"""Claim (Theorem 2): no "duplicate" reconstructions — the paper's n = 2, and n ≥ 3 (issue #16).
 
-With n = n̂ = 2 training points, Theorem 1 alone allows both candidates to sit near the *same*
-training point x₁ (a duplicate) — each of them is then "close to a training point". Theorem 2
-excludes this: the projection loss L(x̂₁, x̂₂) = ‖P⊥_{Φ̂}θ*‖²/‖θ*‖² stays bounded away from 0
-on the duplicate region
+Theorem 1 alone allows several candidates of a zero-loss reconstruction to sit near the *same*
+training point (a duplicate, or *collision*), leaving other training points unrecovered. For
+n = n̂ = 2 the paper proves (Theorem 2) that the projection loss
+L(X̂) = ‖P⊥_{Φ̂}θ*‖²/‖θ*‖² stays bounded away from 0 on the duplicate region
 
     D(δ) = {(x̂₁, x̂₂) on the √d-sphere : ‖x̂_j − x₁‖ ≤ δ√d, j = 1, 2},
 
-whereas the true configuration (x₁, x₂) has loss 0.
+whereas the true configuration has loss 0. It stops at n = 2 ("combinatorial explosion"). This
+check measures both, on :mod:`rftheory.collisions` (patterns, δ → 0 limits, region minima):
 
-What is measured, for several activations and p/(dn) (here dn = 2d):
+*n = 2, the paper's claim* (:func:`duplicate_curves`; d = :attr:`Config.d`). For several
+activations and p/(dn): min over D(δ) of L by multi-start L-BFGS-B on geodesic cap coordinates
+for a grid of δ (every value the loss of a feasible pair: an *upper bound* on the minimum; the
+starts include the limit pair and the previous δ's minimiser, the regions being nested), its
+δ → 0 limit in closed form,
 
-* ``min_D(δ) L`` by multi-start L-BFGS-B (:func:`duplicate_region_minimum`) on a geodesic
-  parametrisation of the caps (only box constraints), for a grid of δ. Every value is the loss of
-  a feasible configuration, so it is an *upper bound* on the true minimum; starts include the best
-  configurations of smaller δ (the regions are nested) and the δ → 0 optimal pair, so the
-  reported curve is non-increasing in δ by construction.
-* its δ → 0 limit, computed directly (:func:`duplicate_limit`): as both candidates approach x₁
-  the span of their features tends to span{φ(x₁), Dφ(x₁)[u]} with u tangent at x₁, and
+    L₀ = ‖P⊥_{span{φ(x₁), J B}} θ‖²/‖θ‖²,   J = diag φ′(Vx₁)·V, B a basis of x₁⊥
 
-      L₀ = min_u ‖P⊥_{span{φ(x₁), J u}} θ‖²/‖θ‖²,   J = diag φ′(Vx₁) · V,
+(:func:`rftheory.collisions.collision_limit` of the collision (2, 0)), and their agreement at a
+small δ below the kink radius (ReLU-type activations). Verdict ``supported``: for relu+tanh the
+minimum over every D(δ) stays above :data:`ZERO_LOSS` at every p/(dn) ≥ :data:`LARGE_RATIO`, and
+the limit agrees with the small-δ minimum within :data:`LIMIT_RTOL` for every activation.
 
-  which has the closed form L₀ = ‖P⊥_{span{φ(x₁), J B}} θ‖²/‖θ‖², B an orthonormal basis of the
-  tangent space x₁⊥ (derivation in :func:`duplicate_limit`). L₀ is an upper bound on min_D(δ) L
-  for every δ (the limit is approached inside every D(δ)), and equals its δ → 0 limit.
-* the agreement of the two at a small δ, below the *kink radius* of the activation (ReLU-type
-  activations: the radius inside which no feature's pre-activation crosses a kink; beyond it,
-  pairs straddling a kink gain extra freedom and the minimum drops faster than O(δ)).
+*General n, beyond the paper* (:func:`collision_cell`; d = :attr:`Config.general_d`). A collision
+assigns the n candidates to training points with multiplicities m_i (a type: a partition of n
+with a part ≥ 2; ℓ = Σ(m_i − 1) points left out). For every type (n ≤
+:attr:`Config.enumerate_up_to_n`; representatives above: 2+1^{n−2}, 2+2+1^{n−4}, 3+1^{n−3},
+2^{n/2}, n), its smallest δ → 0 limit over all placements (closed form for pairs, an exact
+optimisation over one tangent direction per triple, an upper bound for multiplicity ≥ 4), the
+leave-one-out baseline min_j ‖P⊥_{span{φ(x_i): i≠j}}θ‖²/‖θ‖² (what a collision must beat), and, for
+some types and p, the minimum over the finite region D_m(δ). The falsifiable verdicts:
 
-Run: ``python -m rftheory.claims.theorem2 [--quick]`` or ``rftheory verify theorem2``.
+* ``pair_thresholds_match_count``: for the smooth activations (relu+tanh, tanh, erf — not
+  ReLU, whose collisions follow its activation cells), every type with multiplicities ≤ 2 has
+  L₀ ≤ :data:`ZERO_LOSS_LIMIT` exactly at the p ≤ p* = n + ℓ(d − 2) of the grid and above it at
+  every p > p* (the dimension count of :func:`rftheory.collisions.zero_threshold`);
+* ``triples_never_zero_above_count``: types with a triple (and no higher multiplicity) are never
+  0 above p* (smooth activations; at p* itself real zeros may be absent: the conditions are
+  quadratic);
+* ``limits_positive_from_dn``: every limit of every type with multiplicities ≤ 3, every
+  activation, at every p ≥ dn is > :data:`ZERO_LOSS_LIMIT` (for multiplicity ≥ 4 the value is an
+  upper bound, reported but not judged);
+* ``regions_positive_from_dn``: every region minimum at p ≥ dn (every δ, type, activation) is
+  > :data:`ZERO_LOSS_REGION`;
+* ``limit_checks_agree``: at p = 2dn the region minimum at a small δ₁ and at δ₁/10 approaches
+  the limit: |(L₀ − min)/L₀| ≤ :data:`LIMIT_RTOL` at δ₁/10 and at most a third of its value at
+  δ₁ (or ≤ 1e-9: ReLU types without single candidates are exact).
+
+``general_n_supported`` ("no duplicates for n ≥ 3 at p ≳ dn"): the last three.
+
+Run: ``rftheory verify theorem2 [--quick]`` or ``python -m rftheory.claims.theorem2``.
 """
 
 from __future__ import annotations
@@ -36,44 +58,56 @@ from __future__ import annotations
 import math
 import time
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
 import numpy as np
-import scipy.linalg
-import scipy.optimize
 
-from rftheory.claims._common import ClaimConfig, main_for
+from rftheory.claims._common import (ClaimConfig, TaskProgress, check_activations,
+                                     default_workers, main_for, run_tasks)
+from rftheory.collisions import (Collision, collision_limit, collision_region_minimum,
+                                 collision_types, kink_radius, max_region_radius,
+                                 min_collision_limit, zero_threshold)
 from rftheory.data import gaussian_labels, sphere_data
-from rftheory.errors import RFTheoryError, ShapeError
-from rftheory.features import FeatureMap, RandomFeatures, train_min_norm
-from rftheory.gram import GramSolution, solve_gram
-from rftheory.projection import projection_loss
+from rftheory.errors import RFTheoryError
+from rftheory.features import RandomFeatures, train_min_norm
 from rftheory.output import format_table, save_figure, sparse_log_ticks
+from rftheory.projection import projection_loss
 
 CLAIM = "theorem2"
 
 #: Activations compared (the paper's relu+tanh, two odd smooth ones and ReLU).
 DEFAULT_ACTIVATIONS = ("relu+tanh", "tanh", "erf", "relu")
-#: A duplicate-region minimum below this counts as "reaches 0". The true configuration has loss
-#: ~1e-30 and L-BFGS-B drives reachable zeros to ≲ 1e-12 (ftol below); the smallest non-zero
-#: minima measured at p ≥ 2dn are ≥ 5e-2, four orders above.
+#: Activations whose collisions follow the dimension count (ReLU's follow its activation cells:
+#: a left-out point in the cell of a doubled one lies in the first-order span exactly).
+SMOOTH = ("relu+tanh", "tanh", "erf")
+#: n = 2: a duplicate-region minimum below this counts as "reaches 0". The true configuration
+#: has loss ~1e-30 and L-BFGS-B drives reachable zeros to ≲ 1e-12; the smallest non-zero minima
+#: measured at p ≥ 2dn are ≥ 5e-2, four orders above.
 ZERO_LOSS = 1e-6
+#: General n: a δ → 0 limit below this is 0. Closed-form zeros (pairs) are ≲ 1e-24, the triple
+#: direction search reaches 1e-15 – 1e-24 at its zeros; the first non-zero values above the
+#: counts are ≳ 1e-12 (1.8e-12 at the least in the survey of issue #16, median 1.7e-6).
+ZERO_LOSS_LIMIT = 1e-13
+#: General n: a region minimum below this is 0 (L-BFGS-B drives reachable zeros below it; the
+#: smallest positive minima at p ≥ dn measured ~5e-4).
+ZERO_LOSS_REGION = 1e-12
 #: Accepted relative gap (L₀ − min_D(δ) L)/L₀ at the small check δ (below the kink radius): the
-#: measured gap there is O(δ) ≲ 1e-4 for smooth activations; 1e-2 leaves room for an optimiser
-#: that stops a little early.
+#: measured gap there is O(δ) ≲ 1e-3; 1e-2 leaves room for an optimiser that stops a little early.
 LIMIT_RTOL = 1e-2
 #: The small δ of the limit check (capped at half the kink radius for ReLU-type activations).
 DELTA_CHECK = 1e-3
 #: Smallest δ the limit check will use: below it the candidates' Gram matrix has condition
 #: ≳ 1/δ² ≈ 1e10 and the comparison says more about rounding than about the limit.
 DELTA_CHECK_MIN = 1e-5
-#: Ratios p/(dn) counted as "large" for the verdict (the theorem's p ≫ dn regime).
+#: Triples: the check uses 10·DELTA_CHECK and a tenth of it, never below this: a collapsed
+#: triple's Gram matrix has condition ~(δ√d)⁻⁴, beyond float64 below 1e-3.
+DELTA_CHECK_TRIPLE_MIN = 1e-3
+#: Ratios p/(dn) counted as "large" for the n = 2 verdict (the theorem's p ≫ dn regime).
 LARGE_RATIO = 2.0
-#: L-BFGS-B tolerances: losses here are O(1e-2..1) and scipy's ftol test is relative to
-#: max(|f|, 1), so 1e-13 asks for ~12 significant digits of the smallest losses.
-_LBFGS = {"ftol": 1e-13, "gtol": 1e-11, "maxiter": 3000}
-_V_STREAM = 0x54484D32  # "THM2": tag of the seed stream of V
+_V_STREAM = 0x54484D32  # "THM2": tag of the seed stream of V (n = 2 part)
+_V_STREAM_GENERAL = 0x434F4C4C  # "COLL": V of the general-n part (that of the issue #16 survey)
 
 
 @dataclass(frozen=True)
@@ -83,14 +117,40 @@ class Config(ClaimConfig):
     Attributes
     ----------
     d : int
-        Input dimension (n = 2); data ``sphere_data(2, d, seed)``.
+        n = 2 part: input dimension; data ``sphere_data(2, d, seed)``.
     ratios : tuple of float
-        p/(dn) of the models (V nested in p).
+        n = 2 part: p/(dn) of the models (V nested in p).
     deltas : tuple of float
-        Radii δ of the duplicate regions D(δ), 0 < δ < 2.
+        n = 2 part: radii δ of the duplicate regions D(δ), 0 < δ < 2.
     random_starts : int
-        Random L-BFGS-B starts per (p, δ), besides the warm and limit starts.
+        n = 2 part: random L-BFGS-B starts per (p, δ), besides the warm and limit starts.
     activations : tuple of str
+        n = 2 part (empty: skip it).
+    ns : tuple of int
+        General part: training-set sizes (empty: skip it).
+    general_d : int
+        General part: input dimension.
+    general_activations : tuple of str
+    seeds : int
+        General part: data/V seeds ``seed, seed + 1, …`` per (activation, n).
+    general_ratios : tuple of float
+        General part: p/(dn) of the limits; p* − 1 … p* + 2 of every type with multiplicities
+        ≤ 3 are added (the count's switch).
+    region_ratios : tuple of float
+        General part: p/(dn) of the region minima (with p = n + d − 1).
+    region_deltas : tuple of float
+        General part: δ of the region minima, increasing, each capped at
+        :func:`rftheory.collisions.max_region_radius` (regions holding no other ±x_j).
+    region_seeds_large_n : int
+        General part: region minima for n > ``enumerate_up_to_n`` on this many seeds only (cost).
+    region_random_starts, region_maxiter : int
+        General part: random starts and L-BFGS-B iterations per region minimum (plus the two
+        limit configurations and the previous δ's minimiser).
+    direction_starts : int
+        Starts of the triple direction search (:func:`rftheory.collisions.collision_limit`;
+        its default, 32: 12 missed zeros at p* − 1 that 24 found).
+    enumerate_up_to_n : int
+        Every collision type for n up to this; five representatives above.
     """
 
     d: int = 8
@@ -98,303 +158,89 @@ class Config(ClaimConfig):
     deltas: tuple[float, ...] = (0.005, 0.02, 0.05, 0.1, 0.2, 0.35, 0.5)
     random_starts: int = 5
     activations: tuple[str, ...] = DEFAULT_ACTIVATIONS
+    ns: tuple[int, ...] = (2, 3, 4, 8, 16)
+    general_d: int = 5
+    general_activations: tuple[str, ...] = DEFAULT_ACTIVATIONS
+    seeds: int = 3
+    general_ratios: tuple[float, ...] = (0.25, 0.5, 0.75, 1.0, 1.5, 2.0, 4.0, 8.0)
+    region_ratios: tuple[float, ...] = (0.5, 1.0, 2.0, 4.0)
+    region_deltas: tuple[float, ...] = (0.05, 0.15, 0.3)
+    region_seeds_large_n: int = 1
+    region_random_starts: int = 1
+    region_maxiter: int = 600
+    direction_starts: int = 32
+    enumerate_up_to_n: int = 4
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        for name in ("ratios", "deltas", "activations"):
+        for name in ("ratios", "deltas", "activations", "ns", "general_activations",
+                     "general_ratios", "region_ratios", "region_deltas"):
             self._set(name, tuple(getattr(self, name)))
-        if self.d < 2 or not self.ratios or not self.activations or self.random_starts < 0:
-            raise RFTheoryError("theorem2 check needs d >= 2, ratios, activations and "
+        if not self.activations and not self.ns:
+            raise RFTheoryError("theorem2 check needs activations (n = 2 part) or ns (general)")
+        if self.activations and (self.d < 2 or not self.ratios or not self.deltas
+                                 or self.random_starts < 0):
+            raise RFTheoryError("theorem2 check (n = 2) needs d >= 2, ratios, deltas and "
                                 "random_starts >= 0")
-        if any(not 0.0 < dl < 2.0 for dl in self.deltas):
-            raise RFTheoryError(f"deltas must lie in (0, 2), got {self.deltas}")
+        if any(not 0.0 < dl < 2.0 for dl in self.deltas + self.region_deltas):
+            raise RFTheoryError(f"deltas must lie in (0, 2), got {self.deltas + self.region_deltas}")
+        if list(self.region_deltas) != sorted(self.region_deltas):
+            raise RFTheoryError("region_deltas must be in increasing order")
+        if self.ns:
+            if any(isinstance(n, bool) or not isinstance(n, int) or n < 2 for n in self.ns):
+                raise RFTheoryError(f"ns must be integers >= 2, got {self.ns}")
+            if (self.general_d < 3 or not self.general_activations or not self.general_ratios
+                    or self.seeds < 1):
+                raise RFTheoryError("theorem2 check (general n) needs general_d >= 3, "
+                                    "general_activations, general_ratios and seeds >= 1")
+        for name in ("region_seeds_large_n", "region_random_starts"):
+            if getattr(self, name) < 0:
+                raise RFTheoryError(f"{name} must be >= 0")
+        for name in ("region_maxiter", "direction_starts", "enumerate_up_to_n"):
+            if getattr(self, name) < 1:
+                raise RFTheoryError(f"{name} must be >= 1")
 
 
 FULL = Config()
-QUICK = Config(d=6, ratios=(0.5, 2.0, 8.0), deltas=(0.05, 0.3), random_starts=2)
+QUICK = Config(d=6, ratios=(0.5, 2.0, 8.0), deltas=(0.02, 0.1, 0.3), random_starts=1,
+               ns=(2, 3, 6), general_d=4, general_activations=("relu+tanh", "tanh"), seeds=1,
+               general_ratios=(0.5, 1.0, 2.0, 4.0), region_ratios=(1.0, 2.0),
+               region_deltas=(0.1,), region_maxiter=300)
 
-
-# ---------------------------------------------------------------------------------------------
-# The δ → 0 limit
-# ---------------------------------------------------------------------------------------------
-
-def tangent_basis(x: np.ndarray) -> np.ndarray:
-    """Orthonormal basis (d, d−1) of the tangent space x⊥ of the sphere at x."""
-    x = np.asarray(x, dtype=np.float64)
-    if x.ndim != 1 or not np.any(x):
-        raise ShapeError("x must be a non-zero vector")
-    return scipy.linalg.null_space(x[None, :])
-
-
-@dataclass(frozen=True)
-class DuplicateLimit:
-    """The δ → 0 limit of the duplicate-region minimum of the projection loss at x.
-
-    Attributes
-    ----------
-    loss : float
-        L₀ = ‖P⊥_{span{φ(x), J B}} θ‖²/‖θ‖².
-    direction : numpy.ndarray, shape (d,)
-        The optimal tangent direction u* (unit norm, u* ⊥ x): the limit pair is x ± h u*.
-    coefficients : numpy.ndarray, shape (d,)
-        Weights of [φ(x), J B] in the projection of θ.
-    gram : GramSolution
-        Diagnostics of the d × d Gram solve.
-    """
-
-    loss: float
-    direction: np.ndarray
-    coefficients: np.ndarray
-    gram: GramSolution
-
-
-def duplicate_limit(features: FeatureMap, x: Any, theta: Any) -> DuplicateLimit:
-    """δ → 0 limit of min over D(δ) of the projection loss, with both candidates tending to x.
-
-    Parameters
-    ----------
-    features : FeatureMap
-    x : array, shape (d,)
-        The training point both candidates approach (on the √d-sphere).
-    theta : array, shape (p,)
-
-    Returns
-    -------
-    DuplicateLimit
-
-    Notes
-    -----
-    Write x̂₁ = x + h₁, x̂₂ = x + h₂ with h₁, h₂ → 0. Then span{φ(x̂₁), φ(x̂₂)} =
-    span{φ(x̂₁), (φ(x̂₂) − φ(x̂₁))/‖x̂₂ − x̂₁‖} → span{φ(x), J u}, where J = diag(φ′(Vx)) V is the
-    Jacobian of x ↦ φ(Vx) and u the limiting direction of x̂₂ − x̂₁, tangent to the sphere at x
-    (both points stay on the sphere). Let e = φ(x)/‖φ(x)‖, θ′ = (I − eeᵀ)θ, A = (I − eeᵀ)J B
-    (B: orthonormal basis of x⊥, u = Bw). Then
-
-        ‖P⊥_{span{φ(x), JBw}} θ‖² = ‖θ′‖² − (bᵀw)²/(wᵀMw),   b = Aᵀθ′, M = AᵀA.
-
-    The generalised Rayleigh quotient (bᵀw)²/(wᵀMw) has a rank-one numerator, so by
-    Cauchy–Schwarz in the M inner product its maximum is bᵀM⁻¹b, attained at w* = M⁻¹b — which is
-    exactly ‖P_{span A}θ′‖². Hence the best *single* direction already captures the projection
-    onto the whole d-dimensional space, and
-
-        L₀ = ‖P⊥_{span{φ(x), J B}} θ‖²/‖θ‖²,   u* ∝ B c₁:,
-
-    c the coefficients of θ's projection on [φ(x), J B]. It is computed streaming over the blocks
-    of V: the d × d Gram matrix of [φ(x), J B] and its product with θ in one pass
-    (:func:`rftheory.gram.solve_gram`), the residual θ − [φ(x), J B]c in a second — a direct
-    residual, accurate to rounding (no Gram difference).
-
-    For activations with kinks (ReLU) J uses the derivative convention of the activation; the
-    limit is the limit of the *smooth* picture, valid once δ is below the kink radius
-    (:func:`kink_radius`).
-    """
-    x = np.asarray(x, dtype=np.float64)
-    d = features.d
-    if x.shape != (d,):
-        raise ShapeError(f"x must have shape ({d},), got {x.shape}")
-    theta = np.asarray(theta, dtype=np.float64)
-    B = tangent_basis(x)
-    G = np.zeros((d, d))
-    c = np.zeros(d)
-    for blk in features.blocks(x[None, :]):
-        A = _limit_columns(features, blk, B)
-        G += A.T @ A
-        c += A.T @ theta[blk.rows]
-    solved = solve_gram(G, c)
-    a = solved.solution
-    resid_sq = 0.0
-    for blk in features.blocks(x[None, :]):
-        r = theta[blk.rows] - _limit_columns(features, blk, B) @ a
-        resid_sq += float(r @ r)
-    u = B @ a[1:]
-    norm_u = float(np.linalg.norm(u))
-    direction = u / norm_u if norm_u > 0 else B[:, 0]
-    return DuplicateLimit(min(resid_sq / float(theta @ theta), 1.0), direction, a, solved)
-
-
-def _limit_columns(features: FeatureMap, blk: Any, B: np.ndarray) -> np.ndarray:
-    """Rows ``blk.rows`` of the p × d matrix [φ(x), diag(φ′(Vx)) V B] (one block of V)."""
-    return np.concatenate([blk.F.T, features.activation.derivative(blk.Z).T * (blk.V @ B)], axis=1)
-
-
-def kink_radius(features: FeatureMap, x: Any) -> float:
-    """Largest δ such that no feature's pre-activation crosses a kink of φ within ‖x̂ − x‖ ≤ δ√d.
-
-    min over features k and kinks κ of |v_kᵀx − κ| / (‖v_k‖√d); ``inf`` for a smooth activation.
-    Inside that ball every pre-activation stays on one smooth piece of φ, so the Taylor picture
-    behind :func:`duplicate_limit` applies.
-    """
-    kinks = features.activation.kinks
-    if not kinks:
-        return math.inf
-    x = np.asarray(x, dtype=np.float64)
-    best = math.inf
-    for blk in features.blocks(x[None, :]):
-        norms = np.linalg.norm(blk.V, axis=1)
-        for kappa in kinks:
-            best = min(best, float(np.min(np.abs(blk.Z[0] - kappa) / norms)))
-    return best / math.sqrt(features.d)
-
-
-# ---------------------------------------------------------------------------------------------
-# The duplicate-region minimum
-# ---------------------------------------------------------------------------------------------
-
-class _CapPair:
-    """Geodesic coordinates of m points in the cap of angle α around x on the √d-sphere.
-
-    Point j is √d (cos a_j e + sin a_j B u_j/‖u_j‖), e = x/√d, with 0 ≤ a_j ≤ α (box bounds) and
-    u_j ∈ R^{d−1} free. ‖x̂_j − x‖ = 2√d sin(a_j/2), so α = 2 arcsin(δ/2) is the cap of D(δ).
-    """
-
-    def __init__(self, x: np.ndarray, m: int):
-        self.d = x.shape[0]
-        self.m = m
-        self.sd = math.sqrt(self.d)
-        self.e = x / self.sd
-        self.B = tangent_basis(x)
-
-    def unpack(self, z: np.ndarray):
-        a = z[: self.m]
-        U = z[self.m:].reshape(self.m, self.d - 1)
-        nu = np.linalg.norm(U, axis=1, keepdims=True)
-        nu = np.where(nu > 0, nu, 1.0)
-        Ut = U / nu
-        W = Ut @ self.B.T
-        X = self.sd * (np.cos(a)[:, None] * self.e + np.sin(a)[:, None] * W)
-        return a, Ut, nu, W, X
-
-    def points(self, z: np.ndarray) -> np.ndarray:
-        return self.unpack(z)[4]
-
-    def coordinates(self, X: np.ndarray) -> np.ndarray:
-        """Inverse map (up to the scale of u): coordinates of points X (m, d) in the cap."""
-        Xn = X / np.linalg.norm(X, axis=1, keepdims=True)
-        cos = np.clip(Xn @ self.e, -1.0, 1.0)
-        a = np.arccos(cos)
-        T = (Xn - cos[:, None] * self.e) @ self.B
-        T = np.where(np.linalg.norm(T, axis=1, keepdims=True) > 0, T, 1.0)
-        return np.concatenate([a, T.ravel()])
-
-    def chain(self, z: np.ndarray, g: np.ndarray) -> np.ndarray:
-        """Gradient in z from the Euclidean gradient g = ∂L/∂X (m, d)."""
-        a, Ut, nu, W, _ = self.unpack(z)
-        ga = self.sd * np.sum(g * (-np.sin(a)[:, None] * self.e + np.cos(a)[:, None] * W), axis=1)
-        gt = g @ self.B
-        gu = self.sd * np.sin(a)[:, None] * (gt - np.sum(gt * Ut, axis=1, keepdims=True) * Ut) / nu
-        return np.concatenate([ga, gu.ravel()])
-
-
-def duplicate_region_minimum(features: FeatureMap, x: Any, theta: Any, delta: float, *,
-                             random_starts: int = 4, seed: int = 0,
-                             warm: Sequence[np.ndarray] = (),
-                             limit: DuplicateLimit | None = None) -> dict[str, Any]:
-    """Minimise L(x̂₁, x̂₂) over D(δ) = {‖x̂_j − x‖ ≤ δ√d} by multi-start L-BFGS-B.
-
-    Parameters
-    ----------
-    features : FeatureMap
-    x : array, shape (d,)
-        Centre of the duplicate region (a training point, on the √d-sphere).
-    theta : array, shape (p,)
-    delta : float
-        Radius of the region in units of √d, 0 < δ < 2.
-    random_starts : int
-        Random starting pairs (cap angle uniform in [α/2, α], direction uniform).
-    seed : int
-        Seed of the random starts.
-    warm : sequence of arrays (2, d)
-        Extra starting pairs (e.g. minimisers for a smaller δ); those outside D(δ) are skipped.
-    limit : DuplicateLimit, optional
-        If given, the pair x ± (boundary) u* along its optimal direction is also a start.
-
-    Returns
-    -------
-    dict
-        ``loss`` (the smallest loss found — an upper bound on the minimum), ``X_hat`` (its pair),
-        ``losses`` and ``iterations`` per start, ``start_kinds``, ``max_distance`` (largest
-        ‖x̂_j − x‖/√d of the best pair, ≤ δ up to rounding) and ``separation`` (‖x̂₁ − x̂₂‖/√d).
-
-    Notes
-    -----
-    The objective and gradient are :func:`rftheory.projection.projection_loss` (closed-form
-    gradient through φ′ and V), chained through the cap coordinates of :class:`_CapPair`.
-    L-BFGS-B handles the bounds 0 ≤ a_j ≤ α exactly. Non-convex: more starts can only lower the
-    result.
-    """
-    x = np.asarray(x, dtype=np.float64)
-    theta = np.asarray(theta, dtype=np.float64)
-    if not (0.0 < delta < 2.0):
-        raise RFTheoryError(f"delta must lie in (0, 2), got {delta!r}")
-    cap = _CapPair(x, 2)
-    d = cap.d
-    alpha = 2.0 * math.asin(delta / 2.0)
-    rng = np.random.default_rng([seed, _V_STREAM, int(round(delta * 1e9))])
-
-    def fun(z):
-        res = projection_loss(features, cap.points(z), theta)
-        return res.loss, cap.chain(z, res.gradient)
-
-    starts: list[tuple[str, np.ndarray]] = []
-    if limit is not None:
-        # Both points on the cap's boundary, on opposite sides along u*: the limit pair scaled up.
-        coords = np.concatenate([[alpha, alpha],
-                                 cap.B.T @ limit.direction, -(cap.B.T @ limit.direction)])
-        starts.append(("limit", coords))
-    for Xw in warm:
-        Xw = np.asarray(Xw, dtype=np.float64)
-        if np.all(np.linalg.norm(Xw - x, axis=1) <= delta * math.sqrt(d) * (1 + 1e-9)):
-            z = cap.coordinates(Xw)
-            z[:2] = np.minimum(z[:2], alpha)
-            starts.append(("warm", z))
-    for _ in range(random_starts):
-        starts.append(("random", np.concatenate([alpha * rng.uniform(0.5, 1.0, 2),
-                                                 rng.standard_normal(2 * (d - 1))])))
-    if not starts:
-        raise RFTheoryError("no starting point: give random_starts >= 1, warm pairs or a limit")
-    bounds = [(0.0, alpha)] * 2 + [(None, None)] * (2 * (d - 1))
-    losses, iterations, best = [], [], (math.inf, None)
-    for _, z0 in starts:
-        out = scipy.optimize.minimize(fun, z0, jac=True, method="L-BFGS-B", bounds=bounds,
-                                      options=_LBFGS)
-        X_hat = cap.points(out.x)
-        loss = projection_loss(features, X_hat, theta, gradient=False).loss
-        losses.append(loss)
-        iterations.append(int(out.nit))
-        if loss < best[0]:
-            best = (loss, X_hat)
-    X_hat = best[1]
-    return {
-        "delta": float(delta), "loss": float(best[0]), "X_hat": X_hat,
-        "losses": losses, "iterations": iterations, "start_kinds": [k for k, _ in starts],
-        "max_distance": float(np.max(np.linalg.norm(X_hat - x, axis=1)) / math.sqrt(d)),
-        "separation": float(np.linalg.norm(X_hat[0] - X_hat[1]) / math.sqrt(d)),
-    }
-
-
-# ---------------------------------------------------------------------------------------------
-# One activation
-# ---------------------------------------------------------------------------------------------
 
 def feature_seed(seed: int) -> int:
-    """Seed of V (the same for every p: models are nested in p)."""
+    """Seed of V of the n = 2 part (the same for every p: models are nested in p)."""
     return int(np.random.SeedSequence([seed, _V_STREAM]).generate_state(1, np.uint32)[0])
 
 
+def general_feature_seed(seed: int) -> int:
+    """Seed of V of the general-n part (nested in p)."""
+    return int(np.random.SeedSequence([seed, _V_STREAM_GENERAL]).generate_state(1, np.uint32)[0])
+
+
+# ---------------------------------------------------------------------------------------------
+# n = 2: the paper's claim
+# ---------------------------------------------------------------------------------------------
+
+#: Both candidates at x₁, none at x₂: the duplicate of Theorem 2.
+DUPLICATE = Collision((2, 0))
+
+
 def duplicate_curves(activation: str, d: int, ratios: Sequence[float], deltas: Sequence[float], *,
-                     seed: int = 0, random_starts: int = 4,
-                     progress: Callable[[str], None] | None = None) -> dict[str, Any]:
+                     seed: int = 0, random_starts: int = 4) -> dict[str, Any]:
     """min_D(δ) L against δ and p/(dn), and its δ → 0 limit, for one activation (n = 2).
 
     Data: ``sphere_data(2, d, seed)``, labels ``gaussian_labels(2, seed)``, V with seed
     :func:`feature_seed`. δ values above half the distance from x₁ to the nearer of ±x₂ are
     skipped (the region would no longer be a pure duplicate region for odd activations, whose
-    features cannot tell x₂ from −x₂).
+    features cannot tell x₂ from −x₂). Each p's row holds L₀ (``limit_loss``), the minima per δ
+    (``min_loss``, with their pairs, per-start losses and the pairs' separations), and the limit
+    check: the minimum over D(δ_check), δ_check = min(:data:`DELTA_CHECK`, kink radius/2),
+    started from the limit pair, and (L₀ − min)/L₀.
     """
     n = 2
     X = sphere_data(n, d, seed)
     Y = gaussian_labels(n, seed)
-    x1 = X[0]
     separation = float(min(np.linalg.norm(X[0] - X[1]), np.linalg.norm(X[0] + X[1])) / math.sqrt(d))
     kept = [float(dl) for dl in sorted(deltas) if dl <= separation / 2]
     skipped = [float(dl) for dl in sorted(deltas) if dl > separation / 2]
@@ -406,43 +252,38 @@ def duplicate_curves(activation: str, d: int, ratios: Sequence[float], deltas: S
         model = train_min_norm(features, X, Y)
         theta = np.asarray(model.theta)
         truth = projection_loss(features, X, theta, gradient=False).loss
-        limit = duplicate_limit(features, x1, theta)
-        radius = kink_radius(features, x1)
+        limit = collision_limit(features, X, theta, DUPLICATE)
+        radius = kink_radius(features, X[0])
         minima, warm = [], []
         for k, delta in enumerate(kept):
-            out = duplicate_region_minimum(features, x1, theta, delta, random_starts=random_starts,
-                                           seed=seed + k, warm=warm, limit=limit)
-            warm = [out["X_hat"]]
+            out = collision_region_minimum(features, X, theta, DUPLICATE, delta,
+                                           random_starts=random_starts, seed=seed + k, warm=warm,
+                                           limit=limit)
+            warm = [out.X_hat]
             minima.append(out)
-        # The limit check: one small δ below the kink radius, started from the limit pair.
         delta_check = min(DELTA_CHECK, radius / 2)
         check = None
         if delta_check >= DELTA_CHECK_MIN:
-            check = duplicate_region_minimum(features, x1, theta, delta_check, random_starts=1,
-                                             seed=seed, limit=limit)
-        row = {
+            check = collision_region_minimum(features, X, theta, DUPLICATE, delta_check,
+                                             random_starts=1, seed=seed, limit=limit)
+        rows.append({
             "ratio": float(ratio), "p": p, "p_over_dn": p / (d * n),
             "train_residual": model.train_residual, "truth_loss": truth,
-            "limit_loss": limit.loss, "limit_direction": limit.direction,
+            "limit_loss": limit.loss, "limit_direction": limit.directions[0]["u"],
             "kink_radius": radius if math.isfinite(radius) else None,
             "deltas": kept,
-            "min_loss": [m["loss"] for m in minima],
-            "minimisers": [m["X_hat"] for m in minima],
-            "start_losses": [m["losses"] for m in minima],
-            "iterations": [m["iterations"] for m in minima],
-            "pair_separation": [m["separation"] for m in minima],
+            "min_loss": [m.loss for m in minima],
+            "minimisers": [m.X_hat for m in minima],
+            "start_losses": [m.losses for m in minima],
+            "iterations": [m.iterations for m in minima],
+            "pair_separation": [m.min_separation for m in minima],
             "delta_check": delta_check if check is not None else None,
-            "check_loss": None if check is None else check["loss"],
+            "check_loss": None if check is None else check.loss,
             # Relative gap only where L₀ is a genuine positive number (p ≤ d makes it ~1e-30).
             "check_relative_gap": (None if check is None or limit.loss <= ZERO_LOSS else
-                                   (limit.loss - check["loss"]) / limit.loss),
+                                   (limit.loss - check.loss) / limit.loss),
             "seconds": time.perf_counter() - t0,
-        }
-        rows.append(row)
-        if progress:
-            mins = ", ".join(f"{dl:g}: {v:.3e}" for dl, v in zip(kept, row["min_loss"]))
-            progress(f"{activation}: p = {p} (p/dn = {p / (d * n):g}): L0 = {limit.loss:.4e}; "
-                     f"min over D(delta) {mins}; {row['seconds']:.1f} s")
+        })
     large = [r for r in rows if r["ratio"] >= LARGE_RATIO]
     bounded = bool(large) and all(min(r["min_loss"] + [r["limit_loss"]]) > ZERO_LOSS for r in large)
     checks = [r["check_relative_gap"] for r in rows if r["check_relative_gap"] is not None]
@@ -460,100 +301,521 @@ def duplicate_curves(activation: str, d: int, ratios: Sequence[float], deltas: S
 
 
 # ---------------------------------------------------------------------------------------------
+# General n: every collision pattern
+# ---------------------------------------------------------------------------------------------
+
+def _pad(kind: Sequence[int], n: int) -> Collision:
+    return Collision(tuple(kind) + (0,) * (n - len(kind)))
+
+
+def limit_types(n: int, enumerate_up_to_n: int) -> list[tuple[int, ...]]:
+    """Collision types whose limits are measured: all for small n, else five representatives
+    (one pair, two pairs, one triple, all pairs, all on one point)."""
+    if n <= enumerate_up_to_n:
+        return collision_types(n)
+    reps = [(2,) + (1,) * (n - 2), (2, 2) + (1,) * (n - 4), (3,) + (1,) * (n - 3),
+            (2,) * (n // 2) + (1,) * (n % 2), (n,)]
+    return list(dict.fromkeys(tuple(t) for t in reps))
+
+
+def region_types(n: int, enumerate_up_to_n: int) -> list[tuple[int, ...]]:
+    """Types whose region minima are measured: all for small n; one pair, all pairs, all on one."""
+    if n <= enumerate_up_to_n:
+        return collision_types(n)
+    return list(dict.fromkeys([(2,) + (1,) * (n - 2), (2,) * (n // 2) + (1,) * (n % 2), (n,)]))
+
+
+def general_p_values(n: int, d: int, ratios: Sequence[float],
+                     types: Sequence[Sequence[int]]) -> list[int]:
+    """round(ratio·dn) for every ratio, and p* − 1 … p* + 2 of every type with multiplicities ≤ 3
+    (p ≥ n + 1)."""
+    ps = {int(round(r * d * n)) for r in ratios}
+    for kind in types:
+        if max(kind) <= 3:
+            thr = zero_threshold(_pad(kind, n), d)
+            ps |= {thr - 1, thr, thr + 1, thr + 2}
+    return sorted(p for p in ps if p >= n + 1)
+
+
+def _label(kind: Sequence[int]) -> str:
+    return "+".join(str(m) for m in kind)
+
+
+def collision_cell(activation: str, n: int, seed: int, config: Config) -> dict[str, Any]:
+    """Limits of every type, the leave-one-out baseline and region minima, for one (activation,
+    n, seed) of the general part, over its p grid (:func:`general_p_values`).
+
+    Data ``sphere_data(n, d, seed)``, labels ``gaussian_labels(n, seed)``, V with seed
+    :func:`general_feature_seed` (nested in p). Per type: the best placement's limit
+    (:func:`rftheory.collisions.min_collision_limit`: value, first-order value, lower bound,
+    whether the branch and bound closed) and, at the region p values, the minima over D_m(δ) at
+    that placement, δ over ``region_deltas`` capped at
+    :func:`rftheory.collisions.max_region_radius`, each warm-started from the previous one.
+    """
+    d = config.general_d
+    X = sphere_data(n, d, seed)
+    Y = gaussian_labels(n, seed)
+    ltypes = limit_types(n, config.enumerate_up_to_n)
+    rtypes = region_types(n, config.enumerate_up_to_n)
+    ps = general_p_values(n, d, config.general_ratios, ltypes)
+    region_ps = sorted({int(round(r * d * n)) for r in config.region_ratios} | {n + d - 1})
+    if n > config.enumerate_up_to_n and seed - config.seed >= config.region_seeds_large_n:
+        region_ps = []
+    options = {"ftol": 1e-13, "gtol": 1e-11, "maxiter": config.region_maxiter}
+    rows = []
+    for p in ps:
+        t0 = time.perf_counter()
+        f = RandomFeatures(activation, d, p, seed=general_feature_seed(seed), v_cache_bytes=2**26)
+        model = train_min_norm(f, X, Y)
+        theta = np.asarray(model.theta)
+        loo = min_collision_limit(f, X, theta, (1,) * (n - 1)).best
+        kr = kink_radius(f, X)
+        entries = []
+        for kind in ltypes:
+            search = min_collision_limit(f, X, theta, kind,
+                                         max_refine=16 if max(kind) <= 3 else 4,
+                                         starts=config.direction_starts, seed=seed)
+            lim = search.best
+            entry = {"type": list(kind), "label": _label(kind), "lost": lim.collision.lost,
+                     "threshold": lim.threshold, "placement": list(lim.collision.multiplicities),
+                     "limit": lim.loss, "limit_exact": lim.exact,
+                     "first_order": lim.first_order_loss, "lower_bound": lim.lower_bound,
+                     "screened": search.screened, "refined": search.refined,
+                     "certified": search.certified, "region": None}
+            if kind in rtypes and p in region_ps:
+                cap = max_region_radius(X, lim.collision)
+                deltas = [dl for dl in config.region_deltas if dl <= cap] or [0.99 * cap]
+                warm, minima = [], []
+                for k, delta in enumerate(deltas):
+                    out = collision_region_minimum(
+                        f, X, theta, lim.collision, delta,
+                        random_starts=config.region_random_starts, seed=seed * 100 + k,
+                        warm=warm, limit=lim, options=options)
+                    warm = [out.X_hat]
+                    minima.append({"delta": delta, "loss": out.loss, "losses": out.losses,
+                                   "iterations": out.iterations, "hit_maxiter": out.hit_maxiter,
+                                   "min_separation": out.min_separation,
+                                   "max_distance": out.max_distance})
+                entry["region"] = {"cap": cap, "deltas": deltas, "minima": minima}
+            entries.append(entry)
+        rows.append({"p": p, "p_over_dn": p / (d * n), "p_minus_n_minus_d": p - n - d,
+                     "train_residual": model.train_residual,
+                     "truth_loss": projection_loss(f, X, theta, gradient=False).loss,
+                     "leave_one_out": loo.loss, "leave_one_out_point": loo.collision.left_out[0],
+                     "kink_radius": kr if math.isfinite(kr) else None,
+                     "types": entries, "seconds": time.perf_counter() - t0})
+    return {"activation": activation, "n": n, "d": d, "seed": seed,
+            "v_seed": general_feature_seed(seed), "limit_types": [list(t) for t in ltypes],
+            "region_types": [list(t) for t in rtypes], "rows": rows}
+
+
+def limit_check_cell(activation: str, n: int, config: Config) -> list[dict[str, Any]]:
+    """Region minimum against the limit at two small δ, for every type with multiplicities ≤ 3.
+
+    p = 2dn, seed ``config.seed``. Pairs: δ₁ = min(:data:`DELTA_CHECK`, kink radius/2) and
+    δ₁/10. Triples: δ₁ = min(10·DELTA_CHECK, kink radius/2) and δ₁/10, skipped when
+    δ₁/10 < :data:`DELTA_CHECK_TRIPLE_MIN` (a collapsed triple's Gram matrix has condition
+    ~(δ√d)⁻⁴, beyond float64 there). Each minimum is started from the limit configurations only;
+    the relative gap (L₀ − min)/L₀ should shrink with δ (single candidates move the loss at first
+    order in δ).
+    """
+    d, seed = config.general_d, config.seed
+    X = sphere_data(n, d, seed)
+    Y = gaussian_labels(n, seed)
+    p = 2 * d * n
+    f = RandomFeatures(activation, d, p, seed=general_feature_seed(seed), v_cache_bytes=2**26)
+    theta = np.asarray(train_min_norm(f, X, Y).theta)
+    kr = kink_radius(f, X)
+    out = []
+    for kind in collision_types(n):
+        if max(kind) > 3:
+            continue
+        lim = min_collision_limit(f, X, theta, kind, starts=config.direction_starts,
+                                  seed=seed).best
+        top = DELTA_CHECK * (10 if max(kind) == 3 else 1)
+        d1 = min(top, kr / 2)
+        entry = {"activation": activation, "n": n, "p": p, "type": list(kind),
+                 "label": _label(kind), "placement": list(lim.collision.multiplicities),
+                 "limit": lim.loss, "kink_radius": kr if math.isfinite(kr) else None,
+                 "deltas": [], "region": [], "relative_gap": [], "note": None}
+        if max(kind) == 3 and d1 / 10 < DELTA_CHECK_TRIPLE_MIN:
+            entry["note"] = "kink radius below the resolvable triple scale"
+        elif d1 / 10 < DELTA_CHECK_MIN:
+            entry["note"] = "kink radius below the resolvable pair scale"
+        else:
+            for delta in (d1, d1 / 10):
+                reg = collision_region_minimum(f, X, theta, lim.collision, delta,
+                                               random_starts=0, limit=lim)
+                entry["deltas"].append(delta)
+                entry["region"].append(reg.loss)
+                entry["relative_gap"].append((lim.loss - reg.loss) / lim.loss)
+        out.append(entry)
+    return out
+
+
+def measured_threshold(rows: Sequence[dict], label: str) -> int | None:
+    """Largest p of the grid at which the limit of type ``label`` is 0 (None if never)."""
+    last = None
+    for r in rows:
+        e = next(t for t in r["types"] if t["label"] == label)
+        if e["limit"] <= ZERO_LOSS_LIMIT:
+            last = r["p"]
+    return last
+
+
+def threshold_table(cells: Sequence[dict]) -> list[dict]:
+    """Per (activation, n, seed, type): the count p*, the measured last zero, and whether the
+    zero pattern over the grid is exactly {p ≤ p*} (``matches``) / has no zero above p*."""
+    out = []
+    for c in cells:
+        for kind in c["limit_types"]:
+            label = _label(kind)
+            pts = [(r["p"], next(t for t in r["types"] if t["label"] == label)) for r in c["rows"]]
+            thr = pts[0][1]["threshold"]
+            zeros = {p: e["limit"] <= ZERO_LOSS_LIMIT for p, e in pts}
+            out.append({"activation": c["activation"], "n": c["n"], "seed": c["seed"],
+                        "type": list(kind), "label": label, "max_multiplicity": max(kind),
+                        "predicted": thr, "measured": measured_threshold(c["rows"], label),
+                        "dn": c["d"] * c["n"],
+                        "matches": all(z == (p <= thr) for p, z in zeros.items()),
+                        "zero_above_count": any(z for p, z in zeros.items() if p > thr)})
+    return out
+
+
+def region_table(cells: Sequence[dict]) -> list[dict]:
+    """Per activation and p class (``n+d-1`` or ``{p/(dn)}dn``, over n and seeds): how many
+    region minima at the largest δ are 0, the smallest positive one relative to the row's
+    leave-one-out baseline, and the smallest limit (multiplicities ≤ 3) relative to it."""
+    acc: dict[tuple[str, str], dict[str, Any]] = {}
+    for c in cells:
+        n, d = c["n"], c["d"]
+        for r in c["rows"]:
+            label = "n+d-1" if r["p"] == n + d - 1 else f"{r['p_over_dn']:g}dn"
+            loo = max(r["leave_one_out"], 1e-300)
+            regions = [e["region"]["minima"][-1]["loss"] for e in r["types"] if e["region"]]
+            limits = [e["limit"] / loo for e in r["types"] if max(e["type"]) <= 3]
+            if not regions and (label == "n+d-1" or r["p_over_dn"] < 1.0 or not limits
+                                or r["p"] != int(round(r["p_over_dn"] * d * n))):
+                continue
+            t = acc.setdefault((c["activation"], label), {
+                "activation": c["activation"], "p": label, "zero": 0, "regions": 0,
+                "region_over_loo": None, "limit_over_loo": None, "_key": (
+                    -1.0 if label == "n+d-1" else r["p_over_dn"])})
+            t["zero"] += sum(v <= ZERO_LOSS_REGION for v in regions)
+            t["regions"] += len(regions)
+            pos = [v / loo for v in regions if v > ZERO_LOSS_REGION]
+            if pos:
+                t["region_over_loo"] = min(pos + [t["region_over_loo"] or math.inf])
+            if r["p_over_dn"] >= 1.0 and limits:
+                t["limit_over_loo"] = min(limits + [t["limit_over_loo"] or math.inf])
+    rows = sorted(acc.values(), key=lambda t: (t["activation"], t["_key"]))
+    return [{k: v for k, v in t.items() if k != "_key"} for t in rows]
+
+
+def general_verdict(cells: Sequence[dict], checks: Sequence[dict]) -> dict[str, Any]:
+    """The falsifiable verdicts of the general part (module docstring)."""
+    table = threshold_table(cells)
+    smooth = [t for t in table if t["activation"] in SMOOTH]
+    pairs = [t for t in smooth if t["max_multiplicity"] == 2]
+    triples = [t for t in smooth if t["max_multiplicity"] == 3]
+    relu_pairs = [t for t in table if t["activation"] not in SMOOTH and t["max_multiplicity"] == 2]
+    at_dn = [(c, r) for c in cells for r in c["rows"] if r["p_over_dn"] >= 1.0]
+    exact = [(c, r, e) for c, r in at_dn for e in r["types"] if max(e["type"]) <= 3]
+    regions = [(c, r, e, m) for c, r in at_dn for e in r["types"] if e["region"]
+               for m in e["region"]["minima"]]
+    smallest_limit = min(exact, key=lambda t: t[2]["limit"], default=None)
+    smallest_region = min(regions, key=lambda t: t[3]["loss"], default=None)
+    ratio_loo = min((e["limit"] / max(r["leave_one_out"], 1e-300) for _, r, e in exact),
+                    default=None)
+    judged = [e for e in checks if e["relative_gap"]]
+    agree = [abs(e["relative_gap"][1]) <= LIMIT_RTOL
+             and abs(e["relative_gap"][1]) <= max(abs(e["relative_gap"][0]) / 3, 1e-9)
+             for e in judged]
+    verdict = {
+        "pair_thresholds_match_count": bool(pairs) and all(t["matches"] for t in pairs),
+        "pair_cases": len(pairs), "pair_cases_matching": sum(t["matches"] for t in pairs),
+        "triples_never_zero_above_count": bool(triples) and not any(t["zero_above_count"]
+                                                                   for t in triples),
+        "triple_cases": len(triples), "triple_cases_matching": sum(t["matches"] for t in triples),
+        "relu_pair_cases_matching": f"{sum(t['matches'] for t in relu_pairs)}/{len(relu_pairs)}",
+        "limits_positive_from_dn": bool(exact) and all(e["limit"] > ZERO_LOSS_LIMIT
+                                                       for _, _, e in exact),
+        "smallest_limit_from_dn": None if smallest_limit is None else {
+            "value": smallest_limit[2]["limit"], "activation": smallest_limit[0]["activation"],
+            "n": smallest_limit[0]["n"], "seed": smallest_limit[0]["seed"],
+            "p": smallest_limit[1]["p"], "type": smallest_limit[2]["label"]},
+        "smallest_limit_over_leave_one_out_from_dn": ratio_loo,
+        "regions_positive_from_dn": bool(regions) and all(m["loss"] > ZERO_LOSS_REGION
+                                                          for *_, m in regions),
+        "smallest_region_from_dn": None if smallest_region is None else {
+            "value": smallest_region[3]["loss"], "delta": smallest_region[3]["delta"],
+            "activation": smallest_region[0]["activation"], "n": smallest_region[0]["n"],
+            "seed": smallest_region[0]["seed"], "p": smallest_region[1]["p"],
+            "type": smallest_region[2]["label"]},
+        "limit_checks_agree": bool(judged) and all(agree),
+        "limit_checks": f"{sum(agree)}/{len(judged)}",
+    }
+    verdict["general_n_supported"] = bool(verdict["limits_positive_from_dn"]
+                                          and verdict["regions_positive_from_dn"]
+                                          and verdict["limit_checks_agree"])
+    return verdict
+
+
+# ---------------------------------------------------------------------------------------------
 # Protocol: run, plot, summary
 # ---------------------------------------------------------------------------------------------
 
-def run(config: Config = FULL, *, progress: Callable[[str], None] | None = None) -> dict[str, Any]:
-    """The check for every activation of ``config`` (:data:`FULL` by default, :data:`QUICK` for
-    ``--quick``; see the module docstring)."""
-    curves = [duplicate_curves(a, config.d, config.ratios, config.deltas, seed=config.seed,
-                               random_starts=config.random_starts, progress=progress)
-              for a in config.activations]
-    per_activation = {c["activation"]: c["verdict"] for c in curves}
-    main = per_activation.get("relu+tanh", next(iter(per_activation.values())))
-    verdict = {
-        "satisfied_by": [a for a, v in per_activation.items() if v["bounded_away_at_large_p"]],
-        "violated_by": [a for a, v in per_activation.items() if not v["bounded_away_at_large_p"]],
-        "limit_formula_agrees": all(v["limit_agrees"] for v in per_activation.values()),
-    }
-    verdict["supported"] = bool(main["bounded_away_at_large_p"] and verdict["limit_formula_agrees"])
+def _describe(kind: str, spec: tuple, result: Any) -> str:
+    if kind == "n2":
+        v = result["verdict"]
+        return (f"n = 2, {spec[0]}: bounded away at large p: {v['bounded_away_at_large_p']} "
+                f"(smallest {_fmt(v['smallest_min_at_large_p'])})")
+    if kind == "cell":
+        rows = result["rows"]
+        last = rows[-1]
+        best = min(last["types"], key=lambda e: e["limit"])
+        return (f"{spec[0]}, n = {spec[1]}, seed {spec[2]}: {len(rows)} p values; at p = "
+                f"{last['p']} smallest limit {best['limit']:.2e} ({best['label']})")
+    return f"limit checks {spec[0]}, n = {spec[1]}: {len(result)} types"
+
+
+def run(config: Config = FULL, *, progress: Callable[[str], None] | None = None,
+        workers: int | None = None) -> dict[str, Any]:
+    """Both parts of the check (see the module docstring) for ``config`` (:data:`FULL` by
+    default, :data:`QUICK` for ``--quick``), ``workers`` processes (results do not depend on
+    it)."""
+    check_activations(*config.activations, *config.general_activations)
+    specs: list[tuple[str, tuple]] = []
+    calls: list[Callable[[], Any]] = []
+    for a in config.activations:
+        specs.append(("n2", (a,)))
+        calls.append(partial(duplicate_curves, a, config.d, config.ratios, config.deltas,
+                             seed=config.seed, random_starts=config.random_starts))
+    for a in config.general_activations if config.ns else ():
+        for n in config.ns:
+            for j in range(config.seeds):
+                specs.append(("cell", (a, n, config.seed + j)))
+                calls.append(partial(collision_cell, a, n, config.seed + j, config))
+            if n <= config.enumerate_up_to_n:
+                specs.append(("check", (a, n)))
+                calls.append(partial(limit_check_cell, a, n, config))
+    # Largest n first (the longest tasks), so that no long task is left alone at the end.
+    order = sorted(range(len(calls)),
+                   key=lambda i: -(specs[i][1][1] if specs[i][0] != "n2" else 2))
+    tick = TaskProgress(progress, len(calls))
+    results = run_tasks(calls, workers=default_workers(workers), order=order,
+                        on_result=lambda i, r: tick(lambda: _describe(*specs[i], r)))
+    curves = [r for (kind, _), r in zip(specs, results) if kind == "n2"]
+    cells = [r for (kind, _), r in zip(specs, results) if kind == "cell"]
+    checks = [e for (kind, _), r in zip(specs, results) if kind == "check" for e in r]
+    verdict: dict[str, Any] = {}
+    if curves:
+        per_activation = {c["activation"]: c["verdict"] for c in curves}
+        main = per_activation.get("relu+tanh", next(iter(per_activation.values())))
+        verdict.update({
+            "satisfied_by": [a for a, v in per_activation.items() if v["bounded_away_at_large_p"]],
+            "violated_by": [a for a, v in per_activation.items()
+                            if not v["bounded_away_at_large_p"]],
+            "limit_formula_agrees": all(v["limit_agrees"] for v in per_activation.values()),
+        })
+        verdict["supported"] = bool(main["bounded_away_at_large_p"]
+                                    and verdict["limit_formula_agrees"])
+    if cells:
+        verdict["general_n"] = general_verdict(cells, checks)
     return {
         "claim": CLAIM,
         "statement": ("n = 2: min of the projection loss over the duplicate region "
                       "{||x_hat_j - x_1|| <= delta sqrt(d), j = 1, 2} stays above "
                       f"{ZERO_LOSS:g} for p/(dn) >= {LARGE_RATIO:g}; its delta -> 0 limit equals "
-                      "the residual of theta on span{phi(x1), J_x1 B} (closed form)"),
+                      "the residual of theta on span{phi(x1), J_x1 B} (closed form). General n: "
+                      "no collision pattern's limit or region minimum reaches 0 from p = dn on; "
+                      "pair limits vanish exactly up to p* = n + l(d - 2)"),
         "config": config.as_dict(),
-        "zero_loss": ZERO_LOSS, "limit_rtol": LIMIT_RTOL, "large_ratio": LARGE_RATIO,
+        "zero_loss": ZERO_LOSS, "zero_loss_limit": ZERO_LOSS_LIMIT,
+        "zero_loss_region": ZERO_LOSS_REGION, "limit_rtol": LIMIT_RTOL,
+        "large_ratio": LARGE_RATIO,
         "curves": curves,
+        "general": {"d": config.general_d, "cells": cells, "limit_checks": checks},
         "verdict": verdict,
     }
 
 
+_FLOOR = 1e-20  # display floor of the log axes (zeros of the loss are ~1e-30)
+
+
+def _log_axes(ax, ratio_ticks=(0.1, 0.25, 0.5, 1, 2, 4, 8, 16)) -> None:
+    """Log y with a few decades; log p/(dn) x with plain decimal ticks inside the data range."""
+    from matplotlib.ticker import FixedLocator, FuncFormatter, NullFormatter, NullLocator
+
+    ax.set_xscale("log")
+    sparse_log_ticks(ax)
+    xs = [x for line in ax.get_lines() for x in np.atleast_1d(line.get_xdata())
+          if isinstance(x, (int, float, np.floating)) and x > 0]
+    lo, hi = (min(xs), max(xs)) if xs else (0.1, 10.0)
+    ax.xaxis.set_major_locator(FixedLocator([t for t in ratio_ticks
+                                             if lo * 0.99 <= t <= hi * 1.01]))
+    ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
+    ax.xaxis.set_minor_locator(NullLocator())
+    ax.xaxis.set_minor_formatter(NullFormatter())
+
+
+def _loss_axes(ax, zero: float) -> None:
+    """A loss against p/(dn) panel: zero level, p = dn, log axes down to the display floor."""
+    from rftheory.plotting import SYMBOLS
+
+    ax.axhline(zero, color="0.5", ls=":", lw=0.8, label=f"zero level {zero:g}")
+    ax.axvline(1.0, color="0.7", lw=0.6)
+    ax.set_yscale("log")
+    ax.set_ylim(_FLOOR / 3, 3)
+    _log_axes(ax)
+    ax.set_xlabel(SYMBOLS["p_over_dn"])
+
+
+def _legend(fig, axes, loc: str) -> None:
+    """One figure legend with every labelled series of ``axes`` (first occurrence of a label)."""
+    handles, labels = {}, []
+    for ax in axes:
+        for h, lab in zip(*ax.get_legend_handles_labels()):
+            if lab not in handles:
+                handles[lab] = h
+                labels.append(lab)
+    fig.legend([handles[lab] for lab in labels], labels, loc=loc)
+
+
+def _plot_n2(result: dict[str, Any], stem: Path) -> list[Path]:
+    """Top: min_D(δ) L / L₀ against δ (the small-δ check included), one line per p/(dn); bottom:
+    L₀ and min_D(δ) L against p/(dn), one line per δ. One activation per column."""
+    from rftheory.plotting import PALETTE, SYMBOLS, paper_figure
+
+    curves = result["curves"]
+    ratios = sorted({r["ratio"] for c in curves for r in c["rows"]})
+    deltas = sorted({dl for c in curves for dl in c["deltas"]})
+    fig, axes = paper_figure(2, nrows=2, ncols=len(curves), height=4.4, squeeze=False)
+    for col, c in enumerate(curves):
+        ax = axes[0, col]
+        ax.axhline(1.0, color=PALETTE[7], lw=0.8, label=r"$L_0$ ($\delta\to 0$, closed form)")
+        for r in c["rows"]:
+            if r["limit_loss"] <= result["zero_loss"]:
+                continue  # L₀ = 0 (p ≤ d): the bottom row shows it
+            xs = list(r["deltas"])
+            ys = [v / r["limit_loss"] for v in r["min_loss"]]
+            if r["check_loss"] is not None:
+                xs, ys = [r["delta_check"]] + xs, [r["check_loss"] / r["limit_loss"]] + ys
+            ax.plot(xs, ys, "o-", ms=2.5, color=PALETTE[ratios.index(r["ratio"]) % 7],
+                    label=rf"$p/(dn) = {r['p_over_dn']:g}$")
+        ax.set_xscale("log")
+        ax.set_ylim(0.0, 1.08)
+        ax.set_xlabel(SYMBOLS["delta"])
+        if col == 0:
+            ax.set_ylabel(r"min over $D(\delta)$ of $L$, $/L_0$")
+        ax.set_title(f"{c['activation']}, $d = {c['d']}$, $n = 2$")
+        ax = axes[1, col]
+        x = [r["p_over_dn"] for r in c["rows"]]
+        for dl in deltas:
+            if dl in c["deltas"]:
+                j = c["deltas"].index(dl)
+                ax.plot(x, [max(r["min_loss"][j], _FLOOR) for r in c["rows"]], "o-", ms=2.5,
+                        lw=0.9, color=PALETTE[deltas.index(dl) % 7], label=rf"$\delta = {dl:g}$")
+        ax.plot(x, [max(r["limit_loss"], _FLOOR) for r in c["rows"]], "s--", ms=3,
+                color=PALETTE[7], label=r"$L_0$")
+        _loss_axes(ax, result["zero_loss"])
+        if col == 0:
+            ax.set_ylabel(r"min over $D(\delta)$ of $L$; $L_0$")
+    _legend(fig, axes[0], "outside right upper")
+    _legend(fig, axes[1], "outside right lower")
+    return save_figure(fig, stem)
+
+
+def _plot_general(result: dict[str, Any], stem: Path) -> list[Path]:
+    """Per activation (columns): the measured last zero of L₀ against the count p*; the smallest
+    limit over the types against p/(dn), one line per n; the smallest region minimum (largest
+    δ) against p/(dn), one line per n."""
+    from rftheory.plotting import PALETTE, SYMBOLS, paper_figure
+
+    cells = result["general"]["cells"]
+    acts = list(dict.fromkeys(c["activation"] for c in cells))
+    ns = sorted({c["n"] for c in cells})
+    colour = {n: PALETTE[i % 7] for i, n in enumerate(ns)}
+    table = threshold_table(cells)
+    fig, axes = paper_figure(2, nrows=3, ncols=len(acts), height=6.0, squeeze=False)
+    for col, act in enumerate(acts):
+        group = [c for c in cells if c["activation"] == act]
+        ax = axes[0, col]
+        lo, hi = 0.05, 1.2
+        ax.plot([lo, hi], [lo, hi], color=PALETTE[7], lw=0.7, label=r"measured $= p^*$")
+        for n in ns:
+            pts = [t for t in table if t["activation"] == act and t["n"] == n
+                   and t["max_multiplicity"] <= 3 and t["measured"] is not None]
+            for mm, marker in ((2, "o"), (3, "^")):
+                sel = [t for t in pts if t["max_multiplicity"] == mm]
+                if sel:
+                    ax.plot([t["predicted"] / t["dn"] for t in sel],
+                            [t["measured"] / t["dn"] for t in sel], marker, mfc="none", ms=3.5,
+                            mew=0.7, color=colour[n], label=f"$n = {n}$" if mm == 2 else None)
+        ax.plot([], [], "o", mfc="none", color="0.4", label="pairs only")
+        ax.plot([], [], "^", mfc="none", color="0.4", label="with a triple")
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        ax.set_xlim(lo, hi)
+        ax.set_ylim(lo, hi)
+        sparse_log_ticks(ax)
+        ax.set_xlabel(r"count $p^*/(dn)$, $p^* = n + \ell(d-2)$")
+        if col == 0:
+            ax.set_ylabel(r"last $p/(dn)$ with $L_0 = 0$")
+        ax.set_title(f"{act}, $d = {group[0]['d']}$")
+        for row, what in ((1, "limit"), (2, "region")):
+            ax = axes[row, col]
+            for n in ns:
+                per_p: dict[float, float] = {}
+                for c in (c for c in group if c["n"] == n):
+                    for r in c["rows"]:
+                        if what == "limit":
+                            vals = [e["limit"] for e in r["types"] if max(e["type"]) <= 3]
+                        else:
+                            vals = [e["region"]["minima"][-1]["loss"] for e in r["types"]
+                                    if e["region"]]
+                        if vals:
+                            per_p[r["p_over_dn"]] = min(per_p.get(r["p_over_dn"], math.inf),
+                                                        min(vals))
+                if per_p:
+                    x = sorted(per_p)
+                    ax.plot(x, [max(per_p[v], _FLOOR) for v in x], "o-", ms=2, lw=0.9,
+                            color=colour[n], label=f"$n = {n}$")
+            _loss_axes(ax, result["zero_loss_limit"] if what == "limit"
+                       else result["zero_loss_region"])
+            if col == 0:
+                ax.set_ylabel(r"smallest $L_0$ over types" if what == "limit" else
+                              r"smallest min over $D_m(\delta_{\max})$")
+    _legend(fig, axes[0], "outside right upper")
+    _legend(fig, axes[1:].ravel(), "outside right lower")
+    return save_figure(fig, stem)
+
+
 def plot(result: dict[str, Any], stem: str | Path) -> list[Path]:
-    """Per activation: min_D(δ) L / L₀ against δ (one line per p/(dn)); and L₀ and min_D(δ) L
-    against p/(dn). PNG + PDF."""
+    """``stem`` (n = 2: δ curves and p curves per activation) and ``stem_general_n`` (general
+    n: thresholds against the count, smallest limits and region minima against p/(dn)), PNG +
+    PDF each, whichever parts the result has."""
     import matplotlib
 
     matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    from rftheory.plotting import paper_style
 
     stem = Path(stem)
     stem.parent.mkdir(parents=True, exist_ok=True)
-    curves = result["curves"]
-    fig, axes = plt.subplots(2, len(curves), figsize=(4.2 * len(curves), 7.4), squeeze=False,
-                             constrained_layout=True)
-    colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
-    floor = 1e-16
-    for col, c in enumerate(curves):
-        # Top: the minimum relative to its δ → 0 limit (rows where L₀ > 0 only; p ≤ d has
-        # L₀ = 0 and appears in the bottom panel).
-        ax = axes[0, col]
-        for i, r in enumerate(c["rows"]):
-            if r["limit_loss"] <= result["zero_loss"]:
-                continue
-            color = colors[i % len(colors)]
-            ax.plot(r["deltas"], np.asarray(r["min_loss"], dtype=float) / r["limit_loss"], "o-",
-                    color=color, ms=4, label=f"p/(dn) = {r['p_over_dn']:g}")
-            if r["check_loss"] is not None:
-                ax.plot([r["delta_check"]], [r["check_loss"] / r["limit_loss"]], "x", color=color)
-        ax.axhline(1.0, color="k", lw=1)
-        ax.set_xscale("log")
-        ax.set_ylim(0.0, 1.05)
-        ax.set_xlabel(r"$\delta$")
-        ax.set_ylabel(r"$\min_{D(\delta)} L \,/\, L_0$")
-        ax.set_title(f"{c['activation']} (d = {c['d']}, n = 2)\n$L_0$: $\\delta\\to 0$ limit "
-                     "(closed form); x: small-$\\delta$ check", fontsize=9)
-        if col == 0:
-            ax.legend(fontsize=7)
-        ax = axes[1, col]
-        ratio = [r["p_over_dn"] for r in c["rows"]]
-        ax.plot(ratio, [max(r["limit_loss"], floor) for r in c["rows"]], "s--", label=r"$L_0$")
-        for j, delta in enumerate(c["deltas"]):
-            ax.plot(ratio, [max(r["min_loss"][j], floor) for r in c["rows"]], "o-", ms=4,
-                    label=rf"$\delta$ = {delta:g}")
-        ax.axhline(result["zero_loss"], color="k", ls=":", lw=1)
-        ax.axvline(1.0, color="grey", lw=0.8)
-        ax.set_xscale("log")
-        ax.set_yscale("log")
-        ax.set_xlabel(r"$p/(dn)$")
-        ax.set_ylabel(r"$\min_{D(\delta)}$ loss")
-        if col == 0:
-            ax.legend(fontsize=7)
-    for ax in np.ravel(axes):
-        sparse_log_ticks(ax)
-    ratios = sorted({r["p_over_dn"] for c in curves for r in c["rows"]})
-    for ax in axes[1]:
-        ax.set_xticks(ratios, [f"{r:g}" for r in ratios])
-    return save_figure(fig, stem)
+    paths: list[Path] = []
+    with paper_style():
+        if result["curves"]:
+            paths += _plot_n2(result, stem)
+        if result["general"]["cells"]:
+            paths += _plot_general(result, stem.with_name(stem.name + "_general_n"))
+    return paths
 
 
 def _fmt(value: float | None) -> str:
     return "-" if value is None else f"{value:.3e}"
 
 
-def summary(result: dict[str, Any]) -> str:
-    """Per activation and p: L₀, the duplicate-region minima per δ, the small-δ check."""
+def _summary_n2(result: dict[str, Any]) -> list[str]:
     lines = []
     for c in result["curves"]:
         headers = ["p", "p/(dn)", "L0"] + [f"delta={dl:g}" for dl in c["deltas"]] + [
@@ -571,8 +833,76 @@ def summary(result: dict[str, Any]) -> str:
                      f"{v['bounded_away_at_large_p']} (smallest {_fmt(v['smallest_min_at_large_p'])}); "
                      f"limit agrees: {v['limit_agrees']}")
         lines.append(format_table(headers, rows))
-    v = result["verdict"]
-    lines.append("verdict: " + ", ".join(f"{k} = {v[k]}" for k in v))
+    return lines
+
+
+def _summary_general(result: dict[str, Any]) -> list[str]:
+    cells = result["general"]["cells"]
+    table = threshold_table(cells)
+    lines = [f"general n (d = {result['general']['d']}): zero of the delta -> 0 limit against "
+             "the count p* = n + l(d - 2), per activation and type (cases matching / cases)"]
+    rows = []
+    for act in dict.fromkeys(c["activation"] for c in cells):
+        for mm, what in ((2, "pairs only"), (3, "with a triple")):
+            sel = [t for t in table if t["activation"] == act and t["max_multiplicity"] == mm]
+            if sel:
+                off = [f"{t['label']} n={t['n']} s{t['seed']}: {t['measured']} vs {t['predicted']}"
+                       for t in sel if not t["matches"]][:3]
+                rows.append([act, what, f"{sum(t['matches'] for t in sel)}/{len(sel)}",
+                             sum(t["zero_above_count"] for t in sel), "; ".join(off) or "-"])
+    lines.append(format_table(["activation", "types", "match", "zero above p*", "differs (first 3)"],
+                              rows))
+    rows = []
+    for act, n in dict.fromkeys((c["activation"], c["n"]) for c in cells):
+        lim, reg, loo = math.inf, math.inf, math.inf
+        for c in (c for c in cells if (c["activation"], c["n"]) == (act, n)):
+            for r in c["rows"]:
+                if r["p_over_dn"] < 1.0:
+                    continue
+                loo = min(loo, r["leave_one_out"])
+                for e in r["types"]:
+                    if max(e["type"]) <= 3:
+                        lim = min(lim, e["limit"])
+                    if e["region"]:
+                        reg = min(reg, min(m["loss"] for m in e["region"]["minima"]))
+        rows.append([act, n, _fmt(lim if lim < math.inf else None),
+                     _fmt(reg if reg < math.inf else None), _fmt(loo)])
+    lines.append("smallest at p >= dn (over types with multiplicities <= 3, seeds, p; regions "
+                 "over delta):")
+    lines.append(format_table(["activation", "n", "limit L0", "region min", "leave-one-out"], rows))
+    lines.append("per activation and p: region minima at the largest delta that are 0 (<= "
+                 f"{ZERO_LOSS_REGION:g}), the smallest positive one over the leave-one-out "
+                 "baseline, and the smallest L0 (multiplicities <= 3) over the baseline")
+    lines.append(format_table(["activation", "p", "regions at 0", "min region/loo", "min L0/loo"],
+                              [[t["activation"], t["p"], f"{t['zero']}/{t['regions']}" if t["regions"] else "-",
+                                _fmt(t["region_over_loo"]), _fmt(t["limit_over_loo"])]
+                               for t in region_table(cells)]))
+    checks = result["general"]["limit_checks"]
+    if checks:
+        rows = [[e["activation"], e["n"], e["label"], f"{e['limit']:.3e}",
+                 ", ".join(f"{dl:.0e}: {g:.1e}" for dl, g in zip(e["deltas"], e["relative_gap"]))
+                 or e["note"]] for e in checks]
+        lines.append("limit checks at p = 2dn: relative gap (L0 - min_D(delta))/L0")
+        lines.append(format_table(["activation", "n", "type", "L0", "delta: gap"], rows))
+    return lines
+
+
+def summary(result: dict[str, Any]) -> str:
+    """n = 2: per activation and p, L₀, the minima per δ and the small-δ check; general n: the
+    count's agreement, the smallest limits and region minima from dn on, the limit checks; the
+    verdicts."""
+    lines = _summary_n2(result) if result["curves"] else []
+    if result["general"]["cells"]:
+        lines += _summary_general(result)
+    v = dict(result["verdict"])
+    general = v.pop("general_n", None)
+    if v:
+        lines.append("verdict (n = 2): " + ", ".join(f"{k} = {v[k]}" for k in v))
+    if general:
+        lines.append("verdict (general n): " + ", ".join(
+            f"{k} = {general[k]}" for k in general if not k.startswith("smallest")))
+        for k in ("smallest_limit_from_dn", "smallest_region_from_dn"):
+            lines.append(f"  {k}: {general[k]}")
     return "\n".join(lines)
 
 
