@@ -1,6 +1,14 @@
-"""``rftheory verify CLAIM|all``: run a claim's check, save JSON + figures, print the summary."""
+"""``rftheory verify CLAIM|all``: run a claim's check, save JSON + figures, print the summary.
+
+``--baseline FILE`` then compares the run's key numbers with a stored baseline and exits with
+status 3 (:data:`rftheory.baseline.EXIT_MOVED`) naming every number that moved beyond its
+tolerance; ``--update-baseline FILE`` writes them (see :mod:`rftheory.baseline`).
+"""
 
 from __future__ import annotations
+
+import sys
+from pathlib import Path
 
 from ..output import print_json
 from ._common import progress_lines
@@ -17,6 +25,12 @@ def register(subparsers) -> None:
     p.add_argument("--out", default="results", help="directory for results and figures")
     p.add_argument("--no-figures", action="store_true", help="skip the figures")
     p.add_argument("--json", action="store_true", help="print the result(s) as JSON")
+    base = p.add_mutually_exclusive_group()
+    base.add_argument("--baseline", metavar="FILE",
+                      help="compare the key numbers with this baseline; exit status 3 if any "
+                           "moved beyond its tolerance")
+    base.add_argument("--update-baseline", metavar="FILE",
+                      help="write (or merge into) this baseline the run's key numbers")
     p.set_defaults(handler=handle)
 
 
@@ -25,6 +39,14 @@ def handle(args) -> int:
 
     names = list(CLAIMS) if args.claim == "all" else [args.claim]
     modules = [claim_module(n) for n in names]  # refuse unknown names before running anything
+    if args.baseline:  # a missing or mismatched baseline is refused before the (long) run
+        from ..baseline import check_ready
+
+        check_ready(args.baseline, [m.CLAIM for m in modules], quick=args.quick, seed=args.seed)
+    if args.update_baseline and Path(args.update_baseline).exists():
+        from ..baseline import read_baseline
+
+        read_baseline(args.update_baseline)  # never overwrite a file that is not a baseline
     results = []
     for module in modules:
         result = run_claim(module.CLAIM, quick=args.quick, seed=args.seed, out_dir=args.out,
@@ -37,4 +59,32 @@ def handle(args) -> int:
             print(f"results: {args.out}/{module.CLAIM}.json; figures: {figs}\n")
     if args.json:
         print_json(results[0] if len(results) == 1 else results)
+    if args.update_baseline:
+        from ..baseline import update_baseline
+
+        command = f"rftheory verify {args.claim}{' --quick' if args.quick else ''} --seed {args.seed}"
+        data = update_baseline(args.update_baseline, results, command=command)
+        count = sum(len(data["claims"][m.CLAIM]["numbers"]) for m in modules)
+        print(f"baseline: wrote {count} key numbers of {', '.join(m.CLAIM for m in modules)} "
+              f"to {args.update_baseline}", file=sys.stderr if args.json else sys.stdout)
+    if args.baseline:
+        return _report_baseline(args, results)
     return 0
+
+
+def _report_baseline(args, results) -> int:
+    """Compare with the baseline; print warnings and every moved number; the exit status."""
+    from ..baseline import EXIT_MOVED, check_baseline
+
+    out = sys.stderr if args.json else sys.stdout
+    comparisons = check_baseline(args.baseline, results)
+    for comparison in comparisons:
+        for warning in comparison.warnings:
+            print(f"warning: {warning} (numbers may differ in their last bits)", file=sys.stderr)
+    moved = [d for c in comparisons for d in c.moved]
+    checked = sum(c.checked for c in comparisons)
+    for difference in moved:
+        print(f"MOVED {difference.describe()}", file=out)
+    verdict = "all held" if not moved else f"{len(moved)} moved beyond their tolerance"
+    print(f"baseline {args.baseline}: {checked} key numbers checked, {verdict}", file=out)
+    return EXIT_MOVED if moved else 0
