@@ -132,6 +132,21 @@ def test_every_claim_declares_key_numbers_with_reasons(name):
     assert keys and all(isinstance(k, Key) and k.reason for k in keys)
 
 
+def test_the_key_table_names_only_claims_that_exist():
+    assert set(baseline.CLAIM_KEYS) <= set(CLAIMS)
+
+
+def test_a_module_declaration_takes_precedence():
+    class Module:
+        CLAIM = "law"
+        KEY_NUMBERS = (Key("verdict.supported", reason="mine"),)
+
+    assert claim_keys(Module) == Module.KEY_NUMBERS
+    Module.KEY_NUMBERS = ("verdict.supported",)
+    with pytest.raises(RFTheoryError, match="KEY_NUMBERS must be"):
+        claim_keys(Module)
+
+
 def test_a_claim_without_declarations_is_compared_on_its_verdict():
     class Module:
         CLAIM = "headline"
@@ -155,7 +170,7 @@ def test_stored_baseline_has_every_claim_recorded_by_the_quick_run():
 
 
 def test_stored_baseline_tolerances_match_the_declarations():
-    """A reviewer changes a tolerance in KEY_NUMBERS and regenerates; the file must follow."""
+    """A reviewer changes a tolerance in CLAIM_KEYS and regenerates; the file must follow."""
     data = read_baseline(STORED)
     for name in CLAIMS:
         keys = claim_keys(claim_module(name))
@@ -247,6 +262,8 @@ def test_update_merges_and_keeps_other_claims(tmp_path, tiny_kernel_claim):
     update_baseline(file, [result])
     assert sorted(read_baseline(file)["claims"]) == ["kernel_concentration", "law"]
     [comparison] = check_baseline(file, [result])
+    update_baseline(file, [result], replace=True)  # `verify all`: no stale entries
+    assert sorted(read_baseline(file)["claims"]) == ["kernel_concentration"]
     assert comparison.ok and comparison.checked == len(record_claim(tiny_kernel_claim,
                                                                     result)["numbers"])
 

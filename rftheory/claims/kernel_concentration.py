@@ -161,21 +161,6 @@ def summary(result: dict) -> str:
     return "\n".join(lines)
 
 
-# Key numbers for ``rftheory verify kernel_concentration --baseline`` (rftheory.baseline).
-from rftheory.baseline import Key  # noqa: E402
-
-_FIXED_V = ("no optimiser: a function of the seeded data and the Philox V, so other BLAS kernels "
-            "or libm move it in its last bits only")
-KEY_NUMBERS = (
-    Key("curves[activation].slope", rtol=1e-6, reason="log-log fit of the error; " + _FIXED_V),
-    Key("curves[activation].lambda_min_kernel", rtol=1e-9, reason="eigenvalue of the series "
-        "kernel matrix (quadrature coefficients to ~1e-15); " + _FIXED_V),
-    Key("curves[activation].hermite_bound_k0", rtol=1e-9, reason="certified Hermite bound; " + _FIXED_V),
-    Key("curves[activation].lambda_min_empirical_mean", rtol=1e-6, reason="λ_min of ΦΦᵀ/p; " + _FIXED_V),
-    Key("lambda_min_vs_d.activations.*.bound_ok", reason="the bound holds at every d"),
-    Key("verdict.*", reason="the claim's verdict: any change is a finding"),
-)
-
 
 if __name__ == "__main__":
     raise SystemExit(main_for(CLAIM))

@@ -539,25 +539,5 @@ def plot(result: dict[str, Any], stem: str | Path) -> list[Path]:
     return save_figure(fig, stem)
 
 
-# Key numbers for ``rftheory verify law --baseline`` (rftheory.baseline).
-from rftheory.baseline import Key  # noqa: E402
-
-_ONE_SEED = ("the optimiser is a chaotic iteration: other BLAS kernels can change its path, and "
-             "near the threshold one seed may succeed or fail")
-KEY_NUMBERS = (
-    Key("per_grid[d,n].label.p_star_over_n", reason="the residual jumps by >= 8 decades between "
-        "p = n - 1 and p = n: no machine moves it"),
-    Key("per_grid[d,n].data.abs.p_star_over_dn", factor=2.5, reason=_ONE_SEED + "; one seed "
-        "flipping moves the interpolated crossing by at most one grid step (x2.5 on the quick grid)"),
-    Key("per_grid[d,n].data.sign_invariant.p_star_over_dn", factor=2.5,
-        reason="as the official threshold"),
-    Key("per_grid[d,n].data.abs.status", reason="whether a crossing exists inside the grid"),
-    Key("per_grid[d,n].rows[p].success_abs", atol=0.34, reason=_ONE_SEED + "; one seed of the "
-        "quick run's 3 (1/4 of the full run's 4) may flip"),
-    Key("verdict.*", factor=2.5, reason="the claim's verdict: booleans exactly (any change is a "
-        "finding); the spreads are ratios of thresholds, one grid step each"),
-)
-
-
 if __name__ == "__main__":
     raise SystemExit(main_for(CLAIM))

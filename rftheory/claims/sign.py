@@ -420,25 +420,5 @@ def plot(result: dict[str, Any], stem: str | Path) -> list[Path]:
     return save_figure(fig, stem)
 
 
-# Key numbers for ``rftheory verify sign --baseline`` (rftheory.baseline).
-from rftheory.baseline import Key  # noqa: E402
-
-KEY_NUMBERS = (
-    Key("per_activation[activation].successes", atol=1, reason="a chaotic optimiser: one run "
-        "may succeed or fail on another machine's BLAS kernels"),
-    Key("per_activation[activation].flip_fraction_successful", atol=0.2, reason="a fraction of "
-        "few successful runs' samples: moves when a run joins or leaves them"),
-    Key("per_activation[activation].flips_observed", reason="the observation the verdict rests on"),
-    Key("per_activation[activation].median_loss_one_flipped", atol=1e-20, rtol=1e-6,
-        reason="the loss of the true data with one sample negated: no optimiser; ~1e-29 values "
-        "(pure-parity φ) are rounding noise (atol)"),
-    Key("per_activation[activation].hermite.sign_identifiable", reason="the symbolic verdict"),
-    Key("per_activation[activation].hermite.symmetry", reason="the symbolic parity"),
-    Key("per_activation[activation].hermite.antipodal_slope", atol=1e-8,
-        reason="adaptive quadrature, error ≲ 1e-10"),
-    Key("verdict.*", reason="the claim's verdict: any change is a finding"),
-)
-
-
 if __name__ == "__main__":
     raise SystemExit(main_for(CLAIM))

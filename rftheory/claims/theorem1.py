@@ -548,20 +548,5 @@ def summary(result: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-# Key numbers for ``rftheory verify theorem1 --baseline`` (rftheory.baseline).
-from rftheory.baseline import Key  # noqa: E402
-
-KEY_NUMBERS = (
-    Key("uniqueness[ratio].zero_loss_count", atol=1, reason="a few optimiser starts: one may end "
-        "elsewhere when other BLAS kernels change its path"),
-    Key("uniqueness[ratio].spurious_count", atol=1, reason="as zero_loss_count"),
-    Key("gaps[p].gap", atol=1e-10, rtol=0.05, reason="min over a few local constrained "
-        "minimisations: another machine's last bits may pick another local minimum; values "
-        "below 1e-10 are zero up to rounding"),
-    Key("kernel_limit[eps].gap", atol=1e-10, rtol=0.05, reason="as gaps[p].gap"),
-    Key("verdict.*", reason="the claim's verdict and where the gap opens: any change is a finding"),
-)
-
-
 if __name__ == "__main__":
     raise SystemExit(main_for(CLAIM))

@@ -576,21 +576,5 @@ def summary(result: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-# Key numbers for ``rftheory verify theorem2 --baseline`` (rftheory.baseline).
-from rftheory.baseline import Key  # noqa: E402
-
-KEY_NUMBERS = (
-    Key("curves[activation].rows[ratio].limit_loss", atol=1e-12, rtol=1e-6, reason="closed form "
-        "(a least-squares residual, no optimiser): last bits only; values ~1e-27 at p <= d are "
-        "rounding noise (atol)"),
-    Key("curves[activation].verdict.smallest_min_at_large_p", rtol=0.05, reason="min over a few "
-        "local minimisations of the duplicate region: another machine may reach another local "
-        "minimum"),
-    Key("curves[activation].verdict.bounded_away_at_large_p", reason="the per-activation verdict"),
-    Key("curves[activation].verdict.limit_agrees", reason="the per-activation verdict"),
-    Key("verdict.*", reason="the claim's verdict: any change is a finding"),
-)
-
-
 if __name__ == "__main__":
     raise SystemExit(main_for(CLAIM))

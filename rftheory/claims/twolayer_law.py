@@ -419,18 +419,5 @@ def plot(result: dict[str, Any], stem: str | Path) -> list[Path]:
     return save_figure(fig, stem)
 
 
-# Key numbers for ``rftheory verify twolayer_law --baseline`` (rftheory.baseline).
-from rftheory.baseline import Key  # noqa: E402
-
-KEY_NUMBERS = (
-    Key("verdict.per_setup.*.threshold", factor=2.01, reason="the ratios double (1, 2, 4, 8 in "
-        "the quick run): one seed of gradient descent and reconstruction ending elsewhere moves "
-        "the threshold by one grid step"),
-    Key("verdict.per_setup.*.law_holds", reason="the per-setup verdict"),
-    Key("verdict.supported", reason="the claim's verdict"),
-    Key("verdict.supported_single_output", reason="the claim's verdict for k = 1"),
-)
-
-
 if __name__ == "__main__":
     raise SystemExit(main_for(CLAIM))

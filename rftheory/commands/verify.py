@@ -63,7 +63,8 @@ def handle(args) -> int:
         from ..baseline import update_baseline
 
         command = f"rftheory verify {args.claim}{' --quick' if args.quick else ''} --seed {args.seed}"
-        data = update_baseline(args.update_baseline, results, command=command)
+        data = update_baseline(args.update_baseline, results, command=command,
+                               replace=args.claim == "all")
         count = sum(len(data["claims"][m.CLAIM]["numbers"]) for m in modules)
         print(f"baseline: wrote {count} key numbers of {', '.join(m.CLAIM for m in modules)} "
               f"to {args.update_baseline}", file=sys.stderr if args.json else sys.stdout)
