@@ -16,7 +16,8 @@ so per seed at small (d, n).
 :func:`assert_reconstruction_fails`     ... and is not below the count (p < dn)
 ================================  ===============================================================
 
-The default tolerances are in one table, :data:`TOLERANCES`, each with its reason.
+The default tolerances are in one table, :data:`TOLERANCES` (by precision: float64, float32,
+mpmath, and the statistical ones), each with its reason; :func:`tolerance` reads it.
 
 Examples
 --------
@@ -49,6 +50,7 @@ __all__ = [
     "TheoryAssertionError",
     "Tolerance",
     "TOLERANCES",
+    "tolerance",
     "VERDICTS",
     "assert_hermite_coefficients",
     "assert_verdict",
@@ -70,28 +72,64 @@ class Tolerance:
     reason: str
 
 
-#: The default tolerances of the assertions, each with its reason.
-TOLERANCES: dict[str, Tolerance] = {
-    "hermite_fast_atol": Tolerance(
-        1e-13, "fast quadrature: its error estimates are ≤ ~7e-15 for μ_0..μ_60 of the registry "
-               "(tanh agrees with mpmath to 4e-16 up to k = 1000); 1e-13 leaves a decade"),
-    "hermite_fast_rtol": Tolerance(
-        1e-12, "relative room for large |μ_k| (polynomials with big coefficients)"),
-    "hermite_float64_atol": Tolerance(
-        1e-15, "mpmath and exact values are rounded once to float64 (≤ 1.1e-16 relative) before a "
-               "float comparison; 1e-15 absolute covers |μ_k| ≤ ~5"),
-    "hermite_float64_rtol": Tolerance(1e-15, "a few float64 ulps"),
-    "hermite_mpmath_digits": Tolerance(
-        5, "an mpmath comparison allows 10^-(digits − 5): the quadrature loses a few digits to "
-           "cancellation at high order"),
-    "kernel_slope": Tolerance(
-        0.1, "as rftheory.concentration.SLOPE_TOLERANCE: per-draw slopes scatter by ~0.03 and "
-             "the pre-asymptotic drift at p ~ n is ~0.02, while a wrong rate (p^0, p^-1) is off "
-             "by 0.5"),
-    "rho": Tolerance(
-        0.1, "as the law's RHO_SUCCESS: failed runs sit at ρ ≈ 0.17–0.65, successful ones at "
-             "1e-5–1e-3 (measured), so success does not hinge on this choice"),
+#: The default tolerances of every assertion, in one table: by the precision of the comparison
+#: (``"float64"``, ``"float32"`` — expected values held in float32 —, ``"mpmath"``) and, for the
+#: statistical ones that no precision changes, ``"statistical"``. Each entry states its reason.
+TOLERANCES: dict[str, dict[str, Tolerance]] = {
+    "float64": {
+        "quadrature_atol": Tolerance(
+            1e-13, "fast quadrature: its error estimates are <= ~7e-15 for mu_0..mu_60 of the "
+                   "registry (tanh agrees with mpmath to 4e-16 up to k = 1000); 1e-13 leaves a "
+                   "decade"),
+        "quadrature_rtol": Tolerance(
+            1e-12, "relative room for large |mu_k| (polynomials with big coefficients)"),
+        "rounding_atol": Tolerance(
+            1e-15, "exact and mpmath values rounded once to float64 (<= 1.1e-16 relative) before "
+                   "a float comparison; 1e-15 absolute covers |mu_k| <= ~5"),
+        "rounding_rtol": Tolerance(1e-15, "a few float64 ulps"),
+    },
+    "float32": {
+        "quadrature_atol": Tolerance(
+            1e-6, "expected values held in float32 carry 6e-8 relative rounding, and a float32 "
+                  "computation of them a few dozen times that; the quadrature's own error is "
+                  "far below"),
+        "quadrature_rtol": Tolerance(1e-5, "about 80 float32 ulps"),
+        "rounding_atol": Tolerance(1e-6, "as quadrature_atol: float32 rounding dominates"),
+        "rounding_rtol": Tolerance(1e-5, "as quadrature_rtol"),
+    },
+    "mpmath": {
+        "digits_lost": Tolerance(
+            5, "an mpmath comparison allows 10^-(dps - 5): the quadrature loses a few digits to "
+               "cancellation at high order"),
+    },
+    "statistical": {
+        "kernel_slope": Tolerance(
+            0.1, "as rftheory.concentration.SLOPE_TOLERANCE: per-draw slopes scatter by ~0.03 "
+                 "and the pre-asymptotic drift at p ~ n is ~0.02, while a wrong rate (p^0, p^-1) "
+                 "is off by 0.5"),
+        "rho": Tolerance(
+            0.1, "as the law's RHO_SUCCESS: failed runs sit at rho ~ 0.17-0.65, successful ones "
+                 "at 1e-5-1e-3 (measured), so success does not hinge on this choice"),
+    },
 }
+
+
+def tolerance(name: str, dtype: str = "float64") -> float:
+    """A default tolerance from :data:`TOLERANCES` (``dtype``: its precision group).
+
+    Examples
+    --------
+    >>> tolerance("quadrature_atol"), tolerance("quadrature_atol", "float32")
+    (1e-13, 1e-06)
+    >>> tolerance("rho", "statistical")
+    0.1
+    """
+    group = TOLERANCES.get(str(dtype))
+    if group is None or name not in group:
+        raise RFTheoryError(f"no tolerance {name!r} for {dtype!r}; the table has "
+                            + "; ".join(f"{g}: {', '.join(t)}" for g, t in TOLERANCES.items()))
+    return group[name].value
+
 
 #: Verdict names accepted by :func:`assert_verdict` (aliases on the right).
 VERDICTS = {"lipschitz": "lipschitz", "nonlinearity": "nonlinearity", "nonlinear": "nonlinearity",
@@ -135,6 +173,8 @@ def _as_mpf(value: Any) -> Any:
 
     if isinstance(value, sp.Basic):
         return mpmath.mpf(str(sp.N(value, mpmath.mp.dps + 5)))
+    if hasattr(value, "dtype") and hasattr(value, "item"):  # a numpy scalar
+        value = value.item()
     try:
         return mpmath.mpf(value)
     except (TypeError, ValueError):
@@ -143,7 +183,7 @@ def _as_mpf(value: Any) -> Any:
 
 def assert_hermite_coefficients(activation: str, expected: Any, *, rtol: float | None = None,
                                 atol: float | None = None, method: str = "fast",
-                                dps: int = 30) -> None:
+                                dps: int = 30, dtype: str | None = None) -> None:
     """Assert that μ_k of ``activation`` match ``expected`` within ``atol + rtol·|expected|``.
 
     Parameters
@@ -155,12 +195,16 @@ def assert_hermite_coefficients(activation: str, expected: Any, *, rtol: float |
         sympy numbers (``1/sqrt(2*pi)``) or decimal strings (compared at ``dps`` digits with
         ``method="mpmath"``).
     rtol, atol : float, optional
-        Defaults from :data:`TOLERANCES`: ``fast`` 1e-12 / 1e-13; ``exact`` 1e-15 / 1e-15 (float
-        comparison); ``mpmath`` 0 / 10^-(dps − 5), compared in mpmath.
+        Defaults from :data:`TOLERANCES`: float64 ``fast`` 1e-12 / 1e-13, ``exact`` 1e-15 /
+        1e-15 (float comparison); float32 1e-5 / 1e-6; ``mpmath`` 0 / 10^-(dps − 5), compared
+        in mpmath.
     method : {"fast", "mpmath", "exact"}
         How the coefficients are computed (:func:`rftheory.hermite.hermite_coefficients`).
     dps : int
         Digits of the mpmath method.
+    dtype : {"float64", "float32"}, optional
+        Precision of the expected values, which picks the default tolerances (default: float32
+        when ``expected`` is a float32 array, else float64; ignored by ``method="mpmath"``).
 
     Raises
     ------
@@ -179,15 +223,17 @@ def assert_hermite_coefficients(activation: str, expected: Any, *, rtol: float |
 
     from .hermite import hermite_coefficients
 
+    if dtype is None:
+        dtype = "float32" if str(getattr(expected, "dtype", "")) == "float32" else "float64"
+    if dtype not in ("float64", "float32"):
+        raise RFTheoryError(f"dtype must be 'float64' or 'float32', got {dtype!r}")
     want = _expected_map(expected)
     order = max(want)
-    if method == "fast":
-        defaults = (TOLERANCES["hermite_fast_rtol"].value, TOLERANCES["hermite_fast_atol"].value)
-    elif method == "exact":
-        defaults = (TOLERANCES["hermite_float64_rtol"].value,
-                    TOLERANCES["hermite_float64_atol"].value)
+    if method == "mpmath":
+        defaults = (0.0, 10.0 ** -(dps - tolerance("digits_lost", "mpmath")))
     else:
-        defaults = (0.0, 10.0 ** -(dps - TOLERANCES["hermite_mpmath_digits"].value))
+        kind = "quadrature" if method == "fast" else "rounding"
+        defaults = (tolerance(f"{kind}_rtol", dtype), tolerance(f"{kind}_atol", dtype))
     rtol = defaults[0] if rtol is None else _check_tolerance("rtol", rtol)
     atol = defaults[1] if atol is None else _check_tolerance("atol", atol)
     coeffs = hermite_coefficients(activation, order, method, dps=dps)
@@ -217,7 +263,8 @@ def assert_hermite_coefficients(activation: str, expected: Any, *, rtol: float |
                              [(k, c, str(e), d, al, er) for k, c, e, d, al, er in rows])
         _fail(f"Hermite coefficients of {name} ({method}, orders 0..{order}) differ from the "
               f"expected values:\n{table}\ntolerance |μ_k − expected| ≤ atol + rtol·|expected|, "
-              f"atol = {atol:g}, rtol = {rtol:g}")
+              f"atol = {atol:g}, rtol = {rtol:g}"
+              + ("" if method == "mpmath" else f" ({dtype} expected values)"))
 
 
 def assert_verdict(activation: str, name: str, holds: bool | None = True, *, order: int = 20,
@@ -282,7 +329,7 @@ def assert_kernel_concentrates(activation: str, *, slope: float = -0.5,
     slope : float
         Expected exponent (−1/2: the matrix CLT).
     tol : float, optional
-        Allowed |fitted − slope| (default :data:`TOLERANCES` ``["kernel_slope"]``, 0.1).
+        Allowed |fitted − slope| (default :data:`TOLERANCES` ``["statistical"]["kernel_slope"]``, 0.1).
     d, n, p, reps, seed
         The measurement (defaults: ~0.5 s).
 
@@ -301,7 +348,7 @@ def assert_kernel_concentrates(activation: str, *, slope: float = -0.5,
 
     if isinstance(slope, bool) or not isinstance(slope, (int, float)) or not math.isfinite(slope):
         raise RFTheoryError(f"slope must be a finite number, got {slope!r}")
-    tol = TOLERANCES["kernel_slope"].value if tol is None else _check_tolerance("tol", tol)
+    tol = tolerance("kernel_slope", "statistical") if tol is None else _check_tolerance("tol", tol)
     result = measure_concentration(activation, d, n, list(p), seed=seed, reps=reps)
     fitted = result["slope"]
     if fitted is None or not abs(fitted - slope) <= tol:
@@ -341,7 +388,7 @@ def _reconstructions(activation: str, d: int, n: int, p_over_dn: float, seeds: A
             raise RFTheoryError(f"{name} must be an integer >= {low}, got {value!r}")
     if variant not in VARIANTS:
         raise RFTheoryError(f"variant must be one of {', '.join(VARIANTS)}, got {variant!r}")
-    rho = TOLERANCES["rho"].value if rho is None else _check_tolerance("rho", rho)
+    rho = tolerance("rho", "statistical") if rho is None else _check_tolerance("rho", rho)
     p = feature_count(p_mult=p_over_dn, d=d, n=n)
     if p < n:
         raise RFTheoryError(f"p = round({p_over_dn:g}·dn) = {p} is below n = {n}: there is nothing "
@@ -381,7 +428,7 @@ def assert_reconstruction_succeeds(activation: str, *, d: int, n: int, p_over_dn
     seeds : int or sequence of int
         A count (seeds 0..k−1) or the seeds themselves (default 0, 1, 2).
     rho : float, optional
-        Success threshold (default :data:`TOLERANCES` ``["rho"]``, 0.1).
+        Success threshold (default :data:`TOLERANCES` ``["statistical"]["rho"]``, 0.1).
     min_successes : int, optional
         Successes required (default: every seed).
     max_steps : int, optional

@@ -11,6 +11,7 @@ import sympy as sp
 import rftheory.testing as testing
 from rftheory.errors import RFTheoryError
 from rftheory.testing import (TOLERANCES, TheoryAssertionError, assert_hermite_coefficients,
+                              tolerance,
                               assert_kernel_concentrates, assert_reconstruction_fails,
                               assert_reconstruction_succeeds, assert_verdict)
 
@@ -20,7 +21,17 @@ RELU = [1 / math.sqrt(2 * math.pi), 0.5, 1 / (2 * math.sqrt(math.pi)), 0.0,
 
 def test_failures_are_assertion_errors():
     assert issubclass(TheoryAssertionError, AssertionError)
-    assert all(t.reason and t.value >= 0 for t in TOLERANCES.values())
+    assert set(TOLERANCES) == {"float64", "float32", "mpmath", "statistical"}
+    assert all(t.reason and t.value >= 0 for group in TOLERANCES.values() for t in group.values())
+
+
+def test_one_tolerance_table_per_precision():
+    # float32 tolerances are looser than float64's, the same quantities in both
+    assert TOLERANCES["float32"].keys() == TOLERANCES["float64"].keys()
+    for name in TOLERANCES["float64"]:
+        assert tolerance(name, "float32") > tolerance(name, "float64")
+    with pytest.raises(RFTheoryError, match="no tolerance 'rho' for 'float64'"):
+        tolerance("rho", "float64")
 
 
 # -- Hermite coefficients ----------------------------------------------------------------------
@@ -52,6 +63,22 @@ def test_hermite_coefficients_tolerance_can_be_widened():
     assert_hermite_coefficients("relu", wrong, atol=1e-8)
     with pytest.raises(TheoryAssertionError, match="computed"):
         assert_hermite_coefficients("relu", {40: 0.0}, method="mpmath", dps=30)  # μ_40 ≠ 0
+
+
+def test_float32_expected_values_get_float32_tolerances():
+    import numpy as np
+
+    relu32 = np.array(RELU, dtype=np.float32)  # 1e-8 off in float64 terms
+    assert_hermite_coefficients("relu", relu32)  # dtype inferred from the array
+    assert_hermite_coefficients("relu", relu32.tolist(), dtype="float32")
+    with pytest.raises(TheoryAssertionError, match=r"\(float64 expected values\)"):
+        assert_hermite_coefficients("relu", relu32, dtype="float64")
+    off = relu32.copy()
+    off[1] += np.float32(1e-4)  # a real error stays an error in float32
+    with pytest.raises(TheoryAssertionError, match=r"atol = 1e-06, rtol = 1e-05 \(float32"):
+        assert_hermite_coefficients("relu", off)
+    with pytest.raises(RFTheoryError, match="dtype must be"):
+        assert_hermite_coefficients("relu", RELU, dtype="float16")
 
 
 def test_hermite_coefficients_bad_arguments():
@@ -94,7 +121,7 @@ def test_verdict_bad_arguments():
 
 def test_kernel_concentrates_at_minus_one_half():
     result = assert_kernel_concentrates("relu+tanh")
-    assert abs(result["slope"] + 0.5) <= TOLERANCES["kernel_slope"].value
+    assert abs(result["slope"] + 0.5) <= tolerance("kernel_slope", "statistical")
 
 
 def test_kernel_concentration_failure_shows_the_slope_and_the_errors():
