@@ -420,8 +420,11 @@ def machine() -> dict[str, Any]:
 
     ``blas`` lists the BLAS libraries numpy and scipy loaded (threadpoolctl): their name,
     version, the kernel architecture they picked for this CPU (e.g. OpenBLAS ``Haswell`` or
-    ``SkylakeX``) and threading layer.
+    ``SkylakeX``) and threading layer. numpy's and scipy's linear algebra are loaded first, so
+    the list does not depend on what the process happened to import before.
     """
+    import numpy.linalg  # noqa: F401  (each wheel ships its own OpenBLAS)
+    import scipy.linalg  # noqa: F401
     from threadpoolctl import threadpool_info
 
     blas = sorted({(i.get("internal_api"), i.get("version"), i.get("architecture"),
@@ -434,14 +437,21 @@ def machine() -> dict[str, Any]:
 
 
 def _differences(label: str, old: Mapping[str, Any], new: Mapping[str, Any],
-                 skip: Sequence[str] = ()) -> list[str]:
+                 skip: Sequence[str] = (), *, consequence: str) -> list[str]:
     out = []
     for key in sorted(set(old) | set(new)):
         if key in skip:
             continue
         if _jsonable(old.get(key)) != _jsonable(new.get(key)):
-            out.append(f"{label} {key}: baseline {old.get(key)!r}, this run {new.get(key)!r}")
+            out.append(f"{label}{key}: baseline {old.get(key)!r}, this run {new.get(key)!r} "
+                       f"({consequence})")
     return out
+
+
+#: What each kind of provenance difference means for the numbers (the warnings say it).
+_LAST_BITS = ("numbers may differ in their last bits, the optimiser's in which seeds succeed; "
+              "the tolerances allow for that")
+_CODE = "the code that computes these numbers changed: a moved number may be the change's effect"
 
 
 # ---------------------------------------------------------------------------------------------
@@ -507,14 +517,20 @@ def compare_claim(module: Any, entry: Mapping[str, Any],
     claim = module.CLAIM
     moved = compare_numbers(entry["numbers"], result, claim_keys(module), claim=claim)
     recorded = entry.get("recorded", {})
-    warnings = _differences("package/version", recorded.get("environment", {}),
-                            _jsonable(result.get("environment", {})), skip=("date",))
+    env_old = recorded.get("environment", {})
+    env_new = _jsonable(result.get("environment", {}))
+    warnings = _differences("version of ", env_old, env_new, skip=("date", "rftheory", "machine"),
+                            consequence=_LAST_BITS)
+    warnings += _differences("version of ", env_old, env_new,
+                             skip=tuple(k for k in set(env_old) | set(env_new) if k != "rftheory"),
+                             consequence=_CODE)
     here = machine()
-    warnings += _differences("machine", {k: v for k, v in recorded.get("machine", {}).items()
-                                         if k != "platform"},
-                             {k: v for k, v in here.items() if k != "platform"})
+    warnings += _differences("machine ", {k: v for k, v in recorded.get("machine", {}).items()
+                                          if k != "platform"},
+                             {k: v for k, v in here.items() if k != "platform"},
+                             consequence=_LAST_BITS)
     warnings += _differences("source digest of rftheory.", recorded.get("sources", {}),
-                             _jsonable(result.get("sources", {})))
+                             _jsonable(result.get("sources", {})), consequence=_CODE)
     return ClaimComparison(claim, len(entry["numbers"]), tuple(moved),
                            tuple(f"{claim}: {w}" for w in warnings))
 

@@ -231,8 +231,25 @@ def test_verify_warns_when_the_baseline_was_recorded_elsewhere(tmp_path, capsys,
     capsys.readouterr()
     assert main(args + ["--baseline", str(file)]) == 0  # warnings alone do not fail
     err = capsys.readouterr().err
-    assert "warning: kernel_concentration: package/version numpy: baseline '1.26.0'" in err
+    assert "warning: kernel_concentration: version of numpy: baseline '1.26.0'" in err
     assert "v_definition" in err and "machine blas" in err
+    assert "last bits" in err and "code that computes" not in err
+    recorded["sources"] = {"reconstruct": "0" * 12}  # recorded by other code
+    file.write_text(json.dumps(data))
+    capsys.readouterr()
+    assert main(args + ["--baseline", str(file)]) == 0
+    err = capsys.readouterr().err
+    assert "source digest of rftheory." in err and "the code that computes" in err
+
+
+def test_the_machine_record_does_not_depend_on_earlier_imports():
+    import subprocess
+    import sys
+
+    code = ("import json, rftheory.baseline as b; print(json.dumps(b.machine()['blas']))")
+    fresh = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                           check=True).stdout
+    assert json.loads(fresh) == baseline.machine()["blas"]
 
 
 def test_verify_baseline_errors_are_bad_input(tmp_path, capsys):

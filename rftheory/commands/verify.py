@@ -81,7 +81,7 @@ def _report_baseline(args, results) -> int:
     comparisons = check_baseline(args.baseline, results)
     for comparison in comparisons:
         for warning in comparison.warnings:
-            print(f"warning: {warning} (numbers may differ in their last bits)", file=sys.stderr)
+            print(f"warning: {warning}", file=sys.stderr)
     moved = [d for c in comparisons for d in c.moved]
     checked = sum(c.checked for c in comparisons)
     for difference in moved:
