@@ -300,3 +300,19 @@ def test_verify_all_quick_matches_the_stored_baseline(tmp_path, capsys):
     out = capsys.readouterr().out
     assert status == 0, "\n".join(line for line in out.splitlines()
                                   if line.startswith(("MOVED", "baseline")))
+
+
+def test_constraints_pin_every_numerical_dependency():
+    """constraints.txt (README, "Determinism") pins, with ==, every package the numbers depend on."""
+    import re
+
+    text = (Path(__file__).parent.parent / "constraints.txt").read_text()
+    pins = {}
+    for line in text.splitlines():
+        if line.strip() and not line.startswith("#"):
+            m = re.fullmatch(r"([A-Za-z0-9_.-]+)==([A-Za-z0-9_.+-]+)", line.strip())
+            assert m, f"not an exact pin: {line!r}"
+            pins[m[1].lower().replace("_", "-")] = m[2]
+    for name in ("numpy", "scipy", "sympy", "mpmath", "matplotlib", "threadpoolctl", "pytest"):
+        assert name in pins, f"constraints.txt does not pin {name}"
+    assert "rftheory" not in pins  # the package itself is installed from the checkout
