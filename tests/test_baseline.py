@@ -289,12 +289,24 @@ def test_doctests():
     assert doctest.testmod(baseline, optionflags=doctest.ELLIPSIS).failed == 0
 
 
+def test_kernel_concentration_quick_matches_the_stored_baseline(tmp_path, capsys):
+    """The cheapest claim (no optimiser, ~10 s) against the stored baseline in the default suite,
+    so CI catches a change that moves its numbers; the slow test below checks every claim."""
+    status = main(["verify", "kernel_concentration", "--quick", "--no-figures", "--out",
+                   str(tmp_path), "--baseline", str(STORED)])
+    out = capsys.readouterr().out
+    assert status == 0, "\n".join(line for line in out.splitlines()
+                                  if line.startswith(("MOVED", "baseline")))
+    assert "key numbers checked, all held" in out
+
+
 @pytest.mark.slow
 def test_verify_all_quick_matches_the_stored_baseline(tmp_path, capsys):
     """The package's own regression test: `rftheory verify all --quick` against the stored
     baseline. A change that moves a claim's numbers fails here; regenerate the file with
-    `rftheory verify all --quick --update-baseline tests/baselines/verify_quick.json` and commit
-    it (a reviewed change)."""
+    `rftheory verify all --quick --no-figures --out /tmp/verify_quick --update-baseline
+    tests/baselines/verify_quick.json` (README, "Keep a baseline of the claims in CI"; ~12 min
+    on 2 cores) and commit it (a reviewed change)."""
     status = main(["verify", "all", "--quick", "--no-figures", "--out", str(tmp_path),
                    "--baseline", str(STORED)])
     out = capsys.readouterr().out
