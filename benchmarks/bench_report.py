@@ -18,22 +18,10 @@ from __future__ import annotations
 
 import argparse
 import os
-import time
 
-import numpy as np
+from bench_reconstruct_success import gemm_gflops  # this folder is on sys.path when run
 
 from rftheory.report import SIZES, STEP_SECONDS, activation_card
-
-
-def gemm_gflops(size: int = 1024, repeats: int = 3) -> float:
-    """Measured float64 matrix-multiply rate of this machine (best of ``repeats``)."""
-    A = np.random.default_rng(0).standard_normal((size, size))
-    best = float("inf")
-    for _ in range(repeats):
-        start = time.perf_counter()
-        A @ A
-        best = min(best, time.perf_counter() - start)
-    return 2 * size**3 / best / 1e9
 
 
 def main(argv: list[str] | None = None) -> int:
