@@ -6,6 +6,12 @@ run with them and names every number that moved beyond its tolerance (exit statu
 :data:`EXIT_MOVED`). This module is that mechanism; the command is a thin layer over
 :func:`check_baseline` and :func:`update_baseline`.
 
+The package keeps one of its own, ``tests/baselines/verify_quick.json``; regenerate it after a
+change that moves a claim's numbers (about 12 minutes on 2 cores) and commit it with the change::
+
+    rftheory verify all --quick --no-figures --out /tmp/verify_quick \\
+        --update-baseline tests/baselines/verify_quick.json
+
 Key numbers. Each claim's are declared in one table, :data:`CLAIM_KEYS` (at the end of this
 module), as a tuple of :class:`Key`, e.g. ::
 
