@@ -87,6 +87,8 @@ __all__ = [
     "check_features",
     "check_cell",
     "available_memory",
+    "format_bytes",
+    "format_duration",
     "memory_limit",
     "time_limit",
     "FLOP_RATE",
@@ -146,6 +148,8 @@ class Estimate:
         ``"float64"`` or ``"float32"``: selects the flop rate.
     parts : tuple of (str, float)
         The largest terms of ``peak_bytes``, largest first, for messages.
+    overhead_seconds : float
+        Time that is neither arithmetic nor drawing (e.g. a sweep's per-cell bookkeeping).
     """
 
     job: str
@@ -154,12 +158,13 @@ class Estimate:
     draws: float
     dtype: str = "float64"
     parts: tuple[tuple[str, float], ...] = ()
+    overhead_seconds: float = 0.0
 
     @property
     def seconds(self) -> float:
         """Estimated time at :data:`FLOP_RATE` and :data:`DRAW_RATE` (drawing and arithmetic
-        share the same cores, so the two times add)."""
-        return self.flops / FLOP_RATE[self.dtype] + self.draws / DRAW_RATE
+        share the same cores, so the two times add), plus ``overhead_seconds``."""
+        return self.flops / FLOP_RATE[self.dtype] + self.draws / DRAW_RATE + self.overhead_seconds
 
     def describe(self) -> str:
         """One line: memory (with its main parts), work and time."""
@@ -191,6 +196,11 @@ def _duration(seconds: float) -> str:
         if seconds >= size:
             return f"{seconds / size:.3g} {unit}"
     return f"{seconds:.2g} s"
+
+
+#: Public names of the formatters (messages of other modules use the same units).
+format_bytes = _bytes
+format_duration = _duration
 
 
 def _size(name: str, value: Any, minimum: float = 1) -> float:
@@ -305,10 +315,12 @@ def _train_parts(n: float, d: float, p: float, k: float, itemsize: int, cached: 
     theta = p * k * itemsize
     solve = 3 * n * n * itemsize + 2 * n * k * itemsize
     # rmatvec keeps its per-chunk parts (p·k) and concatenates them into θ
-    transient = max(first.peak, later.peak + theta, solve + n * n * itemsize)
+    data = n * d * 8.0  # the training inputs X (host float64) and their labels
+    transient = max(first.peak, later.peak + theta, solve + n * n * itemsize) + data
     flops = first.flops + 2 * later.flops + (_EIGH_FLOPS + _CHOLESKY_FLOPS) * n**3
     draws = first.draws + 2 * later.draws
-    parts = {"streamed chunks": max(first.peak, later.peak), "θ": theta, "Gram and solve": solve}
+    parts = {"streamed chunks": max(first.peak, later.peak), "θ": theta, "Gram and solve": solve,
+             "data X": data}
     return transient, flops, draws, parts
 
 
@@ -502,7 +514,8 @@ def estimate_kernel(*, d: float, n: float, p_values: Any, reps: float = 4,
     threads = _threads(threads)
     itemsize = 8
     dense = 6 * n * n * itemsize  # K and its eigenvectors, T and its powers, E = G/p − K
-    peak = dense + _OVERHEAD
+    data = n * d * itemsize  # the points X
+    peak = dense + data + _OVERHEAD
     flops = (_EIGH_FLOPS + (order + 1) * _EIGVALSH_FLOPS) * n**3 + 4 * (order + 1) * n * n
     flops += 2 * n * n * d
     draws = 0.0
@@ -518,7 +531,8 @@ def estimate_kernel(*, d: float, n: float, p_values: Any, reps: float = 4,
     job = (f"kernel (d = {_show(d)}, n = {_show(n)}, p up to {_show(biggest)}, "
            f"{_show(reps)} draws per p)")
     return Estimate(job, peak, flops, draws, "float64",
-                    _sorted({"n × n matrices": dense, "streamed chunks": stream_peak}))
+                    _sorted({"n × n matrices": dense, "streamed chunks": stream_peak,
+                             "data X": data}))
 
 
 def estimate_features(*, n: float, p: float, d: float, dtype: Any = "float64",
@@ -659,10 +673,12 @@ def _parse_bytes(text: str, where: str) -> float:
     return value
 
 
-def memory_limit(explicit: float | str | None = None) -> tuple[float, str]:
+def memory_limit(explicit: float | str | None = None, *,
+                 name: str = "memory_limit") -> tuple[float, str]:
     """The memory limit in bytes and a phrase saying where it comes from (for messages).
 
-    ``explicit`` (bytes, or a size string) or ``RFTHEORY_MEMORY_LIMIT`` replaces the default
+    ``explicit`` (bytes, or a size string; ``name`` is how messages call it, e.g. the CLI's
+    ``--memory-limit``) or ``RFTHEORY_MEMORY_LIMIT`` replaces the default
     :data:`MEMORY_FRACTION` of the available memory; neither may exceed the machine's total.
     """
     available, total = _machine()
@@ -670,20 +686,22 @@ def memory_limit(explicit: float | str | None = None) -> tuple[float, str]:
     if explicit is None and os.environ.get("RFTHEORY_MEMORY_LIMIT"):
         explicit, source = os.environ["RFTHEORY_MEMORY_LIMIT"], "RFTHEORY_MEMORY_LIMIT"
     if explicit is not None:
-        value = _parse_bytes(explicit, source or "memory_limit") if isinstance(explicit, str) \
-            else _size("memory_limit", explicit, 0)
+        value = _parse_bytes(explicit, source or name) if isinstance(explicit, str) \
+            else _size(name, explicit, 0)
         if total is not None and value > total:
             return total, f"this machine's total of {_bytes(total)}"
-        return value, f"{_bytes(value)} set by {source or 'memory_limit'}"
+        return value, f"{_bytes(value)} set by {source or name}"
     if available is None:
         return math.inf, "no limit (this platform does not report its memory)"
     value = MEMORY_FRACTION * available
     return value, (f"{MEMORY_FRACTION:.0%} of the {_bytes(available)} available")
 
 
-def time_limit(explicit: float | str | None = None) -> tuple[float, str]:
-    """The time limit in seconds and where it comes from (``RFTHEORY_TIME_LIMIT`` or default)."""
-    source = "time_limit"
+def time_limit(explicit: float | str | None = None, *,
+               name: str = "time_limit") -> tuple[float, str]:
+    """The time limit in seconds and where it comes from (``explicit``, called ``name`` in
+    messages; ``RFTHEORY_TIME_LIMIT``; or the default)."""
+    source = name
     if explicit is None and os.environ.get("RFTHEORY_TIME_LIMIT"):
         explicit, source = os.environ["RFTHEORY_TIME_LIMIT"], "RFTHEORY_TIME_LIMIT"
     if explicit is None:
@@ -699,45 +717,54 @@ def time_limit(explicit: float | str | None = None) -> tuple[float, str]:
 
 
 def check(estimate: Estimate, *, memory_limit: float | str | None = None,
-          time_limit: float | str | None = None) -> Estimate:
+          time_limit: float | str | None = None,
+          via: tuple[str, str] = ("memory_limit=", "time_limit=")) -> Estimate:
     """Return ``estimate`` if it fits the limits; raise :class:`ResourceLimitError` otherwise.
 
     The message is one line: the job, the estimate and its main parts, the limit and where it
-    comes from, and how to change it.
+    comes from, and how to change it. ``via`` names the two limits as the caller offers them
+    (the CLI: ``("--memory-limit", "--time-limit")``).
     """
-    mem, mem_source = _limit_memory(memory_limit)
+    mem, mem_source = _limit_memory(memory_limit, name=via[0].rstrip("="))
     if not estimate.peak_bytes <= mem:
         parts = ", ".join(f"{name} {_bytes(size)}" for name, size in estimate.parts[:3])
         hint = ("reduce the sizes" if mem_source.startswith("this machine")
-                else "reduce the sizes, or raise the limit with memory_limit= or "
+                else f"reduce the sizes, or raise the limit with {via[0]} or "
                      "RFTHEORY_MEMORY_LIMIT (at most the machine's total memory)")
         raise ResourceLimitError(
-            f"{estimate.job} needs ~{_bytes(estimate.peak_bytes)} of memory ({parts}), over the "
-            f"limit of {_bytes(mem)} ({mem_source}); {hint}")
-    seconds, time_source = _limit_time(time_limit)
+            f"{estimate.job} needs ~{_bytes(estimate.peak_bytes)} of memory"
+            + (f" ({parts})" if parts else "")
+            + f", over the limit of {_bytes(mem)} ({mem_source}); {hint}")
+    seconds, time_source = _limit_time(time_limit, name=via[1].rstrip("="))
     if not estimate.seconds <= seconds:
+        overhead = (f" and {_duration(estimate.overhead_seconds)} of bookkeeping"
+                    if estimate.overhead_seconds else "")
         raise ResourceLimitError(
             f"{estimate.job} would take ~{_duration(estimate.seconds)} ({estimate.flops:.2g} "
             f"flops at {FLOP_RATE[estimate.dtype]:.2g}/s and {estimate.draws:.2g} Gaussian draws "
-            f"at {DRAW_RATE:.2g}/s), over the limit of {time_source}; reduce the sizes or the "
-            "step budget, or raise the limit with time_limit= or RFTHEORY_TIME_LIMIT (seconds, "
-            "or inf)")
+            f"at {DRAW_RATE:.2g}/s{overhead}), over the limit of {time_source}; reduce the sizes "
+            f"or the step budget, or raise the limit with {via[1]} or RFTHEORY_TIME_LIMIT "
+            "(seconds, or inf)")
     return estimate
 
 
 # the public names memory_limit/time_limit are also check()'s keywords
 _limit_memory = memory_limit
 _limit_time = time_limit
+#: How the library's callers name the limits in messages (the CLI passes its option names).
+_VIA = ("memory_limit=", "time_limit=")
 
 
 def check_train(*, memory_limit: float | str | None = None, time_limit: float | str | None = None,
-                **sizes: Any) -> Estimate:
+                via: tuple[str, str] = _VIA, **sizes: Any) -> Estimate:
     """:func:`estimate_train` (same keywords), then :func:`check`."""
-    return check(estimate_train(**sizes), memory_limit=memory_limit, time_limit=time_limit)
+    return check(estimate_train(**sizes), memory_limit=memory_limit, time_limit=time_limit,
+                 via=via)
 
 
 def check_reconstruct(*, memory_limit: float | str | None = None,
-                      time_limit: float | str | None = None, **sizes: Any) -> Estimate:
+                      time_limit: float | str | None = None, via: tuple[str, str] = _VIA,
+                      **sizes: Any) -> Estimate:
     """:func:`estimate_reconstruct` (same keywords), then :func:`check`.
 
     Examples
@@ -745,24 +772,29 @@ def check_reconstruct(*, memory_limit: float | str | None = None,
     >>> check_reconstruct(d=20, n=10, p=2000).peak_bytes < 2**27
     True
     """
-    return check(estimate_reconstruct(**sizes), memory_limit=memory_limit, time_limit=time_limit)
+    return check(estimate_reconstruct(**sizes), memory_limit=memory_limit, time_limit=time_limit,
+                 via=via)
 
 
 def check_kernel(*, memory_limit: float | str | None = None, time_limit: float | str | None = None,
-                 **sizes: Any) -> Estimate:
+                 via: tuple[str, str] = _VIA, **sizes: Any) -> Estimate:
     """:func:`estimate_kernel` (same keywords), then :func:`check`."""
-    return check(estimate_kernel(**sizes), memory_limit=memory_limit, time_limit=time_limit)
+    return check(estimate_kernel(**sizes), memory_limit=memory_limit, time_limit=time_limit,
+                 via=via)
 
 
 def check_features(*, memory_limit: float | str | None = None,
-                   time_limit: float | str | None = None, **sizes: Any) -> Estimate:
+                   time_limit: float | str | None = None, via: tuple[str, str] = _VIA,
+                   **sizes: Any) -> Estimate:
     """:func:`estimate_features` (same keywords), then :func:`check`."""
-    return check(estimate_features(**sizes), memory_limit=memory_limit, time_limit=time_limit)
+    return check(estimate_features(**sizes), memory_limit=memory_limit, time_limit=time_limit,
+                 via=via)
 
 
 def check_cell(kind: str, params: Mapping[str, Any], *, memory_limit: float | str | None = None,
-               time_limit: float | str | None = None, threads: int | None = 1) -> Estimate:
+               time_limit: float | str | None = None, threads: int | None = 1,
+               via: tuple[str, str] = _VIA) -> Estimate:
     """:func:`estimate_cell`, then :func:`check` (a sweep checks each cell's sizes before it
     starts; the total time of a grid is the caller's sum)."""
     return check(estimate_cell(kind, params, threads=threads), memory_limit=memory_limit,
-                 time_limit=time_limit)
+                 time_limit=time_limit, via=via)

@@ -43,6 +43,8 @@ from .reconstruct import ReconstructionResult, reconstruct
 __all__ = [
     "DEFAULT_V_CACHE_BYTES",
     "LABELS",
+    "LABEL_FIT_TOL",
+    "derivative_vanishes",
     "FittedModel",
     "ReconstructionRun",
     "fit_model",
@@ -59,6 +61,27 @@ __all__ = [
 DEFAULT_V_CACHE_BYTES = 2**30
 #: Label kinds of :func:`fit_model`.
 LABELS = ("gaussian", "sign")
+#: Train residual ‖Φθ* − Y‖/‖Y‖ above which the labels count as not fit (as in the law's check:
+#: 1e-16–5e-11 measured for p ≥ n, ≥ 2e-2 for p < n).
+LABEL_FIT_TOL = 1e-6
+
+
+def derivative_vanishes(activation: Any) -> bool:
+    """True when φ′ = 0 almost everywhere (φ piecewise constant: ``step``, ``sign``): φ′ is
+    then a sum of Dirac deltas, which vanish off a null set.
+
+    Examples
+    --------
+    >>> from rftheory.activations import get_activation
+    >>> derivative_vanishes(get_activation("step")), derivative_vanishes(get_activation("relu"))
+    (True, False)
+    """
+    import sympy as sp
+
+    derivative = activation.derivative_expr
+    if not derivative.has(sp.DiracDelta):
+        return bool(derivative == 0)
+    return bool(sp.simplify(derivative.replace(sp.DiracDelta, lambda *args: sp.S.Zero)) == 0)
 
 
 @dataclass(frozen=True, eq=False)
@@ -212,6 +235,38 @@ class ReconstructionRun:
         """ρ of every variant, ``{"abs": ..., "signed": ..., "sign_invariant": ...}``."""
         return {v: m.rho for v, m in self.matchings.items()}
 
+    def warnings(self) -> list[str]:
+        """What makes this run's ρ not mean what it seems, one sentence each (empty if nothing):
+
+        * the labels are not fit (train residual above :data:`LABEL_FIT_TOL`, or ΦΦᵀ
+          numerically rank-deficient): θ* is then not the interpolator the theory is about;
+        * φ′ = 0 almost everywhere (a step function): the loss has no gradient, so a
+          gradient-based reconstruction cannot move from its start;
+        * the optimiser stopped above its tolerance (stalled, or out of steps).
+        """
+        fitted, result = self.fitted, self.result
+        out = []
+        gram = fitted.model.gram
+        if gram.rank_deficient or not fitted.train_residual <= LABEL_FIT_TOL:
+            why = (f"p = {fitted.p} < n = {fitted.n}: fewer features than points"
+                   if fitted.p < fitted.n else
+                   f"ΦΦᵀ has numerical rank {gram.rank} < n = {fitted.n}" if gram.rank_deficient
+                   else "ΦΦᵀ is ill-conditioned at these sizes")
+            out.append(f"the labels are not fit (train residual {fitted.train_residual:.3g} > "
+                       f"{LABEL_FIT_TOL:g}; {why}), so θ* is not the min-norm interpolator the "
+                       "theory is about and ρ does not test it; use more features or another "
+                       "activation")
+        if derivative_vanishes(fitted.features.activation):
+            out.append(f"φ′ = 0 almost everywhere for {fitted.features.activation.name} (φ′ = "
+                       f"{fitted.features.activation.derivative_expr}): the loss has no "
+                       "gradient, so the gradient-based reconstruction cannot move from its "
+                       f"start ({result.steps} steps, {result.stop_reason})")
+        elif not result.converged:
+            out.append(f"the reconstruction stopped above its tolerance (loss "
+                       f"{float(result.loss):.3g}, stop reason {result.stop_reason} after "
+                       f"{result.steps} steps): ρ is that of an unfinished search")
+        return out
+
     def summary(self) -> dict[str, Any]:
         """The run as plain JSON: parameters, training, optimiser, every ρ and the official match
         (per-sample ρ, assignment, sign flips) and the loss history (``rftheory reconstruct
@@ -220,7 +275,7 @@ class ReconstructionRun:
         return {
             "activation": fitted.features.activation.name, "data": fitted.data, "d": fitted.d,
             "n": fitted.n, "n_hat": self.n_hat, "p": fitted.p, "p_over_dn": fitted.p_over_dn,
-            "seed": fitted.seed, "device": fitted.device,
+            "seed": fitted.seed, "labels": fitted.labels, "device": fitted.device,
             "train_residual": float(fitted.model.train_residual),
             "train_rank_deficient": bool(fitted.model.gram.rank_deficient),
             "loss": float(result.loss), "steps": int(result.steps),
@@ -233,6 +288,7 @@ class ReconstructionRun:
             "assignment": official.assignment,
             "flipped": official.flipped,
             "history": tuple(float(v) for v in result.history),
+            "warnings": self.warnings(),
         }
 
 

@@ -19,16 +19,17 @@ import os
 import platform
 import sys
 import time
-from concurrent.futures import ProcessPoolExecutor, as_completed
+from concurrent.futures import as_completed
 from pathlib import Path
 from typing import Any, Callable, Sequence, TypeVar
 
 from rftheory.errors import RFTheoryError
 from rftheory.output import write_json_atomic
+from rftheory.processes import process_pool, stop_pool
 
 __all__ = ["CLAIMS", "ClaimConfig", "TaskProgress", "claim_module", "default_workers",
-           "check_activations", "run_tasks", "source_digests", "environment", "run_claim",
-           "main_for", "SOURCE_MODULES"]
+           "check_activations", "check_claim_size", "run_tasks", "source_digests", "environment",
+           "run_claim", "main_for", "SOURCE_MODULES"]
 
 T = TypeVar("T")
 
@@ -71,6 +72,67 @@ class ClaimConfig:
 
     def _set(self, name: str, value: Any) -> None:
         object.__setattr__(self, name, value)  # normalising a field of a frozen instance
+
+    def size_jobs(self) -> list[tuple[str, dict[str, Any]]]:
+        """The largest single jobs of a run with this configuration, for the size guard
+        (:func:`check_claim_size`): ``("reconstruct", sizes)`` or ``("kernel", sizes)``, the
+        keywords of :func:`rftheory.budget.estimate_reconstruct` / ``estimate_kernel``.
+
+        The default reads the fields the claims share: ``grid`` (pairs (d, n)) or ``d`` and
+        ``n`` (n = 2 without one), p from ``p`` or from the largest of ``ratios``,
+        ``gap_ratios``, ``ratio`` times dn, ``n_hat_factors``, ``max_steps``; a kernel
+        measurement when ``p`` is a tuple with ``reps``. A claim whose runs have another shape
+        overrides it (none found: the run is not checked).
+        """
+        fields = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
+        p_attr = getattr(self, "p", None)
+        if isinstance(p_attr, tuple) and "reps" in fields and "d" in fields and "n" in fields:
+            return [("kernel", {"d": self.d, "n": self.n, "p_values": p_attr,  # type: ignore[attr-defined]
+                                "reps": fields["reps"]})]
+        if "grid" in fields:
+            pairs = [tuple(pair) for pair in fields["grid"]]
+        elif "d" in fields:
+            pairs = [(fields["d"], fields.get("n", 2))]
+        else:
+            return []
+        multiples = [*fields.get("ratios", ()), *fields.get("gap_ratios", ())]
+        if isinstance(fields.get("ratio"), (int, float)):
+            multiples.append(fields["ratio"])
+        jobs = []
+        for d, n in pairs:
+            ps = [m * d * n for m in multiples]
+            if isinstance(p_attr, (int, float)) and not isinstance(p_attr, bool):
+                ps.append(p_attr)
+            if not ps:
+                continue
+            sizes: dict[str, Any] = {"d": d, "n": n, "p": max(max(ps), 1)}
+            if fields.get("n_hat_factors"):
+                sizes["n_hat"] = max(1, round(max(fields["n_hat_factors"]) * n))
+            if isinstance(fields.get("max_steps"), int):
+                sizes["max_steps"] = fields["max_steps"]
+            jobs.append(("reconstruct", sizes))
+        return jobs
+
+
+def check_claim_size(config: ClaimConfig, *, workers: int,
+                     memory_limit: float | str | None = None,
+                     time_limit: float | str | None = None,
+                     via: tuple[str, str] = ("memory_limit=", "time_limit=")) -> None:
+    """Refuse a configuration whose largest job (:meth:`ClaimConfig.size_jobs`) cannot fit the
+    limits: alone (memory and time), and ``workers`` of them at once (memory), with the
+    one-line :class:`~rftheory.errors.ResourceLimitError` of :func:`rftheory.budget.check`.
+    Nothing is started before."""
+    import math
+
+    from rftheory.budget import Estimate, check, estimate_kernel, estimate_reconstruct
+
+    for kind, sizes in config.size_jobs():
+        est = (estimate_kernel if kind == "kernel" else estimate_reconstruct)(**sizes)
+        check(est, memory_limit=memory_limit, time_limit=time_limit, via=via)
+        if workers > 1:
+            check(Estimate(f"{workers} workers each running a job like {est.job}",
+                           workers * est.peak_bytes, 0.0, 0.0, est.dtype, est.parts),
+                  memory_limit=memory_limit, time_limit=math.inf, via=via)
 
 
 def claim_module(name: str) -> Any:
@@ -126,10 +188,17 @@ def run_tasks(calls: Sequence[Callable[[], T]], *, workers: int,
         for i in order:
             finished(i, calls[i]())
     else:
-        with ProcessPoolExecutor(max_workers=workers) as pool:
+        # workers die with this process, and an interrupt or a failed task stops them at once
+        # (rftheory.processes) instead of waiting for every queued task
+        pool = process_pool(workers)
+        try:
             futures = {pool.submit(calls[i]): i for i in order}
             for future in as_completed(futures):
                 finished(futures[future], future.result())
+        except BaseException:
+            stop_pool(pool)
+            raise
+        pool.shutdown(wait=True)
     return results
 
 
@@ -177,7 +246,9 @@ def environment() -> dict:
 
 def run_claim(name: str, *, quick: bool = False, seed: int | None = None,
               config: ClaimConfig | None = None, out_dir: str | Path = "results",
-              figures: bool = True, progress: Callable[[str], None] | None = None) -> dict:
+              figures: bool = True, progress: Callable[[str], None] | None = None,
+              memory_limit: float | str | None = None, time_limit: float | str | None = None,
+              via: tuple[str, str] = ("memory_limit=", "time_limit=")) -> dict:
     """Run one claim's check, save ``<out_dir>/<claim>.json`` and its figures; return the result.
 
     Parameters
@@ -196,12 +267,17 @@ def run_claim(name: str, *, quick: bool = False, seed: int | None = None,
         Draw the figures (PNG + PDF) from the result.
     progress : callable, optional
         Receives the run's progress lines.
+    memory_limit, time_limit, via
+        The size guard's limits (:func:`check_claim_size`, :mod:`rftheory.budget`), checked
+        before anything runs.
     """
     module = claim_module(name)
     if config is None:
         config = module.QUICK if quick else module.FULL
     if seed is not None:
         config = config.replace(seed=seed)
+    check_claim_size(config, workers=default_workers(), memory_limit=memory_limit,
+                     time_limit=time_limit, via=via)
     start = time.perf_counter()
     result = dict(module.run(config, progress=progress))
     result.setdefault("claim", module.CLAIM)

@@ -10,8 +10,9 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from ..output import print_json
-from ._common import progress_lines
+from ..errors import RFTheoryError
+from ._common import (_check_writable, _refuse_system, add_limit_options, at_least, limits,
+                      output_dir, produced_by, progress_lines)
 
 
 def register(subparsers) -> None:
@@ -22,7 +23,9 @@ def register(subparsers) -> None:
                                  "twolayer_law, or all")
     p.add_argument("--quick", action="store_true", help="small, fast version (minutes on 2 cores)")
     p.add_argument("--seed", type=int, default=0, help="base seed (default 0)")
-    p.add_argument("--out", default="results", help="directory for results and figures")
+    p.add_argument("--out", default=None, metavar="DIR",
+                   help="directory for results and figures (default: results; its parent must "
+                        "exist, DIR itself is created)")
     p.add_argument("--no-figures", action="store_true", help="skip the figures")
     p.add_argument("--json", action="store_true", help="print the result(s) as JSON")
     base = p.add_mutually_exclusive_group()
@@ -31,38 +34,53 @@ def register(subparsers) -> None:
                            "moved beyond its tolerance")
     base.add_argument("--update-baseline", metavar="FILE",
                       help="write (or merge into) this baseline the run's key numbers")
+    add_limit_options(p)
     p.set_defaults(handler=handle)
 
 
 def handle(args) -> int:
+    # every option is checked before a claim is imported (let alone run)
+    seed = at_least(args.seed, "seed", 0)
+    out = output_dir(args.out, default="results")
+    guard = limits(args)
+    if args.update_baseline is not None:
+        _check_baseline_file(args.update_baseline)
+
     from ..claims import CLAIMS, claim_module, run_claim
+    from ..claims._common import check_claim_size, default_workers
+    from ..output import print_json
 
     names = list(CLAIMS) if args.claim == "all" else [args.claim]
     modules = [claim_module(n) for n in names]  # refuse unknown names before running anything
     if args.baseline:  # a missing or mismatched baseline is refused before the (long) run
         from ..baseline import check_ready
 
-        check_ready(args.baseline, [m.CLAIM for m in modules], quick=args.quick, seed=args.seed)
+        check_ready(args.baseline, [m.CLAIM for m in modules], quick=args.quick, seed=seed)
     if args.update_baseline and Path(args.update_baseline).exists():
         from ..baseline import read_baseline
 
         read_baseline(args.update_baseline)  # never overwrite a file that is not a baseline
+    for module in modules:  # and every claim's sizes (run_claim checks again, for its own)
+        check_claim_size((module.QUICK if args.quick else module.FULL).replace(seed=seed),
+                         workers=default_workers(), **guard)
     results = []
     for module in modules:
-        result = run_claim(module.CLAIM, quick=args.quick, seed=args.seed, out_dir=args.out,
-                           figures=not args.no_figures, progress=progress_lines(args))
+        result = run_claim(module.CLAIM, quick=args.quick, seed=seed, out_dir=out,
+                           figures=not args.no_figures, progress=progress_lines(args), **guard)
         results.append(result)
         if not args.json:
             print(f"== {module.CLAIM} ({result['wall_seconds']} s)")
             print(module.summary(result))
             figs = ", ".join(result.get("figures", [])) or "none"
-            print(f"results: {args.out}/{module.CLAIM}.json; figures: {figs}\n")
+            print(f"results: {out / (module.CLAIM + '.json')}; figures: {figs}\n")
     if args.json:
-        print_json(results[0] if len(results) == 1 else results)
+        origin = produced_by(args, {"out": str(out)})
+        print_json({**results[0], "produced_by": origin} if len(results) == 1
+                   else [{**r, "produced_by": origin} for r in results])
     if args.update_baseline:
         from ..baseline import update_baseline
 
-        command = f"rftheory verify {args.claim}{' --quick' if args.quick else ''} --seed {args.seed}"
+        command = f"rftheory verify {args.claim}{' --quick' if args.quick else ''} --seed {seed}"
         data = update_baseline(args.update_baseline, results, command=command,
                                replace=args.claim == "all")
         count = sum(len(data["claims"][m.CLAIM]["numbers"]) for m in modules)
@@ -71,6 +89,21 @@ def handle(args) -> int:
     if args.baseline:
         return _report_baseline(args, results)
     return 0
+
+
+def _check_baseline_file(text: str) -> None:
+    """``--update-baseline FILE``: the package's output-path rule (``_common``) for one file."""
+    option = "--update-baseline"
+    if not str(text).strip():
+        raise RFTheoryError(f"{option}: empty file name")
+    path = Path(text)
+    shown = repr(str(path))
+    if path.is_dir():
+        raise RFTheoryError(f"{option} {shown}: is a directory; give a file name in it")
+    if not path.parent.is_dir():
+        raise RFTheoryError(f"{option}: directory {str(path.parent)!r} does not exist")
+    _refuse_system(path.parent, option, shown)
+    _check_writable(path.parent, option, shown)
 
 
 def _report_baseline(args, results) -> int:
