@@ -153,7 +153,7 @@ class KeyNumber:
 
     def as_json(self) -> dict[str, Any]:
         """The baseline file's entry for this number."""
-        return {"value": _jsonable(self.value), "tolerance": self.tolerance, "reason": self.reason}
+        return {"value": _encode(self.value), "tolerance": self.tolerance, "reason": self.reason}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -267,8 +267,27 @@ def _jsonable(value: Any) -> Any:
     return to_jsonable(value)
 
 
+def _plain(value: Any) -> Any:
+    """A key number as plain Python (lists, dicts, floats), NaN and ±inf kept as floats."""
+    from .output import to_jsonable
+
+    return to_jsonable(value, finite_only=False)
+
+
+def _encode(value: Any) -> Any:
+    """The baseline file's form of a value: NaN and ±inf as the strings "nan", "inf", "-inf"
+    (strict JSON that still tells NaN — no crossing — from inf), recursively."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return str(value)
+    if isinstance(value, list):
+        return [_encode(v) for v in value]
+    if isinstance(value, dict):
+        return {k: _encode(v) for k, v in value.items()}
+    return value
+
+
 def _restore(value: Any) -> Any:
-    """JSON's "nan"/"inf" strings back to floats, recursively."""
+    """The file's "nan"/"inf" strings back to floats, recursively (inverse of :func:`_encode`)."""
     if isinstance(value, str) and value in ("nan", "inf", "-inf"):
         return float(value)
     if isinstance(value, list):
@@ -363,7 +382,7 @@ def key_numbers(result: Mapping[str, Any], keys: Iterable[Key]) -> dict[str, Key
             raise RFTheoryError(f"key number {key.path!r}: {exc.args[0]} is not in the result") \
                 from None
         for name, value in found.items():
-            value = _restore(_jsonable(value))
+            value = _plain(value)
             tolerance = "exact" if not _has_numbers(value) else key.tolerance()
             out[name] = KeyNumber(name, value, tolerance, key.reason)
     return out

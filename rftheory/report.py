@@ -577,7 +577,8 @@ def activation_card(activation: str, size: "str | CardSize" = "default", *, seed
                     method: str = "fast", workers: int | None = None,
                     progress: Callable[[int, int, str], None] | None = None,
                     memory_limit: float | str | None = None,
-                    time_limit: float | str | None = None) -> ActivationCard:
+                    time_limit: float | str | None = None,
+                    via: tuple[str, str] = ("memory_limit=", "time_limit=")) -> ActivationCard:
     """Run every check of the package for one activation (see the module docstring).
 
     Parameters
@@ -598,7 +599,8 @@ def activation_card(activation: str, size: "str | CardSize" = "default", *, seed
         ``progress(done, total, message)`` after each step (a tqdm bar in ``rftheory report``).
     memory_limit, time_limit : optional
         Limits of the size check (:func:`rftheory.budget.check`); the time checked is the stated
-        upper bound (flops, draws and :data:`STEP_SECONDS` per step).
+        upper bound (flops, draws and :data:`STEP_SECONDS` per step). ``via`` names them in
+        messages (the CLI: ``("--memory-limit", "--time-limit")``).
 
     Returns
     -------
@@ -641,13 +643,13 @@ def activation_card(activation: str, size: "str | CardSize" = "default", *, seed
     tasks = _law_tasks(activation, size, seed)
     estimate = card_estimate(activation, size, seed=seed, workers=workers)
     upper = _upper_seconds(estimate, size, tasks, workers)
-    budget.check(estimate, memory_limit=memory_limit, time_limit=math.inf)
-    seconds_limit, source = budget.time_limit(time_limit)
+    budget.check(estimate, memory_limit=memory_limit, time_limit=math.inf, via=via)
+    seconds_limit, source = budget.time_limit(time_limit, name=via[1].rstrip("="))
     if not upper <= seconds_limit:
         raise ResourceLimitError(
             f"{estimate.job} may take up to ~{upper:.0f} s (every reconstruction to its step "
             f"budget), over the time limit of {source}; use a smaller size, or raise the limit "
-            "with time_limit= or RFTHEORY_TIME_LIMIT (seconds, or inf)")
+            f"with {via[1].rstrip('=')} or RFTHEORY_TIME_LIMIT (seconds, or inf)")
     total = 2 + len(size.kernel_p) + len(tasks) + 1
     done = [0]
 

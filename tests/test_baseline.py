@@ -262,11 +262,16 @@ def test_verify_baseline_errors_are_bad_input(tmp_path, capsys):
     assert "is not an rftheory baseline" in capsys.readouterr().err
     assert main(args + ["--update-baseline", str(junk)]) == 2  # never overwrites a non-baseline
     assert json.loads(junk.read_text()) == {"a": 1}
+    assert main(args + ["--update-baseline", str(tmp_path / "no" / "b.json")]) == 2
+    assert "does not exist" in capsys.readouterr().err  # the output-path rule, before any run
+    assert main(args + ["--update-baseline", str(tmp_path)]) == 2
+    assert "is a directory" in capsys.readouterr().err
     assert main(["verify", "law", "--no-figures", "--out", str(tmp_path),
                  "--baseline", str(STORED)]) == 2  # recorded with --quick
     assert "this run is --seed 0" in capsys.readouterr().err
-    with pytest.raises(SystemExit):
-        main(args + ["--baseline", str(STORED), "--update-baseline", str(junk)])
+    capsys.readouterr()
+    assert main(args + ["--baseline", str(STORED), "--update-baseline", str(junk)]) == 2
+    assert "not allowed with argument" in capsys.readouterr().err
 
 
 def test_update_merges_and_keeps_other_claims(tmp_path, tiny_kernel_claim):
@@ -328,3 +333,16 @@ def test_constraints_pin_every_numerical_dependency():
     for name in ("numpy", "scipy", "sympy", "mpmath", "matplotlib", "threadpoolctl", "pytest"):
         assert name in pins, f"constraints.txt does not pin {name}"
     assert "rftheory" not in pins  # the package itself is installed from the checkout
+
+
+def test_nan_and_inf_are_stored_and_told_apart():
+    result = {"verdict": {"star": float("nan"), "top": float("inf"), "low": -float("inf")}}
+    keys = (Key("verdict.*", rtol=0.1),)
+    entries = {k: v.as_json() for k, v in key_numbers(result, keys).items()}
+    assert [entries[k]["value"] for k in ("verdict.star", "verdict.top", "verdict.low")] == \
+        ["nan", "inf", "-inf"]
+    json.dumps(entries, allow_nan=False)  # strict JSON
+    assert compare_numbers(entries, result, keys) == []
+    swapped = {"verdict": {"star": float("inf"), "top": float("nan"), "low": None}}
+    assert [d.name for d in compare_numbers(entries, swapped, keys)] == [
+        "verdict.low", "verdict.star", "verdict.top"]

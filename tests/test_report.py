@@ -242,6 +242,16 @@ def test_command_refuses_an_out_path_that_is_a_file(tmp_path, capsys):
     target.write_text("x")
     assert main(["report", "relu", "--out", str(target)]) == 2
     assert "not a directory" in capsys.readouterr().err
+    assert main(["report", "relu", "--out", str(tmp_path / "no" / "such")]) == 2
+    assert "parent directory" in capsys.readouterr().err  # the package's output-path rule
+
+
+def test_command_limit_options(capsys, tmp_path):
+    assert main(["report", "relu", "--out", str(tmp_path), "--time-limit", "1"]) == 2
+    err = capsys.readouterr().err
+    assert "over the time limit" in err and "--time-limit" in err
+    assert main(["report", "relu", "--out", str(tmp_path), "--memory-limit", "100K"]) == 2
+    assert "--memory-limit" in capsys.readouterr().err
 
 
 def test_command_size_check(monkeypatch, capsys, tmp_path):
@@ -251,9 +261,8 @@ def test_command_size_check(monkeypatch, capsys, tmp_path):
 
 
 def test_quick_and_full_exclude_each_other(capsys):
-    with pytest.raises(SystemExit) as exc:
-        main(["report", "relu", "--quick", "--full"])
-    assert exc.value.code == 2
+    assert main(["report", "relu", "--quick", "--full"]) == 2
+    assert "not allowed with argument" in capsys.readouterr().err
 
 
 # ---------------------------------------------------------------------------------------------

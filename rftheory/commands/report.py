@@ -20,7 +20,8 @@ from typing import Any
 
 from ..errors import RFTheoryError
 from ..hermite import METHODS
-from ._common import parse_int, print_result, progress_bar_wanted, progress_lines
+from ._common import (add_limit_options, limits, output_dir, parse_int, print_result,
+                      progress_bar_wanted, progress_lines)
 
 
 def register(subparsers: Any) -> None:
@@ -46,13 +47,15 @@ def register(subparsers: Any) -> None:
     p.add_argument("--seeds", metavar="S", help="seeds per point of the empirical law")
     p.add_argument("--max-steps", metavar="M", help="step budget of each reconstruction")
     p.add_argument("--workers", metavar="W", help="processes for the law's cells (default 2)")
-    p.add_argument("--out", default="results", metavar="DIR",
-                   help="directory of report_<name>.json/.png/.pdf (default results)")
+    p.add_argument("--out", default=None, metavar="DIR",
+                   help="directory of report_<name>.json/.png/.pdf (default: results; its parent "
+                        "must exist, DIR itself is created)")
     p.add_argument("--name", metavar="STEM",
                    help="file stem instead of report_<name> (expressions get report_expr-<hash>)")
     p.add_argument("--no-figures", action="store_true", help="write the JSON only")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     p.add_argument("--json", action="store_true", help="print the card as JSON")
+    add_limit_options(p)
     p.set_defaults(handler=handle)
 
 
@@ -105,9 +108,8 @@ def handle(args: argparse.Namespace) -> int:
     seed = parse_int(args.seed, "seed", 0)
     workers = None if args.workers is None else parse_int(args.workers, "workers", 1)
     size = _size(args)
-    out = Path(args.out)
-    if out.exists() and not out.is_dir():
-        raise RFTheoryError(f"--out: {str(out)!r} exists and is not a directory")
+    out = output_dir(args.out, default="results")
+    guard = limits(args)
     stem_name = args.name if args.name is not None else card_stem(args.expr)
     if not re.fullmatch(r"[A-Za-z0-9_+-][A-Za-z0-9_+.-]*", stem_name) or stem_name.endswith(
             (".json", ".png", ".pdf")):
@@ -120,7 +122,8 @@ def handle(args: argparse.Namespace) -> int:
     progress = _Progress(args)
     try:
         card = activation_card(args.expr, size, seed=seed, method=args.method, workers=workers,
-                               progress=progress)
+                               progress=progress, memory_limit=guard["memory_limit"],
+                               time_limit=guard["time_limit"], via=guard["via"])
     finally:
         progress.close()
     json_path = out / f"{stem_name}.json"
