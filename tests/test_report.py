@@ -295,3 +295,10 @@ def test_registry_verdicts_regression(data_regression):
         table[name]["symmetry"] = report.parity.numbers.get("symmetry")
         table[name]["proven_zero"] = list(report.parity.numbers.get("proven_zero", []))
     data_regression.check(table)
+
+
+def test_the_method_choices_are_the_libraries():
+    from rftheory.commands import report as command
+    from rftheory.hermite import METHODS
+
+    assert set(command.METHODS) == set(METHODS)

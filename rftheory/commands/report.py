@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import RFTheoryError
-from ..hermite import METHODS
+from .activation import METHODS  # rftheory.hermite.METHODS without importing sympy
 from ._common import (add_limit_options, limits, output_dir, parse_int, print_result,
                       progress_bar_wanted, progress_lines)
 
