@@ -1,0 +1,699 @@
+"""Baselines of the claim checks: a claim's key numbers, stored with their tolerances and reasons.
+
+``rftheory verify CLAIM --update-baseline FILE`` records the key numbers of a run — thresholds,
+slopes, success counts, verdicts — and ``rftheory verify CLAIM --baseline FILE`` compares a new
+run with them and names every number that moved beyond its tolerance (exit status
+:data:`EXIT_MOVED`). This module is that mechanism; the command is a thin layer over
+:func:`check_baseline` and :func:`update_baseline`.
+
+The package keeps one of its own, ``tests/baselines/verify_quick.json``; regenerate it after a
+change that moves a claim's numbers (about 12 minutes on 2 cores) and commit it with the change::
+
+    rftheory verify all --quick --no-figures --out /tmp/verify_quick \\
+        --update-baseline tests/baselines/verify_quick.json
+
+Key numbers. Each claim's are declared in one table, :data:`CLAIM_KEYS` (at the end of this
+module), as a tuple of :class:`Key`, e.g. ::
+
+    "law": (
+        Key("per_grid[d,n].data.abs.p_star_over_dn", factor=2.5, reason="..."),
+        Key("verdict.*", reason="the verdict: any change is a finding"),
+    ),
+
+A :class:`Key`'s path walks the result dict: ``a.b`` takes a field, ``a.*`` every entry of a dict
+(named by its key), ``a[*]`` every element of a list (named by its index), ``a[d,n]`` every
+element of a list of dicts, named by those fields (``per_grid[d=4,n=8]``). A claim not in the
+table is compared on :data:`DEFAULT_KEYS` (every entry of its ``verdict``), so a new claim
+(``headline``, ``single_sample``, …) is covered with no line at all, and each number it adds is
+one line; a claim module may instead declare its own ``KEY_NUMBERS`` tuple.
+
+Tolerances. Booleans, strings and ``None`` always compare exactly. A number passes when
+``|new − old| ≤ atol + rtol·|old|`` (numpy's ``isclose``, the rule of pytest-regressions'
+``num_regression``), or, with ``factor``, when ``old/factor ≤ new ≤ old·factor`` (thresholds on a
+geometric grid of p, where one seed flipping moves the crossing by up to a grid step); no
+tolerance given means exact. Lists compare elementwise. NaN equals NaN. The tolerance and its
+reason are written into the baseline file next to each value and the comparison reads them from
+the file, so a reviewer sees why a number may move, and loosening one is a reviewed change of
+the file (``--update-baseline`` writes the declared ones again).
+
+What may differ across machines (README, "Determinism"): the package's numbers are deterministic
+functions of the seed, but BLAS kernels (the CPU's vector width, the library and its version),
+libm's last bits and the thread count change floating-point sums in their last bits. Closed
+forms, quadratures and Monte Carlo averages over the fixed V then move by ~1e-15 relative; the
+reconstruction optimiser, a chaotic iteration, can take a different path — other step counts,
+and near the threshold another seed may succeed or fail. The declared tolerances are sized for
+that (each says so); step counts and timings are never key numbers. The check warns when the
+baseline was recorded with other package versions, another V definition, other reconstruction
+sources or on another machine (CPU model, BLAS library and kernel architecture).
+
+Examples
+--------
+>>> result = {"verdict": {"supported": True, "slope": -0.51}, "rows": [{"p": 10, "rho": 1e-5}]}
+>>> keys = (Key("verdict.supported"), Key("rows[p].rho", atol=1e-3, reason="optimiser"))
+>>> numbers = key_numbers(result, keys)
+>>> sorted(numbers)
+['rows[p=10].rho', 'verdict.supported']
+>>> moved = compare_numbers({k: v.as_json() for k, v in numbers.items()},
+...                         {"verdict": {"supported": False}, "rows": [{"p": 10, "rho": 2e-3}]}, keys)
+>>> [m.name for m in moved]
+['rows[p=10].rho', 'verdict.supported']
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+import os
+import platform
+import re
+import time
+from pathlib import Path
+from typing import Any, Iterable, Mapping, Sequence
+
+from .errors import RFTheoryError
+
+__all__ = [
+    "FORMAT",
+    "EXIT_MOVED",
+    "Key",
+    "KeyNumber",
+    "Difference",
+    "ClaimComparison",
+    "DEFAULT_KEYS",
+    "CLAIM_KEYS",
+    "claim_keys",
+    "key_numbers",
+    "compare_numbers",
+    "machine",
+    "record_claim",
+    "read_baseline",
+    "check_ready",
+    "compare_claim",
+    "check_baseline",
+    "update_baseline",
+]
+
+#: The baseline file's format tag.
+FORMAT = "rftheory-baseline/1"
+#: Exit status of ``rftheory verify --baseline`` when a key number moved beyond its tolerance
+#: or went missing (2 means bad input, 0 that every number held).
+EXIT_MOVED = 3
+
+
+@dataclasses.dataclass(frozen=True)
+class Key:
+    """A key number of a claim's result: where it is, how far it may move, and why.
+
+    Parameters
+    ----------
+    path : str
+        Where in the result (see the module docstring): ``"verdict.supported"``,
+        ``"curves[activation].slope"``, ``"per_grid[d,n].data.abs.p_star_over_dn"``, ``"a.*"``.
+    atol, rtol : float
+        Absolute and relative tolerance of numbers (``|new − old| ≤ atol + rtol·|old|``).
+    factor : float, optional
+        Multiplicative tolerance (``old/factor ≤ new ≤ old·factor``), > 1; replaces atol/rtol.
+    reason : str
+        Why the number may move that much (written into the baseline file).
+    """
+
+    path: str
+    atol: float = 0.0
+    rtol: float = 0.0
+    factor: float | None = None
+    reason: str = ""
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.path, str) or not self.path:
+            raise RFTheoryError(f"a key's path must be a non-empty string, got {self.path!r}")
+        _parse_path(self.path)
+        if not (self.atol >= 0 and self.rtol >= 0 and math.isfinite(self.atol + self.rtol)):
+            raise RFTheoryError(f"{self.path}: atol and rtol must be finite and >= 0")
+        if self.factor is not None and not (self.factor > 1 and math.isfinite(self.factor)):
+            raise RFTheoryError(f"{self.path}: factor must be a finite number > 1, got {self.factor}")
+
+    def tolerance(self) -> dict[str, float] | str:
+        """The tolerance as the baseline file stores it (``"exact"`` when none is given)."""
+        if self.factor is not None:
+            return {"factor": self.factor}
+        if self.atol == 0 and self.rtol == 0:
+            return "exact"
+        return {"atol": self.atol, "rtol": self.rtol}
+
+
+@dataclasses.dataclass(frozen=True)
+class KeyNumber:
+    """A key number found in a result: its value, tolerance and reason."""
+
+    name: str
+    value: Any
+    tolerance: Any
+    reason: str
+
+    def as_json(self) -> dict[str, Any]:
+        """The baseline file's entry for this number."""
+        return {"value": _encode(self.value), "tolerance": self.tolerance, "reason": self.reason}
+
+
+@dataclasses.dataclass(frozen=True)
+class Difference:
+    """A key number that moved beyond its tolerance (or is missing on one side)."""
+
+    claim: str
+    name: str
+    baseline: Any
+    obtained: Any
+    tolerance: Any
+    reason: str
+    problem: str
+
+    def describe(self) -> str:
+        """One line naming the number, both values, the tolerance and its reason."""
+        tol = self.tolerance if isinstance(self.tolerance, str) else \
+            ", ".join(f"{k} {v:g}" for k, v in self.tolerance.items())
+        why = f" — {self.reason}" if self.reason else ""
+        return (f"{self.claim}: {self.name}: {self.problem}: baseline {_show(self.baseline)}, "
+                f"this run {_show(self.obtained)} (tolerance {tol}){why}")
+
+
+@dataclasses.dataclass(frozen=True)
+class ClaimComparison:
+    """A run of one claim against its baseline entry."""
+
+    claim: str
+    checked: int
+    moved: tuple
+    warnings: tuple
+
+    @property
+    def ok(self) -> bool:
+        return not self.moved
+
+
+# ---------------------------------------------------------------------------------------------
+# Paths and values
+# ---------------------------------------------------------------------------------------------
+
+_SEGMENT = re.compile(r"^(?P<name>[^.\[\]]+|\*)(?:\[(?P<select>[^\]]*)\])?$")
+
+
+def _split(path: str) -> list[str]:
+    parts, depth, current = [], 0, ""
+    for ch in path:
+        if ch == "[":
+            depth += 1
+        elif ch == "]":
+            depth -= 1
+        if ch == "." and depth == 0:
+            parts.append(current)
+            current = ""
+        else:
+            current += ch
+    parts.append(current)
+    return parts
+
+
+def _parse_path(path: str) -> list[tuple[str, str | None]]:
+    out = []
+    for part in _split(path):
+        m = _SEGMENT.match(part)
+        if m is None:
+            raise RFTheoryError(f"bad key path {path!r} at {part!r}")
+        out.append((m["name"], m["select"]))
+    return out
+
+
+def _label(value: Any) -> str:
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
+    return str(value)
+
+
+def _walk(node: Any, segments: Sequence[tuple[str, str | None]], name: str,
+          out: dict[str, Any]) -> None:
+    if not segments:
+        out[name] = node
+        return
+    (field, select), rest = segments[0], segments[1:]
+    if field == "*":
+        if not isinstance(node, Mapping):
+            raise KeyError(f"{name or 'result'} is not a dict")
+        for key, value in node.items():
+            _walk(value, rest, f"{name}.{key}" if name else str(key), out)
+        return
+    if not isinstance(node, Mapping) or field not in node:
+        raise KeyError(f"{name + '.' if name else ''}{field}")
+    node, name = node[field], f"{name}.{field}" if name else field
+    if select is None:
+        _walk(node, rest, name, out)
+        return
+    if not isinstance(node, (list, tuple)):
+        raise KeyError(f"{name} is not a list")
+    fields = [f.strip() for f in select.split(",") if f.strip()]
+    for i, element in enumerate(node):
+        if fields == ["*"] or not fields:
+            label = str(i)
+        else:
+            if not isinstance(element, Mapping) or any(f not in element for f in fields):
+                raise KeyError(f"{name}[{i}] has no field {', '.join(fields)}")
+            label = ",".join(f"{f}={_label(element[f])}" for f in fields)
+        _walk(element, rest, f"{name}[{label}]", out)
+
+
+def _jsonable(value: Any) -> Any:
+    from .output import to_jsonable
+
+    return to_jsonable(value)
+
+
+def _plain(value: Any) -> Any:
+    """A key number as plain Python (lists, dicts, floats), NaN and ±inf kept as floats."""
+    from .output import to_jsonable
+
+    return to_jsonable(value, finite_only=False)
+
+
+def _encode(value: Any) -> Any:
+    """The baseline file's form of a value: NaN and ±inf as the strings "nan", "inf", "-inf"
+    (strict JSON that still tells NaN — no crossing — from inf), recursively."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return str(value)
+    if isinstance(value, list):
+        return [_encode(v) for v in value]
+    if isinstance(value, dict):
+        return {k: _encode(v) for k, v in value.items()}
+    return value
+
+
+def _restore(value: Any) -> Any:
+    """The file's "nan"/"inf" strings back to floats, recursively (inverse of :func:`_encode`)."""
+    if isinstance(value, str) and value in ("nan", "inf", "-inf"):
+        return float(value)
+    if isinstance(value, list):
+        return [_restore(v) for v in value]
+    if isinstance(value, dict):
+        return {k: _restore(v) for k, v in value.items()}
+    return value
+
+
+def _show(value: Any) -> str:
+    if isinstance(value, float):
+        return f"{value:.6g}"
+    if isinstance(value, list) and len(value) > 8:
+        return "[" + ", ".join(_show(v) for v in value[:8]) + ", …]"
+    if isinstance(value, list):
+        return "[" + ", ".join(_show(v) for v in value) + "]"
+    return "missing" if value is _MISSING else repr(value)
+
+
+_MISSING = object()
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def _within(old: Any, new: Any, tolerance: Any) -> bool:
+    old, new = _restore(old), _restore(new)
+    if isinstance(old, list) or isinstance(new, list):
+        return (isinstance(old, list) and isinstance(new, list) and len(old) == len(new)
+                and all(_within(a, b, tolerance) for a, b in zip(old, new)))
+    if isinstance(old, dict) or isinstance(new, dict):
+        return (isinstance(old, dict) and isinstance(new, dict) and old.keys() == new.keys()
+                and all(_within(old[k], new[k], tolerance) for k in old))
+    if not (_is_number(old) and _is_number(new)):
+        return type(old) is type(new) and old == new
+    old, new = float(old), float(new)
+    if math.isnan(old) or math.isnan(new):
+        return math.isnan(old) and math.isnan(new)
+    if math.isinf(old) or math.isinf(new):
+        return old == new
+    if tolerance == "exact":
+        return old == new
+    if "factor" in tolerance:
+        if old == 0 or new == 0:
+            return old == new
+        return (old > 0) == (new > 0) and max(old / new, new / old) <= tolerance["factor"]
+    return abs(new - old) <= tolerance.get("atol", 0.0) + tolerance.get("rtol", 0.0) * abs(old)
+
+
+# ---------------------------------------------------------------------------------------------
+# Key numbers of a result
+# ---------------------------------------------------------------------------------------------
+
+#: The key numbers of a claim that declares none: every entry of its verdict — booleans and
+#: strings exactly, numbers to 1e-9 relative.
+DEFAULT_KEYS = (Key("verdict.*", rtol=1e-9,
+                    reason="the claim's verdict (no key numbers declared): booleans and lists "
+                           "exactly; numbers to 1e-9 relative, room for last-bit differences"),)
+
+
+def claim_keys(module: Any) -> tuple[Key, ...]:
+    """A claim's key numbers: the module's ``KEY_NUMBERS``, else its :data:`CLAIM_KEYS` entry,
+    else :data:`DEFAULT_KEYS`."""
+    keys = getattr(module, "KEY_NUMBERS", None)
+    if keys is None:
+        keys = CLAIM_KEYS.get(getattr(module, "CLAIM", None))
+    if keys is None:
+        return DEFAULT_KEYS
+    keys = tuple(keys)
+    if not keys or not all(isinstance(k, Key) for k in keys):
+        raise RFTheoryError(f"{getattr(module, 'CLAIM', module)}: KEY_NUMBERS must be a "
+                            "non-empty tuple of rftheory.baseline.Key")
+    return keys
+
+
+def key_numbers(result: Mapping[str, Any], keys: Iterable[Key]) -> dict[str, KeyNumber]:
+    """Every key number of ``result``, by its concrete name (``per_grid[d=4,n=8]...``).
+
+    Raises
+    ------
+    RFTheoryError
+        When a key's path is not in the result (the claim's result changed shape: update its
+        entry of :data:`CLAIM_KEYS`).
+    """
+    out: dict[str, KeyNumber] = {}
+    for key in keys:
+        found: dict[str, Any] = {}
+        try:
+            _walk(result, _parse_path(key.path), "", found)
+        except KeyError as exc:
+            raise RFTheoryError(f"key number {key.path!r}: {exc.args[0]} is not in the result") \
+                from None
+        for name, value in found.items():
+            value = _plain(value)
+            tolerance = "exact" if not _has_numbers(value) else key.tolerance()
+            out[name] = KeyNumber(name, value, tolerance, key.reason)
+    return out
+
+
+def _has_numbers(value: Any) -> bool:
+    if isinstance(value, list):
+        return any(_has_numbers(v) for v in value)
+    if isinstance(value, dict):
+        return any(_has_numbers(v) for v in value.values())
+    return _is_number(value)
+
+
+def compare_numbers(baseline: Mapping[str, Mapping[str, Any]], result: Mapping[str, Any],
+                    keys: Iterable[Key], *, claim: str = "") -> list[Difference]:
+    """The key numbers of ``result`` that moved beyond the tolerances stored in ``baseline``.
+
+    ``baseline`` maps names to the file's entries (``value``, ``tolerance``, ``reason``). A
+    number in the baseline but not in the run, or in the run but not in the baseline, is a
+    difference too (a claim's result changed shape).
+    """
+    try:
+        numbers = key_numbers(result, keys)
+    except RFTheoryError as exc:
+        return [Difference(claim, "(result)", None, None, "exact", "", str(exc))]
+    moved = []
+    for name in sorted(set(baseline) | set(numbers)):
+        entry = baseline.get(name)
+        obtained = numbers.get(name)
+        if entry is None:
+            moved.append(Difference(claim, name, _MISSING, obtained.value, obtained.tolerance,
+                                    obtained.reason, "not in the baseline"))
+        elif obtained is None:
+            moved.append(Difference(claim, name, _restore(entry["value"]), _MISSING,
+                                    entry.get("tolerance", "exact"), entry.get("reason", ""),
+                                    "missing from this run"))
+        elif not _within(entry["value"], obtained.value, entry.get("tolerance", "exact")):
+            moved.append(Difference(claim, name, _restore(entry["value"]), obtained.value,
+                                    entry.get("tolerance", "exact"), entry.get("reason", ""),
+                                    "moved beyond its tolerance"))
+    return sorted(moved, key=lambda d: d.name)
+
+
+# ---------------------------------------------------------------------------------------------
+# Provenance
+# ---------------------------------------------------------------------------------------------
+
+def _cpu_model() -> str | None:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.lower().startswith(("model name", "hardware", "cpu model")):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or None
+
+
+def machine() -> dict[str, Any]:
+    """What decides the last bits of floating-point sums here: CPU, BLAS library and kernels.
+
+    ``blas`` lists the BLAS libraries numpy and scipy loaded (threadpoolctl): their name,
+    version, the kernel architecture they picked for this CPU (e.g. OpenBLAS ``Haswell`` or
+    ``SkylakeX``) and threading layer. numpy's and scipy's linear algebra are loaded first, so
+    the list does not depend on what the process happened to import before.
+    """
+    import numpy.linalg  # noqa: F401  (each wheel ships its own OpenBLAS)
+    import scipy.linalg  # noqa: F401
+    from threadpoolctl import threadpool_info
+
+    blas = sorted({(i.get("internal_api"), i.get("version"), i.get("architecture"),
+                    i.get("threading_layer")) for i in threadpool_info()
+                   if i.get("user_api") == "blas"}, key=str)
+    return {"platform": platform.platform(), "machine": platform.machine(),
+            "cpu": _cpu_model(), "cpus": os.cpu_count(),
+            "blas": [dict(zip(("library", "version", "architecture", "threading"), b))
+                     for b in blas]}
+
+
+def _differences(label: str, old: Mapping[str, Any], new: Mapping[str, Any],
+                 skip: Sequence[str] = (), *, consequence: str) -> list[str]:
+    out = []
+    for key in sorted(set(old) | set(new)):
+        if key in skip:
+            continue
+        if _jsonable(old.get(key)) != _jsonable(new.get(key)):
+            out.append(f"{label}{key}: baseline {old.get(key)!r}, this run {new.get(key)!r} "
+                       f"({consequence})")
+    return out
+
+
+#: What each kind of provenance difference means for the numbers (the warnings say it).
+_LAST_BITS = ("numbers may differ in their last bits, the optimiser's in which seeds succeed; "
+              "the tolerances allow for that")
+_CODE = "the code that computes these numbers changed: a moved number may be the change's effect"
+
+
+# ---------------------------------------------------------------------------------------------
+# Files
+# ---------------------------------------------------------------------------------------------
+
+def record_claim(module: Any, result: Mapping[str, Any]) -> dict[str, Any]:
+    """The baseline file's entry for one claim's result: how it was run, where, its numbers."""
+    numbers = key_numbers(result, claim_keys(module))
+    return {
+        "run": {"quick": bool(result.get("quick", False)), "seed": result.get("seed", 0)},
+        "recorded": {"environment": _jsonable(result.get("environment", {})),
+                     "machine": machine(),
+                     "sources": _jsonable(result.get("sources", {}))},
+        "numbers": {name: n.as_json() for name, n in sorted(numbers.items())},
+    }
+
+
+def read_baseline(path: str | Path) -> dict[str, Any]:
+    """Read and check a baseline file (one clear RFTheoryError when it is not one)."""
+    path = Path(path)
+    try:
+        data = json.loads(path.read_text())
+    except FileNotFoundError:
+        raise RFTheoryError(f"baseline {str(path)!r} does not exist; write one with "
+                            "--update-baseline") from None
+    except (OSError, ValueError) as exc:
+        raise RFTheoryError(f"baseline {str(path)!r} is not readable JSON: {exc}") from None
+    if not isinstance(data, dict) or data.get("format") != FORMAT \
+            or not isinstance(data.get("claims"), dict):
+        raise RFTheoryError(f"{str(path)!r} is not an rftheory baseline (format {FORMAT})")
+    for claim, entry in data["claims"].items():
+        if not isinstance(entry, dict) or not isinstance(entry.get("numbers"), dict) \
+                or not isinstance(entry.get("run"), dict):
+            raise RFTheoryError(f"baseline {str(path)!r}: the entry of {claim!r} is malformed")
+    return data
+
+
+def check_ready(path: str | Path, claims: Sequence[str], *, quick: bool, seed: int) -> dict:
+    """Before any run: the baseline exists, has every claim, and was recorded the same way.
+
+    Raises :class:`~rftheory.errors.RFTheoryError` (bad input, exit status 2) otherwise.
+    """
+    data = read_baseline(path)
+    for claim in claims:
+        entry = data["claims"].get(claim)
+        if entry is None:
+            raise RFTheoryError(f"baseline {str(path)!r} has no entry for {claim!r} (it has "
+                                f"{', '.join(sorted(data['claims'])) or 'none'}); add one with "
+                                "--update-baseline")
+        run = entry["run"]
+        if bool(run.get("quick")) != bool(quick) or run.get("seed") != seed:
+            raise RFTheoryError(
+                f"baseline {str(path)!r} holds {claim!r} as run with"
+                f"{' --quick' if run.get('quick') else ''} --seed {run.get('seed')}; this run is"
+                f"{' --quick' if quick else ''} --seed {seed}")
+    return data
+
+
+def compare_claim(module: Any, entry: Mapping[str, Any],
+                  result: Mapping[str, Any]) -> ClaimComparison:
+    """Compare one claim's result with its baseline entry: moved numbers and warnings."""
+    claim = module.CLAIM
+    moved = compare_numbers(entry["numbers"], result, claim_keys(module), claim=claim)
+    recorded = entry.get("recorded", {})
+    env_old = recorded.get("environment", {})
+    env_new = _jsonable(result.get("environment", {}))
+    warnings = _differences("version of ", env_old, env_new, skip=("date", "rftheory", "machine"),
+                            consequence=_LAST_BITS)
+    warnings += _differences("version of ", env_old, env_new,
+                             skip=tuple(k for k in set(env_old) | set(env_new) if k != "rftheory"),
+                             consequence=_CODE)
+    here = machine()
+    warnings += _differences("machine ", {k: v for k, v in recorded.get("machine", {}).items()
+                                          if k != "platform"},
+                             {k: v for k, v in here.items() if k != "platform"},
+                             consequence=_LAST_BITS)
+    warnings += _differences("source digest of rftheory.", recorded.get("sources", {}),
+                             _jsonable(result.get("sources", {})), consequence=_CODE)
+    return ClaimComparison(claim, len(entry["numbers"]), tuple(moved),
+                           tuple(f"{claim}: {w}" for w in warnings))
+
+
+def check_baseline(path: str | Path, results: Sequence[Mapping[str, Any]]) -> list[ClaimComparison]:
+    """Compare claim results (``run_claim``'s dicts) with the baseline file at ``path``."""
+    from .claims import claim_module
+
+    data = read_baseline(path)
+    out = []
+    for result in results:
+        module = claim_module(result["claim"])
+        entry = data["claims"].get(module.CLAIM)
+        if entry is None:
+            raise RFTheoryError(f"baseline {str(path)!r} has no entry for {module.CLAIM!r}")
+        out.append(compare_claim(module, entry, result))
+    return out
+
+
+def update_baseline(path: str | Path, results: Sequence[Mapping[str, Any]], *,
+                    command: str | None = None, replace: bool = False) -> dict[str, Any]:
+    """Write (or merge into) the baseline file at ``path`` the key numbers of ``results``.
+
+    Entries of claims not in ``results`` are kept, unless ``replace`` (``verify all``: a claim
+    renamed or removed leaves no stale entry). A file that exists and is not a baseline is
+    refused; the file is replaced atomically.
+    """
+    from .claims import claim_module
+    from .output import write_json_atomic
+
+    path = Path(path)
+    data = read_baseline(path) if path.exists() else {"format": FORMAT, "claims": {}}
+    if replace:
+        data["claims"] = {}
+    for result in results:
+        module = claim_module(result["claim"])
+        data["claims"][module.CLAIM] = record_claim(module, result)
+    data["format"] = FORMAT
+    data["updated"] = time.strftime("%Y-%m-%dT%H:%M:%S%z")
+    if command:
+        data["command"] = command
+    data["how_to_update"] = ("rerun the command with --update-baseline FILE instead of --baseline "
+                             "and commit the file (a reviewed change); the tolerances come from "
+                             "rftheory.baseline.CLAIM_KEYS")
+    data["claims"] = dict(sorted(data["claims"].items()))
+    write_json_atomic(path, data)
+    return data
+
+
+# ---------------------------------------------------------------------------------------------
+# The key numbers of the package's claims (one table, each tolerance with its reason)
+# ---------------------------------------------------------------------------------------------
+# Every tolerance below is sized for what may differ between two machines of the same kind
+# running the same command and seed (README, "Determinism"): the last bits of BLAS/libm sums,
+# and, through them, the path of the chaotic reconstruction optimiser. On one machine a rerun
+# with the same thread count repeats every number exactly. A claim's result changing shape fails loudly ("not in the
+# result"); edit its entry here and regenerate the stored baseline.
+
+_FIXED_V = ("no optimiser: a function of the seeded data and the Philox V, so other BLAS kernels "
+            "or libm move it in its last bits only")
+_ONE_SEED = ("the optimiser is a chaotic iteration: other BLAS kernels can change its path, and "
+             "near the threshold one seed may succeed or fail")
+_RUNS = "counts over a few runs of a chaotic optimiser: one run may end elsewhere on other BLAS kernels"
+
+#: The key numbers of each claim of :data:`rftheory.claims.CLAIMS`, by claim name. A claim not
+#: listed (a new one) is compared on :data:`DEFAULT_KEYS`; a claim module may also declare its
+#: own ``KEY_NUMBERS`` tuple, which takes precedence.
+CLAIM_KEYS: dict[str, tuple[Key, ...]] = {
+    "kernel_concentration": (
+        Key("curves[activation].slope", rtol=1e-6, reason="log-log fit of the error; " + _FIXED_V),
+        Key("curves[activation].lambda_min_kernel", rtol=1e-9, reason="eigenvalue of the series "
+            "kernel matrix (quadrature coefficients to ~1e-15); " + _FIXED_V),
+        Key("curves[activation].hermite_bound_k0", rtol=1e-9, reason="certified Hermite bound; " + _FIXED_V),
+        Key("curves[activation].lambda_min_empirical_mean", rtol=1e-6, reason="λ_min of ΦΦᵀ/p; " + _FIXED_V),
+        Key("lambda_min_vs_d.activations.*.bound_ok", reason="the bound holds at every d"),
+        Key("verdict.*", reason="the claim's verdict: any change is a finding"),
+    ),
+    "law": (
+        Key("per_grid[d,n].label.p_star_over_n", reason="the residual jumps by >= 8 decades between "
+            "p = n - 1 and p = n: no machine moves it"),
+        Key("per_grid[d,n].data.abs.p_star_over_dn", factor=2.5, reason=_ONE_SEED + "; one seed "
+            "flipping moves the interpolated crossing by at most one grid step (x2.5 on the quick grid)"),
+        Key("per_grid[d,n].data.sign_invariant.p_star_over_dn", factor=2.5,
+            reason="as the official threshold"),
+        Key("per_grid[d,n].data.abs.status", reason="whether a crossing exists inside the grid"),
+        Key("per_grid[d,n].rows[p].success_abs", atol=0.34, reason=_ONE_SEED + "; one seed of the "
+            "quick run's 3 (1/4 of the full run's 4) may flip"),
+        Key("verdict.*", factor=2.5, reason="the claim's verdict: booleans exactly (any change is a "
+            "finding); the spreads are ratios of thresholds, one grid step each"),
+    ),
+    "nhat": (
+        Key("rows[n_hat].min_covered", atol=1, reason=_RUNS),
+        Key("rows[n_hat].converged", atol=1, reason=_RUNS),
+        Key("rows[n_hat].n_estimate_correct", atol=1, reason=_RUNS),
+        Key("verdict.*", reason="the claim's verdict: any change is a finding"),
+    ),
+    "sign": (
+        Key("per_activation[activation].successes", atol=1, reason="a chaotic optimiser: one run "
+            "may succeed or fail on another machine's BLAS kernels"),
+        Key("per_activation[activation].flip_fraction_successful", atol=0.2, reason="a fraction of "
+            "few successful runs' samples: moves when a run joins or leaves them"),
+        Key("per_activation[activation].flips_observed", reason="the observation the verdict rests on"),
+        Key("per_activation[activation].median_loss_one_flipped", atol=1e-20, rtol=1e-6,
+            reason="the loss of the true data with one sample negated: no optimiser; ~1e-29 values "
+            "(pure-parity φ) are rounding noise (atol)"),
+        Key("per_activation[activation].hermite.sign_identifiable", reason="the symbolic verdict"),
+        Key("per_activation[activation].hermite.symmetry", reason="the symbolic parity"),
+        Key("per_activation[activation].hermite.antipodal_slope", atol=1e-8,
+            reason="adaptive quadrature, error ≲ 1e-10"),
+        Key("verdict.*", reason="the claim's verdict: any change is a finding"),
+    ),
+    "theorem1": (
+        Key("uniqueness[ratio].zero_loss_count", atol=1, reason="a few optimiser starts: one may end "
+            "elsewhere when other BLAS kernels change its path"),
+        Key("uniqueness[ratio].spurious_count", atol=1, reason="as zero_loss_count"),
+        Key("gaps[p].gap", atol=1e-10, rtol=0.05, reason="min over a few local constrained "
+            "minimisations: another machine's last bits may pick another local minimum; values "
+            "below 1e-10 are zero up to rounding"),
+        Key("kernel_limit[eps].gap", atol=1e-10, rtol=0.05, reason="as gaps[p].gap"),
+        Key("verdict.*", reason="the claim's verdict and where the gap opens: any change is a finding"),
+    ),
+    "theorem2": (
+        Key("curves[activation].rows[ratio].limit_loss", atol=1e-12, rtol=1e-6, reason="closed form "
+            "(a least-squares residual, no optimiser): last bits only; values ~1e-27 at p <= d are "
+            "rounding noise (atol)"),
+        Key("curves[activation].verdict.smallest_min_at_large_p", rtol=0.05, reason="min over a few "
+            "local minimisations of the duplicate region: another machine may reach another local "
+            "minimum"),
+        Key("curves[activation].verdict.bounded_away_at_large_p", reason="the per-activation verdict"),
+        Key("curves[activation].verdict.limit_agrees", reason="the per-activation verdict"),
+        Key("verdict.*", reason="the claim's verdict: any change is a finding"),
+    ),
+    "twolayer_law": (
+        Key("verdict.per_setup.*.threshold", factor=2.01, reason="the ratios double (1, 2, 4, 8 in "
+            "the quick run): one seed of gradient descent and reconstruction ending elsewhere moves "
+            "the threshold by one grid step"),
+        Key("verdict.per_setup.*.law_holds", reason="the per-setup verdict"),
+        Key("verdict.supported", reason="the claim's verdict"),
+        Key("verdict.supported_single_output", reason="the claim's verdict for k = 1"),
+    ),
+}

@@ -1,0 +1,348 @@
+"""Tests of the claim baselines (rftheory.baseline) and ``rftheory verify --baseline``.
+
+The stored baseline ``tests/baselines/verify_quick.json`` holds the key numbers of ``rftheory
+verify all --quick --seed 0``; the slow test reruns that and compares. The default suite checks
+the mechanism: paths, tolerances, a perturbed number caught, warnings, the command's exit codes.
+"""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+import doctest
+import json
+from pathlib import Path
+
+import pytest
+
+import rftheory.baseline as baseline
+from rftheory.baseline import (EXIT_MOVED, FORMAT, Key, check_baseline, check_ready,
+                               claim_keys, compare_numbers, key_numbers, read_baseline,
+                               record_claim, update_baseline)
+from rftheory.claims import CLAIMS, claim_module, run_claim
+from rftheory.cli import main
+from rftheory.errors import RFTheoryError
+
+STORED = Path(__file__).parent / "baselines" / "verify_quick.json"
+
+RESULT = {
+    "claim": "demo", "quick": True, "seed": 0,
+    "curves": [{"activation": "relu", "slope": -0.503}, {"activation": "tanh", "slope": -0.497}],
+    "per_grid": [{"d": 4, "n": 8, "p_star": 2.38}, {"d": 8.0, "n": 8, "p_star": float("nan")}],
+    "verdict": {"supported": True, "spread": 1.19, "satisfied_by": ["relu", "tanh"]},
+}
+KEYS = (Key("curves[activation].slope", rtol=1e-6, reason="fixed V"),
+        Key("per_grid[d,n].p_star", factor=2.0, reason="one grid step"),
+        Key("verdict.*", atol=0.01, reason="the verdict"))
+
+
+def stored(result=RESULT, keys=KEYS):
+    return {k: v.as_json() for k, v in key_numbers(result, keys).items()}
+
+
+def perturbed(path: str, value):
+    out = copy.deepcopy(RESULT)
+    node = out
+    *head, last = path
+    for part in head:
+        node = node[part]
+    node[last] = value
+    return out
+
+
+# -- paths and tolerances -------------------------------------------------------------------------
+
+def test_paths_name_every_number():
+    names = sorted(key_numbers(RESULT, KEYS))
+    assert names == ["curves[activation=relu].slope", "curves[activation=tanh].slope",
+                     "per_grid[d=4,n=8].p_star", "per_grid[d=8,n=8].p_star",
+                     "verdict.satisfied_by", "verdict.spread", "verdict.supported"]
+    numbers = key_numbers(RESULT, KEYS)
+    assert numbers["verdict.supported"].tolerance == "exact"       # booleans always exactly
+    assert numbers["verdict.spread"].tolerance == {"atol": 0.01, "rtol": 0.0}
+    assert numbers["per_grid[d=4,n=8].p_star"].tolerance == {"factor": 2.0}
+    assert key_numbers({"a": [5, 6]}, [Key("a[*]")]) == {
+        "a[0]": baseline.KeyNumber("a[0]", 5, "exact", ""),
+        "a[1]": baseline.KeyNumber("a[1]", 6, "exact", "")}
+
+
+def test_bad_keys_and_missing_paths():
+    for bad in ("", "a..b", "a[b", "a]"):
+        with pytest.raises(RFTheoryError):
+            Key(bad)
+    with pytest.raises(RFTheoryError):
+        Key("a", factor=1.0)
+    with pytest.raises(RFTheoryError):
+        Key("a", atol=-1)
+    with pytest.raises(RFTheoryError, match="'verdict.nope'.*not in the result"):
+        key_numbers(RESULT, [Key("verdict.nope")])
+
+
+def test_unchanged_and_within_tolerance_pass():
+    assert compare_numbers(stored(), RESULT, KEYS) == []
+    inside = perturbed(["curves", 0, "slope"], -0.503 * (1 + 5e-7))
+    inside = copy.deepcopy(inside)
+    inside["per_grid"][0]["p_star"] = 2.38 * 1.9
+    inside["verdict"]["spread"] = 1.195
+    assert compare_numbers(stored(), inside, KEYS) == []
+
+
+@pytest.mark.parametrize("path, value, name", [
+    (["curves", 1, "slope"], -0.497 * (1 + 2e-6), "curves[activation=tanh].slope"),
+    (["per_grid", 0, "p_star"], 2.38 * 2.1, "per_grid[d=4,n=8].p_star"),
+    (["per_grid", 1, "p_star"], 3.0, "per_grid[d=8,n=8].p_star"),         # NaN became a number
+    (["verdict", "supported"], False, "verdict.supported"),
+    (["verdict", "satisfied_by"], ["relu"], "verdict.satisfied_by"),
+    (["verdict", "spread"], 1.21, "verdict.spread"),
+])
+def test_a_perturbed_number_is_caught_and_named(path, value, name):
+    moved = compare_numbers(stored(), perturbed(path, value), KEYS, claim="demo")
+    assert [d.name for d in moved] == [name]
+    line = moved[0].describe()
+    assert line.startswith(f"demo: {name}: moved beyond its tolerance: baseline ")
+    assert "this run" in line and "tolerance" in line and " — " in line  # with its reason
+
+
+def test_numbers_that_appear_or_disappear_are_differences():
+    fewer = copy.deepcopy(RESULT)
+    fewer["curves"] = fewer["curves"][:1]
+    moved = compare_numbers(stored(), fewer, KEYS)
+    assert [(d.name, d.problem) for d in moved] == [("curves[activation=tanh].slope",
+                                                    "missing from this run")]
+    more = copy.deepcopy(RESULT)
+    more["curves"].append({"activation": "erf", "slope": -0.5})
+    moved = compare_numbers(stored(), more, KEYS)
+    assert [(d.name, d.problem) for d in moved] == [("curves[activation=erf].slope",
+                                                    "not in the baseline")]
+    broken = {"claim": "demo"}
+    assert "not in the result" in compare_numbers(stored(), broken, KEYS)[0].problem
+
+
+def test_tolerances_are_read_from_the_file():
+    entries = stored()
+    entries["curves[activation=tanh].slope"]["tolerance"] = {"atol": 0.1, "rtol": 0.0}
+    assert compare_numbers(entries, perturbed(["curves", 1, "slope"], -0.55), KEYS) == []
+
+
+# -- the claims' declarations and the stored baseline ----------------------------------------------
+
+@pytest.mark.parametrize("name", CLAIMS)
+def test_every_claim_declares_key_numbers_with_reasons(name):
+    keys = claim_keys(claim_module(name))
+    assert keys and all(isinstance(k, Key) and k.reason for k in keys)
+
+
+def test_the_key_table_names_only_claims_that_exist():
+    assert set(baseline.CLAIM_KEYS) <= set(CLAIMS)
+
+
+def test_a_module_declaration_takes_precedence():
+    class Module:
+        CLAIM = "law"
+        KEY_NUMBERS = (Key("verdict.supported", reason="mine"),)
+
+    assert claim_keys(Module) == Module.KEY_NUMBERS
+    Module.KEY_NUMBERS = ("verdict.supported",)
+    with pytest.raises(RFTheoryError, match="KEY_NUMBERS must be"):
+        claim_keys(Module)
+
+
+def test_a_claim_without_declarations_is_compared_on_its_verdict():
+    class Module:
+        CLAIM = "headline"
+
+    keys = claim_keys(Module)
+    assert keys == baseline.DEFAULT_KEYS
+    numbers = key_numbers({"verdict": {"supported": True, "ratio": 1.7}}, keys)
+    assert set(numbers) == {"verdict.supported", "verdict.ratio"}
+
+
+def test_stored_baseline_has_every_claim_recorded_by_the_quick_run():
+    data = read_baseline(STORED)
+    assert data["format"] == FORMAT and sorted(data["claims"]) == sorted(CLAIMS)
+    for name, entry in data["claims"].items():
+        assert entry["run"] == {"quick": True, "seed": 0}
+        assert entry["numbers"] and all(e["reason"] for e in entry["numbers"].values())
+        assert entry["recorded"]["environment"]["v_definition"]
+    check_ready(STORED, list(CLAIMS), quick=True, seed=0)
+    with pytest.raises(RFTheoryError, match="--quick --seed 0; this run is --seed 0"):
+        check_ready(STORED, ["law"], quick=False, seed=0)
+
+
+def test_stored_baseline_tolerances_match_the_declarations():
+    """A reviewer changes a tolerance in CLAIM_KEYS and regenerates; the file must follow."""
+    data = read_baseline(STORED)
+    for name in CLAIMS:
+        keys = claim_keys(claim_module(name))
+        reasons = {k.reason for k in keys}
+        for entry in data["claims"][name]["numbers"].values():
+            assert entry["reason"] in reasons
+
+
+# -- a tiny claim run through the command ----------------------------------------------------------
+
+@pytest.fixture
+def tiny_kernel_claim(monkeypatch):
+    """kernel_concentration's --quick at a size of a second (the command reads module.QUICK)."""
+    module = claim_module("kernel_concentration")
+    monkeypatch.setattr(module, "QUICK", module.Config(
+        n=5, d=4, p=(32, 64, 128), reps=1, sweep_n=6, sweep_d=(4, 8), activations=("relu", "erf")))
+    return module
+
+
+def test_verify_update_then_check_then_catch_a_perturbed_number(tmp_path, capsys,
+                                                                 tiny_kernel_claim):
+    file = tmp_path / "base.json"
+    args = ["verify", "kernel_concentration", "--quick", "--no-figures", "--out", str(tmp_path)]
+    assert main(args + ["--update-baseline", str(file)]) == 0
+    assert "baseline: wrote" in capsys.readouterr().out
+    data = json.loads(file.read_text())
+    assert data["command"] == "rftheory verify kernel_concentration --quick --seed 0"
+    assert main(args + ["--baseline", str(file)]) == 0
+    assert "all held" in capsys.readouterr().out
+
+    entry = data["claims"]["kernel_concentration"]["numbers"]["curves[activation=erf].slope"]
+    entry["value"] *= 1.001  # a deliberately perturbed number
+    verdict = data["claims"]["kernel_concentration"]["numbers"]["verdict.supported"]
+    verdict["value"] = not verdict["value"]
+    file.write_text(json.dumps(data))
+    assert main(args + ["--baseline", str(file)]) == EXIT_MOVED == 3
+    out = capsys.readouterr().out
+    moved = [line for line in out.splitlines() if line.startswith("MOVED ")]
+    assert len(moved) == 2
+    assert moved[0].startswith("MOVED kernel_concentration: curves[activation=erf].slope: moved")
+    assert "rtol 1e-06" in moved[0] and "Philox V" in moved[0]
+    assert moved[1].startswith("MOVED kernel_concentration: verdict.supported:")
+    assert "2 moved beyond their tolerance" in out
+
+
+def test_verify_warns_when_the_baseline_was_recorded_elsewhere(tmp_path, capsys,
+                                                               tiny_kernel_claim):
+    file = tmp_path / "base.json"
+    args = ["verify", "kernel_concentration", "--quick", "--no-figures", "--out", str(tmp_path)]
+    assert main(args + ["--update-baseline", str(file)]) == 0
+    data = json.loads(file.read_text())
+    recorded = data["claims"]["kernel_concentration"]["recorded"]
+    recorded["environment"]["numpy"] = "1.26.0"
+    recorded["environment"]["v_definition"] = "philox4x64-10+box-muller/0"
+    recorded["machine"]["blas"] = [{"library": "mkl", "version": "2024", "architecture": None,
+                                    "threading": "intel"}]
+    file.write_text(json.dumps(data))
+    capsys.readouterr()
+    assert main(args + ["--baseline", str(file)]) == 0  # warnings alone do not fail
+    err = capsys.readouterr().err
+    assert "warning: kernel_concentration: version of numpy: baseline '1.26.0'" in err
+    assert "v_definition" in err and "machine blas" in err
+    assert "last bits" in err and "code that computes" not in err
+    recorded["sources"] = {"reconstruct": "0" * 12}  # recorded by other code
+    file.write_text(json.dumps(data))
+    capsys.readouterr()
+    assert main(args + ["--baseline", str(file)]) == 0
+    err = capsys.readouterr().err
+    assert "source digest of rftheory." in err and "the code that computes" in err
+
+
+def test_the_machine_record_does_not_depend_on_earlier_imports():
+    import subprocess
+    import sys
+
+    code = ("import json, rftheory.baseline as b; print(json.dumps(b.machine()['blas']))")
+    fresh = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                           check=True).stdout
+    assert json.loads(fresh) == baseline.machine()["blas"]
+
+
+def test_verify_baseline_errors_are_bad_input(tmp_path, capsys):
+    args = ["verify", "law", "--quick", "--no-figures", "--out", str(tmp_path)]
+    assert main(args + ["--baseline", str(tmp_path / "none.json")]) == 2
+    assert "does not exist; write one with --update-baseline" in capsys.readouterr().err
+    junk = tmp_path / "junk.json"
+    junk.write_text("{\"a\": 1}")
+    assert main(args + ["--baseline", str(junk)]) == 2
+    assert "is not an rftheory baseline" in capsys.readouterr().err
+    assert main(args + ["--update-baseline", str(junk)]) == 2  # never overwrites a non-baseline
+    assert json.loads(junk.read_text()) == {"a": 1}
+    assert main(args + ["--update-baseline", str(tmp_path / "no" / "b.json")]) == 2
+    assert "does not exist" in capsys.readouterr().err  # the output-path rule, before any run
+    assert main(args + ["--update-baseline", str(tmp_path)]) == 2
+    assert "is a directory" in capsys.readouterr().err
+    assert main(["verify", "law", "--no-figures", "--out", str(tmp_path),
+                 "--baseline", str(STORED)]) == 2  # recorded with --quick
+    assert "this run is --seed 0" in capsys.readouterr().err
+    capsys.readouterr()
+    assert main(args + ["--baseline", str(STORED), "--update-baseline", str(junk)]) == 2
+    assert "not allowed with argument" in capsys.readouterr().err
+
+
+def test_update_merges_and_keeps_other_claims(tmp_path, tiny_kernel_claim):
+    file = tmp_path / "b.json"
+    result = run_claim("kernel_concentration", quick=True, out_dir=tmp_path, figures=False)
+    update_baseline(file, [result])
+    data = read_baseline(file)
+    data["claims"]["law"] = copy.deepcopy(data["claims"]["kernel_concentration"])
+    file.write_text(json.dumps(data))
+    update_baseline(file, [result])
+    assert sorted(read_baseline(file)["claims"]) == ["kernel_concentration", "law"]
+    [comparison] = check_baseline(file, [result])
+    update_baseline(file, [result], replace=True)  # `verify all`: no stale entries
+    assert sorted(read_baseline(file)["claims"]) == ["kernel_concentration"]
+    assert comparison.ok and comparison.checked == len(record_claim(tiny_kernel_claim,
+                                                                    result)["numbers"])
+
+
+def test_doctests():
+    assert doctest.testmod(baseline, optionflags=doctest.ELLIPSIS).failed == 0
+
+
+def test_kernel_concentration_quick_matches_the_stored_baseline(tmp_path, capsys):
+    """The cheapest claim (no optimiser, ~10 s) against the stored baseline in the default suite,
+    so CI catches a change that moves its numbers; the slow test below checks every claim."""
+    status = main(["verify", "kernel_concentration", "--quick", "--no-figures", "--out",
+                   str(tmp_path), "--baseline", str(STORED)])
+    out = capsys.readouterr().out
+    assert status == 0, "\n".join(line for line in out.splitlines()
+                                  if line.startswith(("MOVED", "baseline")))
+    assert "key numbers checked, all held" in out
+
+
+@pytest.mark.slow
+def test_verify_all_quick_matches_the_stored_baseline(tmp_path, capsys):
+    """The package's own regression test: `rftheory verify all --quick` against the stored
+    baseline. A change that moves a claim's numbers fails here; regenerate the file with
+    `rftheory verify all --quick --no-figures --out /tmp/verify_quick --update-baseline
+    tests/baselines/verify_quick.json` (README, "Keep a baseline of the claims in CI"; ~12 min
+    on 2 cores) and commit it (a reviewed change)."""
+    status = main(["verify", "all", "--quick", "--no-figures", "--out", str(tmp_path),
+                   "--baseline", str(STORED)])
+    out = capsys.readouterr().out
+    assert status == 0, "\n".join(line for line in out.splitlines()
+                                  if line.startswith(("MOVED", "baseline")))
+
+
+def test_constraints_pin_every_numerical_dependency():
+    """constraints.txt (README, "Determinism") pins, with ==, every package the numbers depend on."""
+    import re
+
+    text = (Path(__file__).parent.parent / "constraints.txt").read_text()
+    pins = {}
+    for line in text.splitlines():
+        if line.strip() and not line.startswith("#"):
+            m = re.fullmatch(r"([A-Za-z0-9_.-]+)==([A-Za-z0-9_.+-]+)", line.strip())
+            assert m, f"not an exact pin: {line!r}"
+            pins[m[1].lower().replace("_", "-")] = m[2]
+    for name in ("numpy", "scipy", "sympy", "mpmath", "matplotlib", "threadpoolctl", "pytest"):
+        assert name in pins, f"constraints.txt does not pin {name}"
+    assert "rftheory" not in pins  # the package itself is installed from the checkout
+
+
+def test_nan_and_inf_are_stored_and_told_apart():
+    result = {"verdict": {"star": float("nan"), "top": float("inf"), "low": -float("inf")}}
+    keys = (Key("verdict.*", rtol=0.1),)
+    entries = {k: v.as_json() for k, v in key_numbers(result, keys).items()}
+    assert [entries[k]["value"] for k in ("verdict.star", "verdict.top", "verdict.low")] == \
+        ["nan", "inf", "-inf"]
+    json.dumps(entries, allow_nan=False)  # strict JSON
+    assert compare_numbers(entries, result, keys) == []
+    swapped = {"verdict": {"star": float("inf"), "top": float("nan"), "low": None}}
+    assert [d.name for d in compare_numbers(entries, swapped, keys)] == [
+        "verdict.low", "verdict.star", "verdict.top"]
