@@ -111,15 +111,28 @@ def run_seed(case: str, seed: int, method: str) -> dict:
     t = time.perf_counter()
     res = reconstruct(features, theta, X.shape[0], seed=seed, method=method)
     wall = time.perf_counter() - t
+    # Numerical rank r of θ: the span condition "span θ ⊂ span Φ̂" gives r·p equations, so
+    # r·p/(dn) is the count that p/(dn) is for k = 1 (r ≤ min(k, n); rank-deficient ΔW₂ is
+    # common with k ≥ n: GD's k outputs share at most n directions, often fewer).
+    sing = np.linalg.svd(np.asarray(theta).reshape(features.p, -1), compute_uv=False)
+    rank = int(np.sum(sing > 1e-8 * sing[0]))
+    n, d = X.shape
     return {"rho": rho(X, res.X_hat, "abs"), "loss": res.loss, "steps": res.steps,
             "rounds": res.rounds, "evaluations": res.evaluations, "passes": res.passes,
-            "stop": res.stop_reason, "wall": wall, "p": features.p}
+            "stop": res.stop_reason, "wall": wall, "p": features.p, "rank": rank,
+            "count": rank * features.p / (d * n)}
 
 
 def summarise(case: str, method: str, rows: list[dict], threshold: float) -> str:
     ok = [r["rho"] < threshold for r in rows]
     med = statistics.median
     fails = [f"{r['loss']:.0e}/ρ={r['rho']:.2f}" for r, good in zip(rows, ok) if not good]
+    by_rank = {}
+    for r, good in zip(rows, ok):
+        by_rank.setdefault(r["rank"], []).append(good)
+    ranks = "" if set(by_rank) == {1} else "; by rank of θ (r·p/dn): " + ", ".join(
+        f"r={k} ({statistics.median(x['count'] for x in rows if x['rank'] == k):.2f}) "
+        f"{sum(v)}/{len(v)}" for k, v in sorted(by_rank.items()))
     target = TARGETS.get(case)
     verdict = "" if target is None else (" target ≥ %d %%: %s" % (100 * target,
                                         "MET" if sum(ok) >= target * len(rows) else "missed"))
@@ -128,7 +141,8 @@ def summarise(case: str, method: str, rows: list[dict], threshold: float) -> str
             f"{med(r['steps'] for r in rows):.0f} max {max(r['steps'] for r in rows)}; rounds "
             f"median {med(r['rounds'] for r in rows):.0f}; passes median "
             f"{med(r['passes'] for r in rows):.0f}; wall median {med(r['wall'] for r in rows):.2f}s "
-            f"max {max(r['wall'] for r in rows):.2f}s; failures (loss/ρ): {' '.join(fails) or '-'}")
+            f"max {max(r['wall'] for r in rows):.2f}s; failures (loss/ρ): {' '.join(fails) or '-'}"
+            + ranks)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -159,7 +173,8 @@ def main(argv: list[str] | None = None) -> int:
                     print(f"{case} [{method}] seed={seed:<3} ρ={r['rho']:.1e} loss={r['loss']:.1e} "
                           f"iterations={r['steps']:<6} rounds={r['rounds']:<4} "
                           f"evals={r['evaluations']:<6} passes={r['passes']:<7} {r['stop']:<9} "
-                          f"{r['wall']:.2f}s", flush=True)
+                          f"{r['wall']:.2f}s rank(θ)={r['rank']} r·p/dn={r['count']:.2f}",
+                          flush=True)
             print(summarise(case, method, rows, args.threshold)
                   + f"; GEMM now {gemm_gflops():.1f} GFLOP/s, peak RSS "
                   f"{resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MiB", flush=True)

@@ -321,7 +321,7 @@ def reconstruct(features: FeatureMap, theta: Any, n_hat: int, *, method: str = "
                 callback_every: int = 10, max_rounds: int | None = None,
                 oversample: float | None = None, memory: int | None = None,
                 stall_window: int | None = None, stall_factor: float | None = None,
-                hop_angle: float = HOP_ANGLE, patience: int = 60,
+                hop_angle: float = HOP_ANGLE, patience: int = 30,
                 solver: str = "auto") -> ReconstructionResult:
     """Recover n̂ inputs whose features span θ*: minimise L(X̂) = ‖P⊥_{Φ̂}θ‖²/‖θ‖² on the sphere.
 
@@ -374,8 +374,9 @@ def reconstruct(features: FeatureMap, theta: Any, n_hat: int, *, method: str = "
         ``"varpro"`` only: angle (radians, about) by which each candidate is perturbed between
         LM runs.
     patience : int
-        ``"varpro"`` only: LM runs in a row without a lower loss before the run stops
-        ("stalled").
+        ``"varpro"`` only: rounds in a row that do not lower a basin-hopping walk's best loss by
+        more than 10 % before the walk is abandoned for a fresh random start (the best point of
+        all walks is returned; the run itself ends at ``tol``, ``max_steps`` or ``max_rounds``).
     solver : {"auto", "dense", "cg"}
         ``"varpro"`` only: how the LM system is solved — dense Gauss–Newton matrix, or matrix-free
         preconditioned CG; ``"auto"`` picks dense for small n̂·d (see

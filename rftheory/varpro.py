@@ -73,14 +73,15 @@ HOP_ANGLE = 0.3
 #: success and saved 30–40 % of the iterations of a 20-iteration window).
 STALL_WINDOW = 6
 STALL_FACTOR = 0.9
-#: Rounds 2, 2 + EXCHANGE_EVERY, ... start from an exchange (:func:`exchange`) instead of a
-#: perturbation: the least useful row is replaced by the best of EXCHANGE_SCREEN random points
-#: fitted to the residual (its EXCHANGE_TOP best refined alone). Measured at d = 100, n = 20,
-#: p = 10dn (seed 0): the first LM run stops at loss 5e-6 with 19 of 20 rows found, the 20th
-#: carrying the least weight (leave-one-out 3e-5 against ≥ 4e-5 for the others).
+#: Rounds 2, 2 + EXCHANGE_EVERY, ... start from an exchange (:func:`exchange`, alternately
+#: growing and replacing) instead of a perturbation: one row is replaced by the best of
+#: EXCHANGE_SCREEN random points fitted to the residual (its EXCHANGE_TOP best refined alone).
 EXCHANGE_EVERY = 5
 EXCHANGE_SCREEN = 1000
 EXCHANGE_TOP = 3
+#: A basin-hopping walk ends after ``patience`` rounds without lowering its best loss by more
+#: than this factor (tiny improvements at the bottom of one funnel do not count).
+IMPROVEMENT = 0.9
 #: Linear solvers of the LM step.
 SOLVERS = ("auto", "dense", "cg")
 #: "auto" uses the dense Gauss–Newton matrix when n̂d ≤ this or p(n̂d)² ≤ DENSE_FLOPS.
@@ -535,38 +536,54 @@ def least_useful(problem: Problem, X: np.ndarray) -> int:
     return int(np.argmin(np.sum(A * A, axis=1) / np.maximum(np.diag(Ginv), 1e-300)))
 
 
-def exchange(problem: Problem, X: np.ndarray, rng: np.random.Generator, run: _Run, *,
-             n_screen: int, top: int) -> np.ndarray:
-    """Grow X by one row fitted to what it misses, refine all, drop the least useful row.
+def _fit_new_row(problem: Problem, rows: np.ndarray, position: int, rng: np.random.Generator,
+                 run: _Run, n_screen: int, top: int) -> np.ndarray:
+    """rows with one more row inserted at ``position``, fitted to what ``rows`` miss.
 
-    ``n_screen`` random points are scored by the gain of adding them to X (:func:`_screen`,
-    against the residual r = P⊥θ of X); the ``top`` best are each refined by LM on that row
-    alone (the others held fixed); the best of them joins X, LM refines the m + 1 rows together,
-    and the row whose removal raises the loss least is dropped.
-
-    Why grow before dropping: at d = 100, n = 20, p = 10dn (seed 0) LM stops at loss 5e-6 with
-    one row far from every training point and the others bent to make up for it. Refitting that
-    row with the others fixed returns it to the same place (3 of 3 random starts), while a 21st
-    row fitted to the residual lands on the missing point (cosine 0.98–0.99, 3 of 3) and the
-    joint 21-row LM then reaches the tolerance.
+    ``n_screen`` random points are scored by the gain of adding them (:func:`_screen`, against
+    the residual r = P⊥θ of ``rows``); the ``top`` best are each refined by LM on the new row
+    alone (the others held fixed); the best result is returned.
     """
-    m, d = X.shape
+    m, d = rows.shape
     xp, dev = problem.xp, problem.dev
-    Xd = xp.asarray(X, device=dev)
-    a = projection_loss(problem.features, Xd, problem.theta, gradient=False).coefficients
+    rows_d = xp.asarray(rows, device=dev)
+    a = projection_loss(problem.features, rows_d, problem.theta, gradient=False).coefficients
     problem.evaluations += 1
     problem.passes += problem._loss_passes(m) + 1
-    resid = problem.theta - problem.features.rmatvec(Xd, a)
+    resid = problem.theta - problem.features.rmatvec(rows_d, a)
     pool = _random_points(rng, n_screen, d)
-    score = _screen(problem, X, resid, pool)
-    best_X, best_loss = X, math.inf
-    new = np.array([m])
+    score = _screen(problem, rows, resid, pool)
+    best_X, best_loss = None, math.inf
+    new = np.array([position])
     for i in np.argsort(-score)[:top]:
-        trial, loss = levenberg_marquardt(problem, np.concatenate([X, pool[i:i + 1]]), run,
-                                          free=new, pool=True)
+        trial = np.insert(rows, position, pool[i], axis=0)
+        trial, loss = levenberg_marquardt(problem, trial, run, free=new, pool=True)
         if loss < best_loss:
             best_X, best_loss = trial, loss
-    grown, _ = levenberg_marquardt(problem, best_X, run, pool=True)
+    return best_X
+
+
+def exchange(problem: Problem, X: np.ndarray, rng: np.random.Generator, run: _Run, *,
+             grow: bool, n_screen: int, top: int) -> np.ndarray:
+    """A start for the next LM run that replaces one row of X by one fitted to the residual.
+
+    ``grow=False`` (*replace*): drop the least useful row, fit a new one to what the others
+    miss (:func:`_fit_new_row`). ``grow=True``: fit an (m+1)-th row to what X misses, refine
+    the m + 1 rows together, then drop the least useful one.
+
+    Why both. Measured at d = 100, n = 20, p = 10dn (seed 0): LM stops at loss 5e-6 with one row
+    far from every training point and the others bent to make up for it; refitting that row with
+    the others fixed returns it to the same place (3 of 3 random starts), while a 21st row
+    fitted to the residual lands on the missing point (cosine 0.98–0.99, 3 of 3) and the joint
+    21-row LM reaches the tolerance. At d = n = 10, p = 1.25dn (seed 5) the replace move
+    recovered the training set and the grow move did not within the same budget.
+    """
+    m = X.shape[0]
+    if not grow:
+        j = least_useful(problem, X)
+        return _fit_new_row(problem, np.delete(X, j, axis=0), j, rng, run, n_screen, top)
+    grown = _fit_new_row(problem, X, m, rng, run, n_screen, top)
+    grown, _ = levenberg_marquardt(problem, grown, run, pool=True)
     return np.delete(grown, least_useful(problem, grown), axis=0)
 
 
@@ -579,33 +596,45 @@ def minimise(problem: Problem, X0: np.ndarray, rng: np.random.Generator, *, tol:
              max_steps: int, max_rounds: int, patience: int, hop_angle: float,
              callback: Any = None, callback_every: int = 10,
              to_user: Callable[[np.ndarray], Any] = lambda X: X) -> Outcome:
-    """LM from X0, then monotonic basin hopping until tol, budget, max_rounds or patience.
+    """Basin-hopping walks of LM runs until tol, the budget or max_rounds.
 
-    Each round after the first perturbs every candidate of the best point by about
-    ``hop_angle`` radians and runs LM from there; the result replaces the best point if its loss
-    is lower. ``patience`` rounds in a row without improvement end the run ("stalled").
+    A walk starts with LM from X0 (later walks: from random points). Each further round starts
+    LM from the walk's best point, perturbed by about ``hop_angle`` radians per row or changed
+    by an exchange (:func:`exchange`), and the result replaces the walk's best point if its loss
+    is lower. A walk ends after ``patience`` rounds in a row that did not lower its best loss
+    by more than a factor IMPROVEMENT; the next one starts afresh. The best point of all walks
+    is returned.
     """
     run = _Run(problem, tol, max_steps, callback, callback_every, to_user)
     stop = None
     rounds = 0
-    since_better = 0
     m, d = X0.shape
     X = X0
+    walk_X, walk_loss, walk_rounds, since_better = None, math.inf, 0, 0
     try:
         while True:
             rounds += 1
-            before = run.best_loss
-            levenberg_marquardt(problem, X, run)
-            since_better = 0 if run.best_loss < before else since_better + 1
-            if rounds >= max_rounds or since_better >= patience:
+            walk_rounds += 1
+            X_end, loss_end = levenberg_marquardt(problem, X, run)
+            if loss_end < walk_loss:
+                since_better = 0 if loss_end < IMPROVEMENT * walk_loss else since_better + 1
+                walk_X, walk_loss = X_end, loss_end
+            else:
+                since_better += 1
+            if rounds >= max_rounds:
                 stop = "stalled"
                 break
-            if m > 1 and rounds % EXCHANGE_EVERY == 1:
-                X = exchange(problem, run.best_X, rng, run, n_screen=EXCHANGE_SCREEN,
-                             top=EXCHANGE_TOP)
+            if since_better >= patience:   # a fresh walk
+                X = _random_points(rng, m, d)
+                walk_X, walk_loss, walk_rounds, since_better = None, math.inf, 0, 0
+            elif m > 1 and walk_rounds % EXCHANGE_EVERY == 1:
+                # Rounds 2, 2 + 2E, ... of a walk: grow; rounds 2 + E, 2 + 3E, ...: replace.
+                grow = (walk_rounds // EXCHANGE_EVERY) % 2 == 0
+                X = exchange(problem, walk_X, rng, run, grow=grow,
+                             n_screen=EXCHANGE_SCREEN, top=EXCHANGE_TOP)
             else:
                 # ‖x̂‖ = √d and ‖σg‖ ≈ σ√d: each candidate turns by about σ radians.
-                X = retract(run.best_X, hop_angle * rng.standard_normal((m, d)))
+                X = retract(walk_X, hop_angle * rng.standard_normal((m, d)))
     except _Stop as exc:
         stop = exc.reason
     return Outcome(run.best_X, run.best_loss, stop, run.steps, rounds, run.history,
