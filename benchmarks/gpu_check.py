@@ -1,38 +1,48 @@
-"""GPU check: CPU and GPU projection losses/gradients agree, and a CIFAR-scale step's cost.
+"""GPU check: the device draws the same V as numpy, CPU and GPU steps agree, and a CIFAR-scale
+step's cost with V drawn on the device every pass vs cached.
 
-    python benchmarks/gpu_check.py                 # agreement, step rates, CIFAR scale (p=10dn)
-    python benchmarks/gpu_check.py --p-mult 1      # smaller CIFAR-scale p (faster first pass)
-    python benchmarks/gpu_check.py --skip-cifar --skip-rates   # agreement only
+    python benchmarks/gpu_check.py                 # everything below (≈ 3–5 min on an H200)
+    python benchmarks/gpu_check.py --skip-cifar --skip-rates   # generator + agreement only
+    python benchmarks/gpu_check.py --p-mult 1 --skip-p30        # a smaller CIFAR-scale p
 
 Prints "no CUDA device: skipped" and exits 0 where CuPy or a CUDA device is missing, so it can
-run anywhere. Exit status 1 when CPU and GPU disagree beyond the tolerances below.
+run anywhere. Exit status 1 when the device's V or the CPU/GPU step disagree beyond the
+tolerances below.
 
-Part 1 — agreement (float64, n̂=10, d=100, p=20000, relu+tanh): the same V (drawn in float64 on
-the host from the seed, then copied) gives the same loss and gradient on both backends up to
-BLAS reassociation and the GPU's transcendental functions: relative 1e-9 on the loss, 1e-7 on the
-gradient (norm-wise).
+Part 0 — the generator (rftheory.philox): the device's Philox words for a window of V equal
+numpy's bit for bit; its float64 normals are within MAX_ULPS ulps of numpy's (the libm of log/sin
+differs); the float32 V differs from numpy's float32 V in a small fraction of entries by one
+float32 ulp at most. Prints the measured max ulps and fractions, and the device's generation rate
+(normals/s, float32 and float64 output) on a default chunk of V at d = 3072.
+
+Part 1 — agreement (float64, n̂=10, d=100, p=20000, relu+tanh): V drawn by numpy on the CPU and by
+the kernel on the device give the same loss and gradient up to BLAS reassociation, the
+transcendental functions and V's MAX_ULPS: relative 1e-9 on the loss, 1e-7 on the gradient
+(norm-wise).
 
 Part 2 — step rates with V cached on the device, float32 and float64, against the device's
 measured GEMM rates ("square": a 8192² product; "same shape": (n̂×d)·(d×16384), the step's
 pre-activation product), with the flop count of ``benchmarks/bench_projection_step.py``.
 
-Part 3 — timing at CIFAR scale: V has p·d ≈ 9.4·10⁹ entries. It is drawn on the host, so the first
-step (which also fills the V cache on the device, 38 GB in float32) is bound by host random
-generation; later steps reuse the cached V and measure the GPU arithmetic. Peak device memory is
-read from CuPy's memory pool.
+Part 3 — CIFAR scale (n̂ = 100, d = 3072, p = 10·d·n̂ = 3.07M, float32; V would be 37.7 GB):
+(a) V drawn on the device every pass (no cache): first step (cuBLAS warm-up; the kernel was
+compiled in Part 0), best later step, GFLOP/s and its fraction of the fp32 GEMM rates (target ≥ 50 % of square),
+peak device memory; (b) V cached on the device (the first step fills the cache); (c) one step at
+p = 30·d·n̂ (V would be 113 GB), drawn on the device. Peak device memory is the CuPy memory
+pool's size after the case (the pool keeps what it once held; it is emptied between cases).
 """
 
 from __future__ import annotations
 
 import argparse
 import math
-import os
 import sys
 import time
 
 import numpy as np
 
-from rftheory.features import DEVICE_CHUNK_BLOCKS, RandomFeatures
+from rftheory import philox
+from rftheory.features import BLOCK_ROWS, DEVICE_CHUNK_BLOCKS, RandomFeatures
 from rftheory.projection import projection_loss
 
 ACTIVATION = "relu+tanh"
@@ -55,6 +65,43 @@ def cuda_or_none():
 def sphere(n: int, d: int) -> np.ndarray:
     X = np.random.default_rng(1).standard_normal((n, d))
     return X * (math.sqrt(d) / np.linalg.norm(X, axis=1, keepdims=True))
+
+
+def generator(cp) -> bool:
+    """Part 0: device integers and normals against numpy's; the device's generation rate."""
+    seed, row0, rows, d = 2**64 + 77, 2**33 + 5, 4096, 3072
+    groups = -(-d // philox.GROUP)
+    t0 = time.perf_counter()
+    philox.cupy_words(seed, 0, 1, 1)
+    cp.cuda.Device().synchronize()
+    print(f"generator kernel: compiled (NVRTC, or CuPy's disk cache) and first launch in "
+          f"{time.perf_counter() - t0:.2f} s")
+    words_ok = bool(np.array_equal(cp.asnumpy(philox.cupy_words(seed, row0, rows, groups)),
+                                   philox.philox_words(seed, range(row0, row0 + rows), groups)))
+    Z_gpu = cp.asnumpy(philox.cupy_fill(seed, row0, cp.empty((rows, d))))
+    Z_cpu = philox.standard_normal(seed, range(row0, row0 + rows), d)
+    ulps = np.abs(Z_gpu - Z_cpu) / np.spacing(np.maximum(np.abs(Z_gpu), np.abs(Z_cpu)))
+    V32_gpu = cp.asnumpy(philox.cupy_fill(seed, row0, cp.empty((rows, d), cp.float32), scale_dim=d))
+    V32_cpu = philox.standard_normal(seed, range(row0, row0 + rows), d, scale_dim=d,
+                                     out=np.empty((rows, d), np.float32))
+    ulps32 = np.abs(V32_gpu.astype(np.float64) - V32_cpu) / np.spacing(np.abs(V32_cpu))
+    ok = words_ok and ulps.max() <= philox.MAX_ULPS and ulps32.max() <= 1
+    print(f"generator {philox.V_DEFINITION}: {rows}×{groups} Philox words on the device "
+          f"{'EQUAL to' if words_ok else 'DIFFERENT from'} numpy's; float64 normals: max "
+          f"{ulps.max():.0f} ulps (limit {philox.MAX_ULPS}), {100 * np.mean(ulps > 0):.2f} % not "
+          f"bit-equal, mean {ulps.mean():.3f} ulps; float32 V: max {ulps32.max():.0f} ulp, "
+          f"{100 * np.mean(ulps32 > 0):.4f} % of entries differ -> {'OK' if ok else 'MISMATCH'}")
+    del Z_gpu, V32_gpu
+    for dtype in ("float32", "float64"):
+        chunk = cp.empty((DEVICE_CHUNK_BLOCKS * BLOCK_ROWS, d), dtype=dtype)
+        seconds = _device_time(cp, lambda: philox.cupy_fill(0, 0, chunk, scale_dim=d))
+        rate = chunk.size / seconds
+        print(f"  device generation, {dtype} output: {rate / 1e9:.1f} G normals/s "
+              f"({1e3 * seconds:.1f} ms per chunk of {DEVICE_CHUNK_BLOCKS} blocks × d = {d}; a "
+              f"CIFAR-scale pass, p·d = 9.4e9, would spend {9.437e9 / rate:.3f} s generating V)")
+        del chunk
+    cp.get_default_memory_pool().free_all_blocks()
+    return ok
 
 
 def agreement(cp) -> bool:
@@ -113,34 +160,56 @@ def step_rates(cp, chunk_blocks: int) -> None:
             cp.get_default_memory_pool().free_all_blocks()
 
 
-def cifar_timing(cp, p_mult: float, steps: int, dtype: str, chunk_blocks: int | None) -> None:
-    n_hat, d = 100, 3072
-    p = max(1, round(p_mult * d * n_hat))
-    itemsize = np.dtype(dtype).itemsize
-    rf = RandomFeatures(ACTIVATION, d=d, p=p, seed=0, v_cache_bytes=p * d * itemsize + 1,
-                        chunk_rows=None if chunk_blocks is None else chunk_blocks * 1024)
-    X = cp.asarray(sphere(n_hat, d), dtype=dtype)
-    theta = cp.asarray(np.random.default_rng(2).standard_normal(p), dtype=dtype)
-    flops = 4 * n_hat * p * d + 2 * n_hat**2 * p
-    pool = cp.get_default_memory_pool()
+def _steps(cp, rf, X, theta, steps: int) -> list[float]:
     times = []
     for _ in range(steps):
         cp.cuda.Device().synchronize()
         t0 = time.perf_counter()
-        res = projection_loss(rf, X, theta)
+        projection_loss(rf, X, theta)
         cp.cuda.Device().synchronize()
         times.append(time.perf_counter() - t0)
-    print(f"CIFAR scale n̂={n_hat} d={d} p={p:,} {dtype}: loss {res.loss:.6f}")
-    print(f"  first step (draws V on the host with {len(os.sched_getaffinity(0))} threads, fills the device "
-          f"cache): {times[0]:.1f} s")
-    if len(times) > 1:
-        best = min(times[1:])
-        A = cp.asarray(np.random.default_rng(0).standard_normal((8192, 8192)), dtype=dtype)
-        square = 2 * 8192**3 / _device_time(cp, lambda: A @ A) / 1e9
-        print(f"  cached-V step: {best:.3f} s, {flops / best / 1e9:.0f} GFLOP/s "
-              f"({100 * flops / best / 1e9 / square:.1f} % of the square GEMM rate {square:.0f} GFLOP/s)")
-    print(f"  device memory pool: {pool.total_bytes() / 2**30:.1f} GiB held "
-          f"(V alone {p * d * itemsize / 2**30:.1f} GiB)")
+    return times
+
+
+def cifar_timing(cp, p_mult: float, steps: int, dtype: str, chunk_blocks: int | None,
+                 skip_cached: bool, skip_p30: bool) -> None:
+    n_hat, d = 100, 3072
+    itemsize = np.dtype(dtype).itemsize
+    chunk_rows = None if chunk_blocks is None else chunk_blocks * BLOCK_ROWS
+    pool = cp.get_default_memory_pool()
+    A = cp.asarray(np.random.default_rng(0).standard_normal((8192, 8192)), dtype=dtype)
+    square = 2 * 8192**3 / _device_time(cp, lambda: A @ A) / 1e9
+    del A
+    X = cp.asarray(sphere(n_hat, d), dtype=dtype)
+    Bm = cp.asarray(np.random.default_rng(3).standard_normal((16384, d)), dtype=dtype)
+    same = 2 * n_hat * d * 16384 / _device_time(cp, lambda: X @ Bm.T) / 1e9
+    del Bm
+    pool.free_all_blocks()
+    print(f"CIFAR scale n̂={n_hat} d={d} {dtype}: GEMM square {square:.0f} GFLOP/s, same shape "
+          f"{same:.0f} GFLOP/s")
+
+    def case(label: str, p: int, cache: bool, n_steps: int) -> None:
+        pool.free_all_blocks()
+        rf = RandomFeatures(ACTIVATION, d=d, p=p, seed=0, chunk_rows=chunk_rows,
+                            v_cache_bytes=p * d * itemsize + 1 if cache else 0)
+        theta = cp.asarray(np.random.default_rng(2).standard_normal(p), dtype=dtype)
+        times = _steps(cp, rf, X, theta, n_steps)
+        flops = 4 * n_hat * p * d + 2 * n_hat**2 * p
+        best = min(times[1:]) if len(times) > 1 else times[0]
+        rate = flops / best / 1e9
+        print(f"  {label} p={p:,} ({p / (d * n_hat):.0f}·dn): first step {times[0]:.2f} s; "
+              f"{'best later step' if len(times) > 1 else 'step'} {best:.3f} s, {rate:.0f} GFLOP/s "
+              f"= {100 * rate / square:.1f} % of square GEMM, {100 * rate / same:.1f} % of same-shape; "
+              f"device memory pool peak {pool.total_bytes() / 2**30:.1f} GiB "
+              f"(V would be {p * d * itemsize / 2**30:.1f} GiB)", flush=True)
+        del rf, theta
+
+    p = max(1, round(p_mult * d * n_hat))
+    case("V drawn on the device every pass:", p, False, steps)
+    if not skip_cached:
+        case("V cached on the device:          ", p, True, steps)
+    if not skip_p30:
+        case("V drawn on the device, p = 30·dn: ", 30 * d * n_hat, False, 1)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -150,6 +219,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--dtype", choices=("float32", "float64"), default="float32")
     parser.add_argument("--skip-cifar", action="store_true")
     parser.add_argument("--skip-rates", action="store_true")
+    parser.add_argument("--skip-cached", action="store_true", help="CIFAR: no cached-V case (38 GB)")
+    parser.add_argument("--skip-p30", action="store_true", help="CIFAR: no p = 30·dn step")
     parser.add_argument("--chunk-blocks", type=int, default=None,
                         help="blocks of V per chunk (default: the library's default for CuPy)")
     args = parser.parse_args(argv)
@@ -158,12 +229,15 @@ def main(argv: list[str] | None = None) -> int:
         print("no CUDA device: skipped")
         return 0
     props = cp.cuda.runtime.getDeviceProperties(0)
-    print(f"device: {props['name'].decode() if isinstance(props['name'], bytes) else props['name']}")
-    ok = agreement(cp)
+    name = props["name"].decode() if isinstance(props["name"], bytes) else props["name"]
+    print(f"device: {name}, {props['totalGlobalMem'] / 2**30:.0f} GiB")
+    ok = generator(cp)
+    ok = agreement(cp) and ok
     if not args.skip_rates:
         step_rates(cp, args.chunk_blocks)
     if not args.skip_cifar:
-        cifar_timing(cp, args.p_mult, args.steps, args.dtype, args.chunk_blocks)
+        cifar_timing(cp, args.p_mult, args.steps, args.dtype, args.chunk_blocks,
+                     args.skip_cached, args.skip_p30)
     return 0 if ok else 1
 
 

@@ -7,7 +7,9 @@ high-precision and fast code paths can never disagree about *which* function the
 
 User strings are parsed by :func:`parse_activation`, which walks Python's AST and builds the
 sympy expression node by node from a whitelist. No user string ever reaches ``eval``, ``exec``,
-``sympify`` or ``parse_expr``.
+``sympify`` or ``parse_expr``. Strings are ASCII only, and every argument of a function that is not
+defined on the whole real line (log, sqrt, division, ...) is proved inside its domain for every
+real z (:mod:`rftheory.domain`) or the expression is refused, saying where it fails.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from __future__ import annotations
 import ast
 import math
 import operator
+import unicodedata
 from dataclasses import dataclass
 from functools import cached_property
 from typing import Any, Callable, NamedTuple
@@ -22,7 +25,9 @@ from typing import Any, Callable, NamedTuple
 import mpmath
 import sympy as sp
 from array_api_compat import array_namespace, device, is_numpy_namespace
+from sympy.codegen.cfunctions import expm1, log1p
 
+from .domain import proves, require
 from .errors import ActivationError, BackendError
 
 __all__ = [
@@ -70,35 +75,77 @@ def _sigmoid(x: sp.Expr) -> sp.Expr:
     return 1 / (1 + sp.exp(-x))
 
 
+def _log(x: sp.Expr, base: sp.Expr | None = None) -> sp.Expr:
+    if base is None:
+        return sp.log(x)
+    if not (base.is_positive and base != 1):
+        raise ActivationError(f"log(u, base) needs a constant base > 0 other than 1, got {base}")
+    return sp.log(x) / sp.log(base)
+
+
+def _elu(x: sp.Expr, a: sp.Expr = sp.S.One) -> sp.Expr:
+    return sp.Max(x, 0) + a * expm1(sp.Min(x, 0))
+
+
 #: Whitelisted functions: name -> (builder, number of argument expressions, indices of arguments
-#: that must be numeric constants).
+#: that must be numeric constants). The docstring of :func:`parse_activation` lists them.
 _FUNCTIONS: dict[str, tuple[Callable[..., sp.Expr], tuple[int, ...], tuple[int, ...]]] = {
+    # piecewise linear and jumps
     "relu": (lambda x: sp.Max(x, 0), (1,), ()),
     "leaky_relu": (_leaky_relu, (1, 2), (1,)),
     "abs": (sp.Abs, (1,), ()),
+    "Abs": (sp.Abs, (1,), ()),
     "max": (sp.Max, (2,), ()),
+    "Max": (sp.Max, (2,), ()),
     "min": (sp.Min, (2,), ()),
+    "Min": (sp.Min, (2,), ()),
     "heaviside": (lambda x: sp.Heaviside(x), (1,), ()),
+    "Heaviside": (lambda x: sp.Heaviside(x), (1,), ()),
     "step": (lambda x: sp.Heaviside(x), (1,), ()),
     "sign": (sp.sign, (1,), ()),
+    # elementary functions (sympy's names, numpy's arc- aliases)
+    "exp": (sp.exp, (1,), ()),
+    "exp2": (lambda x: sp.exp(sp.log(2) * x), (1,), ()),
+    "expm1": (expm1, (1,), ()),
+    "log": (_log, (1, 2), (1,)),
+    "ln": (sp.log, (1,), ()),
+    "log2": (lambda x: _log(x, sp.Integer(2)), (1,), ()),
+    "log10": (lambda x: _log(x, sp.Integer(10)), (1,), ()),
+    "log1p": (log1p, (1,), ()),
+    "sqrt": (sp.sqrt, (1,), ()),
     "tanh": (sp.tanh, (1,), ()),
     "sinh": (sp.sinh, (1,), ()),
     "cosh": (sp.cosh, (1,), ()),
-    "exp": (sp.exp, (1,), ()),
+    "asinh": (sp.asinh, (1,), ()),
+    "arcsinh": (sp.asinh, (1,), ()),
     "sin": (sp.sin, (1,), ()),
     "cos": (sp.cos, (1,), ()),
     "atan": (sp.atan, (1,), ()),
     "arctan": (sp.atan, (1,), ()),
     "erf": (sp.erf, (1,), ()),
+    "erfc": (sp.erfc, (1,), ()),
+    # activations of the ML literature
     "sigmoid": (_sigmoid, (1,), ()),
     "silu": (lambda x: x * _sigmoid(x), (1,), ()),
     "swish": (lambda x: x * _sigmoid(x), (1,), ()),
     "softplus": (lambda x: sp.log(1 + sp.exp(x)), (1,), ()),
     "gelu": (lambda x: x * (1 + sp.erf(x / sp.sqrt(2))) / 2, (1,), ()),
+    "elu": (_elu, (1, 2), (1,)),
+    "mish": (lambda x: x * sp.tanh(sp.log(1 + sp.exp(x))), (1,), ()),
     "hermite": (_hermite_normalised, (2,), (0,)),
     "h": (_hermite_normalised, (2,), (0,)),
 }
-_CONSTANTS = {"pi": sp.pi, "e": sp.E}
+#: Domain of the functions that are not defined on the whole real line: name -> (requirement on
+#: the first argument u, the quantity it applies to). Checked by :func:`rftheory.domain.require`.
+_DOMAINS: dict[str, tuple[str, Callable[[sp.Expr], sp.Expr]]] = {
+    "log": ("positive", lambda u: u), "ln": ("positive", lambda u: u),
+    "log2": ("positive", lambda u: u), "log10": ("positive", lambda u: u),
+    "log1p": ("positive", lambda u: 1 + u), "sqrt": ("nonnegative", lambda u: u),
+}
+_CONSTANTS = {"pi": sp.pi, "e": sp.E, "E": sp.E}
+#: Hints for characters a theorist may paste (the parser accepts ASCII only).
+_ASCII_HINTS = {"²": "**2", "³": "**3", "−": "-", "–": "-", "×": "*", "·": "*", "⋅": "*",
+                "π": "pi", "√": "sqrt(...)", "φ": "an expression in z", "ℯ": "e"}
 _BINOPS: dict[type, Callable[[sp.Expr, sp.Expr], sp.Expr]] = {
     ast.Add: lambda a, b: a + b,
     ast.Sub: lambda a, b: a - b,
@@ -121,6 +168,9 @@ def _number(value: Any) -> sp.Expr:
 
 class _Builder:
     """Translate a whitelisted Python AST into a sympy expression (never evaluating Python)."""
+
+    def __init__(self, source: str) -> None:
+        self.source = source  # the parsed text, for quoting subexpressions in messages
 
     def build(self, node: ast.AST, depth: int = 0) -> sp.Expr:
         if depth > MAX_EXPRESSION_DEPTH:
@@ -150,17 +200,30 @@ class _Builder:
                 raise ActivationError(f"operator {type(node.op).__name__} is not allowed")
             left = self.build(node.left, depth + 1)
             right = self.build(node.right, depth + 1)
+            if isinstance(node.op, ast.Div):
+                self._require(right, "nonzero", node)
             if isinstance(node.op, ast.Pow):
-                if not right.is_number:
-                    raise ActivationError("exponents must be numeric constants (z**z is refused)")
-                if abs(float(right)) > MAX_EXPONENT:
-                    raise ActivationError(f"exponent {right} is too large (|exponent| <= {MAX_EXPONENT})")
-                if left.is_number and abs(float(left)) > MAX_LITERAL:
-                    raise ActivationError("power of a large constant refused")
+                return self._power(left, right, node)
             return op(left, right)
         if isinstance(node, ast.Call):
             return self._call(node, depth)
         raise ActivationError(f"{type(node).__name__} is not allowed in an activation expression")
+
+    def _power(self, base: sp.Expr, exponent: sp.Expr, node: ast.AST) -> sp.Expr:
+        if base.is_number and abs(float(sp.Abs(base))) > MAX_LITERAL:
+            raise ActivationError("power of a large constant refused")
+        if not exponent.is_number:
+            if base.is_number and base.is_positive:
+                return sp.exp(sp.log(base) * exponent)  # c**u = exp(u log c), c > 0
+            raise ActivationError("exponents must be numeric constants, or the base a positive "
+                                  "constant (z**z is refused)")
+        if abs(float(exponent)) > MAX_EXPONENT:
+            raise ActivationError(f"exponent {exponent} is too large (|exponent| <= {MAX_EXPONENT})")
+        if not exponent.is_integer:
+            self._require(base, "nonnegative" if exponent > 0 else "positive", node)
+        elif exponent < 0:
+            self._require(base, "nonzero", node)
+        return base**exponent
 
     def _call(self, node: ast.Call, depth: int) -> sp.Expr:
         if not isinstance(node.func, ast.Name):
@@ -182,7 +245,55 @@ class _Builder:
         for i in constant_args:
             if i < len(args) and not args[i].is_number:
                 raise ActivationError(f"argument {i + 1} of {name}() must be a numeric constant")
-        return builder(*args)
+        value = builder(*args)
+        if name in _DOMAINS:
+            kind, quantity = _DOMAINS[name]
+            self._require(quantity(args[0]), kind, node)
+        return value
+
+    def _require(self, u: sp.Expr, kind: str, node: ast.AST) -> None:
+        """Refuse ``node`` unless u meets ``kind`` for every real z (see rftheory.domain)."""
+        typed = ast.get_source_segment(self.source, node) or ast.unparse(node)
+        require(u, kind, typed, evaluate=_witness_value)
+
+
+def _witness_value(u: sp.Expr, x: float) -> Any:
+    """u at z = x in 30-digit mpmath, or None where it is not a real number (domain messages)."""
+    with mpmath.workdps(30):
+        try:
+            value = _mp_eval(u, mpmath.mpf(x))
+        except (ValueError, ZeroDivisionError, BackendError, OverflowError):
+            return None
+    return value if isinstance(value, mpmath.mpf) and mpmath.isfinite(value) else None
+
+
+
+def _check_ascii(text: str) -> None:
+    """Refuse non-ASCII characters, naming the first one (and what to type instead)."""
+    for position, char in enumerate(text):
+        if char.isascii():
+            continue
+        code = f"U+{ord(char):04X}"
+        name = unicodedata.name(char, code)
+        folded = unicodedata.normalize("NFKC", char)
+        if char in _ASCII_HINTS:
+            hint = f"; write {_ASCII_HINTS[char]}"
+        elif folded.isascii() and folded.strip():
+            # Python's parser would silently read it as `folded` (NFKC); say so instead
+            hint = f"; it looks like {folded!r}"
+            whole = unicodedata.normalize("NFKC", text)
+            if whole.isascii():
+                try:
+                    parse_activation(whole)
+                    hint += f" (did you mean {whole!r}?)"
+                except ActivationError:
+                    pass  # no suggestion that would itself be refused
+        elif char.isspace():
+            hint = "; use an ordinary space"
+        else:
+            hint = ""
+        raise ActivationError(f"activation strings must be ASCII: character {char!r} ({code} "
+                              f"{name}) at position {position} is refused{hint}")
 
 
 def parse_activation(text: str) -> sp.Expr:
@@ -191,9 +302,24 @@ def parse_activation(text: str) -> sp.Expr:
     Parameters
     ----------
     text : str
-        Arithmetic (``+ - * / **``), real numeric literals, the variable ``z``, the constants
-        ``pi`` and ``e``, and calls of whitelisted functions (``relu``, ``tanh``, ``erf``, ...,
-        ``hermite(k, z)`` for the normalised Hermite polynomial ``He_k(z)/sqrt(k!)``).
+        ASCII text: arithmetic (``+ - * / **``), real numeric literals, the variable ``z``, the
+        constants ``pi``, ``e`` (also ``E``), and calls of the whitelisted functions:
+
+        * elementary, by sympy's names: ``exp``, ``exp2``, ``expm1``, ``log`` (also
+          ``log(u, base)``, ``ln``, ``log2``, ``log10``), ``log1p``, ``sqrt``, ``sin``, ``cos``,
+          ``tanh``, ``sinh``, ``cosh``, ``asinh`` (``arcsinh``), ``atan`` (``arctan``), ``erf``,
+          ``erfc``; a power ``c**u`` with a positive constant base is ``exp(u*log(c))``;
+        * piecewise: ``relu``, ``leaky_relu(u[, a])`` (a = 0.01), ``abs`` (``Abs``), ``max``,
+          ``min`` (``Max``, ``Min``, two arguments), ``heaviside`` (``Heaviside``, ``step``),
+          ``sign``;
+        * activations of the ML literature: ``sigmoid``, ``silu`` (``swish``), ``softplus``
+          (``log(1 + exp(u))``), ``gelu`` (exact, with erf), ``elu(u[, a])`` (a = 1, built with
+          ``expm1``), ``mish``;
+        * ``hermite(k, u)`` (``h``): the normalised Hermite polynomial ``He_k(u)/sqrt(k!)``.
+
+        Not offered: ``tan`` (poles on the real line), ``asin``, ``acos``, ``acosh``, ``atanh``
+        (bounded domains, infinite slope at their ends), ``cbrt`` (infinite slope at 0; write
+        ``sign(u)*abs(u)**(1/3)`` if that is meant).
 
     Returns
     -------
@@ -205,6 +331,38 @@ def parse_activation(text: str) -> sp.Expr:
     ActivationError
         For anything outside the whitelist, naming what was refused. No part of ``text`` is ever
         evaluated as Python.
+
+    Notes
+    -----
+    *Domains.* Every activation must be real and finite on the whole real line, so each argument
+    of ``log``/``log2``/``log10`` (> 0), ``log1p`` (> -1), ``sqrt`` and fractional powers
+    (>= 0; > 0 for negative exponents) and each divisor or base of a negative integer power
+    (≠ 0) is checked for every real z as typed, before sympy simplifies anything
+    (``sqrt(z)**2`` is refused although sympy would write it ``z``). The check is
+    :func:`rftheory.domain.require`: sympy's assumptions on the real symbol, exact root
+    isolation for polynomial arguments, and interval bounds of the elementary functions; what
+    none of them proves is refused conservatively, and the message says which case it is:
+    ``log(z)`` "is not defined for z ≤ 0", ``1/(z**2 - 2)`` "has a pole at z = -sqrt(2) or
+    z = sqrt(2)", ``log(exp(z) - z)`` "is refused conservatively".
+
+    *Unicode.* Only ASCII is accepted. Python's parser normalises identifiers with NFKC, so it
+    would silently read look-alikes such as fullwidth ``ｅｘｐ`` or mathematical bold ``𝐞𝐱𝐩`` as
+    ``exp``; refusing them keeps the string a user sees, the name stored with results and the
+    function computed the same. The message names the character and, where NFKC maps it to ASCII,
+    what it looks like.
+
+    Examples
+    --------
+    >>> parse_activation("log(1 + exp(z))")
+    log(exp(z) + 1)
+    >>> parse_activation("z*(1 + erf(z/sqrt(2)))/2")
+    z*(erf(sqrt(2)*z/2) + 1)/2
+    >>> parse_activation("sqrt(1 + z**2)")
+    sqrt(z**2 + 1)
+    >>> parse_activation("log(z)")
+    Traceback (most recent call last):
+    ...
+    rftheory.errors.ActivationError: log(z) is not defined for z ≤ 0 (it needs z > 0)
     """
     if not isinstance(text, str):
         raise ActivationError(f"activation must be a string, got {type(text).__name__}")
@@ -214,17 +372,21 @@ def parse_activation(text: str) -> sp.Expr:
         )
     if not text.strip():
         raise ActivationError("activation string is empty")
+    _check_ascii(text)
     if "__" in text:
         raise ActivationError("dunder names are not allowed")
+    source = text.strip()
     try:
-        tree = ast.parse(text.strip(), mode="eval")
+        tree = ast.parse(source, mode="eval")
     except (SyntaxError, ValueError) as exc:
         raise ActivationError(f"cannot parse activation {text!r}: {exc.msg if hasattr(exc, 'msg') else exc}") from None
     except (RecursionError, MemoryError):
         raise ActivationError("expression is nested too deeply") from None
-    expr = _Builder().build(tree)
+    expr = _Builder(source).build(tree)
     if not expr.has(Z):
         raise ActivationError("activation must depend on z (a constant is not an activation)")
+    if expr.has(sp.I, sp.zoo, sp.nan, sp.oo, -sp.oo):  # unreachable after the domain checks
+        raise ActivationError(f"activation {expr} is not a finite real function")
     return expr
 
 
@@ -232,17 +394,18 @@ def parse_activation(text: str) -> sp.Expr:
 # Numeric evaluation (array API and mpmath), compiled from the sympy tree
 # ---------------------------------------------------------------------------------------------
 
-def _special_erf(xp: Any) -> Callable[[Any], Any]:
-    name = getattr(xp, "__name__", "")
-    if "numpy" in name:
+def _special(xp: Any, name: str) -> Callable[[Any], Any]:
+    """``erf`` or ``erfc`` for the namespace (SciPy for NumPy, cupyx for CuPy)."""
+    module = getattr(xp, "__name__", "")
+    if "numpy" in module:
         import scipy.special
 
-        return scipy.special.erf
-    if "cupy" in name:
+        return getattr(scipy.special, name)
+    if "cupy" in module:
         import cupyx.scipy.special
 
-        return cupyx.scipy.special.erf
-    raise BackendError(f"erf is not available for array namespace {name!r} (numpy or CuPy only)")
+        return getattr(cupyx.scipy.special, name)
+    raise BackendError(f"{name} is not available for array namespace {module!r} (numpy or CuPy only)")
 
 
 # The array path compiles each Activation once into a small straight-line program: a tuple of
@@ -252,18 +415,33 @@ def _special_erf(xp: Any) -> Callable[[Any], Any]:
 # built from ``sympy.cse`` of [φ, φ'] so that one program computes both with shared work, and are
 # interpreted by :func:`_run_program`; no string is ever evaluated.
 
-class _LogOnePlusExp(sp.Function):
-    """``log(1 + exp(u))`` kept whole through CSE; evaluated as the stable ``logaddexp(0, u)``."""
+class _LogAddExp(sp.Function):
+    """``log(exp(a) + exp(b))`` kept whole through CSE; evaluated as the stable ``logaddexp``."""
 
-    nargs = 1
+    nargs = 2
+
+
+class _Hypot(sp.Function):
+    """``sqrt(a**2 + b**2)`` evaluated as ``hypot`` (no overflow of the squares)."""
+
+    nargs = 2
+
+
+class _PowConst(sp.Function):
+    """``c**u`` for a constant c > 0 (``exp(u log c)``), evaluated as ``pow(c, u)``: exact
+    powers of 2 for exp2, and no amplified rounding of ``u log c`` for large u."""
+
+    nargs = 2
 
 
 #: sympy heads evaluated by one array-API function of the same meaning (name in the namespace).
 _ARRAY_FUNCS: dict[Any, str] = {
     sp.tanh: "tanh", sp.sinh: "sinh", sp.cosh: "cosh", sp.exp: "exp", sp.sin: "sin",
     sp.cos: "cos", sp.atan: "atan", sp.log: "log", sp.Abs: "abs", sp.sign: "sign",
-    sp.erf: "erf", _LogOnePlusExp: "softplus",
+    sp.erf: "erf", sp.erfc: "erfc", sp.asinh: "asinh", log1p: "log1p", expm1: "expm1",
 }
+#: Heads computed by :func:`_special` rather than the array namespace.
+_SPECIAL = ("erf", "erfc")
 #: sympy relations -> names of the Python comparison operators (array API operators).
 _RELATIONS: dict[Any, str] = {
     sp.StrictLessThan: "lt", sp.LessThan: "le", sp.StrictGreaterThan: "gt",
@@ -311,19 +489,57 @@ def _prepare(expr: sp.Expr) -> sp.Expr:
     # Derivative of a jump: zero almost everywhere (kinks have Gaussian measure zero).
     expr = expr.replace(lambda e: isinstance(e, sp.DiracDelta), lambda e: sp.S.Zero)
 
-    def is_log1p_exp(e: sp.Expr) -> bool:
-        if not isinstance(e, sp.log):
+    def exponent_of(term: sp.Expr) -> sp.Expr | None:
+        """u if term = exp(u), log(c) if term is a constant c > 0, else None."""
+        if isinstance(term, sp.exp):
+            return term.args[0]
+        if term.is_number and term.is_positive:
+            return sp.log(term)
+        return None
+
+    def is_log_sum_exp(e: sp.Expr) -> bool:
+        if e.is_number:  # folded to a constant by the compiler
             return False
-        inner = e.args[0]
-        return (inner.is_Add and len(inner.args) == 2 and sp.S.One in inner.args
-                and any(isinstance(a, sp.exp) for a in inner.args))
+        if isinstance(e, log1p):
+            return isinstance(e.args[0], sp.exp)
+        if not isinstance(e, sp.log) or not e.args[0].is_Add or len(e.args[0].args) != 2:
+            return False
+        parts = [exponent_of(t) for t in e.args[0].args]
+        return all(p is not None for p in parts) and any(isinstance(t, sp.exp) for t in e.args[0].args)
 
-    def log1p_exp(e: sp.Expr) -> sp.Expr:
-        exp_term = next(a for a in e.args[0].args if isinstance(a, sp.exp))
-        return _LogOnePlusExp(exp_term.args[0])
+    def log_sum_exp(e: sp.Expr) -> sp.Expr:
+        if isinstance(e, log1p):
+            return _LogAddExp(sp.S.Zero, e.args[0].args[0])
+        return _LogAddExp(*[exponent_of(t) for t in e.args[0].args])
 
-    # log(1 + exp(u)) overflows for large u; logaddexp(0, u) is the same function, stably.
-    return expr.replace(is_log1p_exp, log1p_exp)
+    def power_of_constant(e: sp.Expr) -> tuple[sp.Expr, sp.Expr] | None:
+        """(c, u) if e is c**u or exp(u log c) with a rational c > 0 and u depending on z."""
+        if e.is_Pow and e.base.is_Rational and e.base.is_positive and not e.exp.is_number:
+            return e.base, e.exp
+        if isinstance(e, sp.exp) and not e.is_number:
+            const, rest = e.args[0].as_independent(Z, as_Add=False)
+            if isinstance(const, sp.log) and const.args[0].is_Rational and const.args[0] > 0:
+                return const.args[0], rest
+        return None
+
+    def hypot_form(e: sp.Expr) -> sp.Expr | None:
+        """hypot(sqrt(c), u)**(2q) for (c + u**2)**q with c > 0 and q not an integer."""
+        if not (e.is_Pow and e.exp.is_number and not e.exp.is_integer and e.base.is_Add
+                and len(e.base.args) == 2):
+            return None
+        consts = [a for a in e.base.args if a.is_number]
+        squares = [a for a in e.base.args if a.is_Pow and a.exp == 2 and not a.is_number]
+        if len(consts) != 1 or len(squares) != 1 or not consts[0].is_positive:
+            return None
+        return _Hypot(sp.sqrt(consts[0]), squares[0].base) ** (2 * e.exp)
+
+    # log(c + exp(u)) (softplus: c = 1) and log(exp(u) + exp(v)) overflow once exp does;
+    # logaddexp(log c, u) is the same function, stably. sqrt(c + u**2) overflows u**2 for
+    # |u| > 1.3e154 (and z/sqrt(1 + z**2) would give 0 instead of 1 there): hypot does not.
+    expr = expr.replace(lambda e: power_of_constant(e) is not None,
+                        lambda e: _PowConst(*power_of_constant(e)))
+    expr = expr.replace(lambda e: hypot_form(e) is not None, hypot_form)
+    return expr.replace(is_log_sum_exp, log_sum_exp)
 
 
 class _Compiler:
@@ -369,6 +585,9 @@ class _Compiler:
             return self.emit("heaviside", (self.ref(e.args[0]),), h0)
         if e.func in _ARRAY_FUNCS:
             return self.emit("fn", (self.ref(e.args[0]),), _ARRAY_FUNCS[e.func])
+        if isinstance(e, (_LogAddExp, _Hypot, _PowConst)):
+            name = {_LogAddExp: "logaddexp", _Hypot: "hypot", _PowConst: "pow"}[e.func]
+            return self.emit("binary", tuple(self.ref(a) for a in e.args), name)
         if isinstance(e, sp.Piecewise):
             args: list[Any] = []
             default: Any = 0.0  # no condition holds: zero, as in the mpmath evaluator
@@ -581,12 +800,12 @@ def _run_program(program: _Program, x: Any, xp: Any) -> list[Any]:
             value = acc
         elif op == "fn":
             name, u = step.param, slots[args[0]]
-            if name == "erf":
-                value = _special_erf(xp)(u)
-            elif name == "softplus":
-                value = xp.logaddexp(array(0.0), u)
+            if name in _SPECIAL:
+                value = _special(xp, name)(u)
             else:
                 value = getattr(xp, name)(u)
+        elif op == "binary":
+            value = getattr(xp, step.param)(array(args[0]), array(args[1]))
         elif op == "heaviside":
             u, h0 = slots[args[0]], step.param
             # All exact for non-NaN u: sign(u) is -1, 0 or 1, and the 0/1 masks are exact.
@@ -641,10 +860,23 @@ def _run_program(program: _Program, x: Any, xp: Any) -> list[Any]:
 
 
 _MP_FUNCS: dict[Any, Callable[..., Any]] = {
-    sp.tanh: mpmath.tanh, sp.sinh: mpmath.sinh, sp.cosh: mpmath.cosh, sp.exp: mpmath.exp,
-    sp.sin: mpmath.sin, sp.cos: mpmath.cos, sp.atan: mpmath.atan, sp.erf: mpmath.erf,
-    sp.log: mpmath.log, sp.Abs: abs,
+    sp.tanh: mpmath.tanh, sp.sin: mpmath.sin, sp.cos: mpmath.cos, sp.atan: mpmath.atan,
+    sp.erf: mpmath.erf, sp.erfc: mpmath.erfc, sp.log: mpmath.log, sp.Abs: abs,
+    sp.asinh: mpmath.asinh, log1p: mpmath.log1p,
 }
+#: Exponential-type heads, guarded by :data:`_MP_EXP_CAP`: name -> (function, value at +inf,
+#: value at -inf).
+_HUGE = mpmath.mpf(2) ** (2**64)  # finite: mpmath's exponents are Python integers
+_MP_EXPONENTIAL: dict[Any, tuple[Callable[..., Any], Any, Any]] = {
+    sp.exp: (mpmath.exp, _HUGE, 1 / _HUGE),
+    expm1: (mpmath.expm1, _HUGE, mpmath.mpf(-1)),
+    sp.sinh: (mpmath.sinh, _HUGE, -_HUGE),
+    sp.cosh: (mpmath.cosh, _HUGE, _HUGE),
+}
+#: |u| beyond which exp(u) and its kin are replaced by ±2^(2^64) (or 2^-(2^64), -1) in mpmath:
+#: exact evaluation would need a 2^64-bit-precise log 2 (exp(exp(exp(80))) would never finish),
+#: and nothing that large or small reaches a double anyway.
+_MP_EXP_CAP = mpmath.mpf(2) ** 64
 
 
 def _mp_eval(expr: sp.Expr, x: Any) -> Any:
@@ -688,21 +920,61 @@ def _mp_eval(expr: sp.Expr, x: Any) -> Any:
         return mpmath.sign(args[0])
     if f in _MP_FUNCS:
         return _MP_FUNCS[f](*args)
+    if f in _MP_EXPONENTIAL:
+        function, at_plus_inf, at_minus_inf = _MP_EXPONENTIAL[f]
+        (u,) = args
+        if isinstance(u, mpmath.mpf) and u > _MP_EXP_CAP:
+            return at_plus_inf
+        if isinstance(u, mpmath.mpf) and u < -_MP_EXP_CAP:
+            return at_minus_inf
+        return function(u)
     raise BackendError(f"no mpmath rule for {f.__name__}")
 
 
+#: Digits tried in turn by :func:`_mp_real` until two consecutive results agree.
+_MP_LEVELS = (30, 60, 120, 240, 480, 960)
+
+
 def _mp_real(expr: sp.Expr, x: float) -> float:
-    """``expr`` at the float ``x`` via mpmath (30 digits); FloatingPointError if not real."""
-    with mpmath.workdps(30):
-        try:
-            value = _mp_eval(expr, mpmath.mpf(x))
-        except (ValueError, ZeroDivisionError) as exc:
-            raise FloatingPointError(f"activation is undefined at z = {x!r}: {exc}") from None
-    if isinstance(value, mpmath.mpc):
-        if value.imag != 0:
-            raise FloatingPointError(f"activation is not real at z = {x!r}")
-        value = value.real
-    return float(value)
+    """``expr`` at the float ``x`` via mpmath, to double precision; FloatingPointError if not real.
+
+    The digits grow (30, 60, ... 960) until two consecutive results agree to 2^-53 relative, so
+    cancellation that 30 digits cannot resolve (``1 - tanh(100)**2`` ≈ 5.5e-87) is resolved; an
+    infinite mpmath value (``log(0)`` after such a cancellation) is retried at more digits and
+    accepted only at the last level.
+    """
+    previous: float | None = None
+    failure: Exception | None = None
+    for dps in _MP_LEVELS:
+        with mpmath.workdps(dps):
+            try:
+                value = _mp_eval(expr, mpmath.mpf(x))
+            except (ValueError, ZeroDivisionError) as exc:
+                failure = exc  # perhaps cancellation to exactly 0 at this precision: go on
+                continue
+        if isinstance(value, mpmath.mpc):
+            if abs(value.imag) > abs(value.real) * 2.0**-60 or value.real == 0:
+                failure = FloatingPointError(f"activation is not real at z = {x!r}")
+                continue
+            value = value.real
+        if mpmath.isnan(value):  # inf - inf or 0 * inf beyond mpmath's exponential cap
+            failure = FloatingPointError(f"activation cannot be evaluated at z = {x!r}: an "
+                                         "intermediate value is beyond exp(2^64) even in mpmath")
+            continue
+        if mpmath.isinf(value) and dps != _MP_LEVELS[-1]:
+            continue  # log(0) after cancellation (1 - tanh(100)**2 at 60 digits): more digits
+        result = float(value)
+        if math.isinf(result):
+            return result  # a finite mpmath value beyond the double range: true overflow
+        if previous is not None and (result == previous or
+                                     abs(result - previous) <= 2.0**-53 * abs(result)):
+            return result
+        previous, failure = result, None
+    if previous is not None and failure is None:
+        return previous  # the highest precision's value (no two levels agreed)
+    if isinstance(failure, FloatingPointError):
+        raise failure
+    raise FloatingPointError(f"activation is undefined at z = {x!r}: {failure}") from None
 
 
 def _mp_condition(cond: Any, x: Any) -> bool:
@@ -741,6 +1013,18 @@ def _real_zeros(arg: sp.Expr) -> list[sp.Expr]:
     return list(sp.real_roots(poly))
 
 
+def _base_zeros(base: sp.Expr) -> list[sp.Expr]:
+    """Real zeros of a fractional power's base: polynomial, or piecewise polynomial (the zeros of
+    every piece, a superset that only adds harmless split points)."""
+    pw = sp.piecewise_fold(base.rewrite(sp.Piecewise))
+    pieces = pw.args if isinstance(pw, sp.Piecewise) else ((pw, sp.true),)
+    if not all(piece.is_polynomial(Z) for piece, _ in pieces):
+        raise ActivationError(
+            f"cannot locate where {base} vanishes (φ is not smooth there); the base of a "
+            "fractional power must be positive or piecewise polynomial in z")
+    return [r for piece, _ in pieces if piece.has(Z) for r in _real_zeros(piece)]
+
+
 def _find_kinks(expr: sp.Expr) -> tuple[sp.Expr, ...]:
     # Keyed by a 30-digit value so that one point reached through two forms is kept once.
     points: dict[str, sp.Expr] = {}
@@ -750,7 +1034,11 @@ def _find_kinks(expr: sp.Expr) -> tuple[sp.Expr, ...]:
             points.setdefault(str(sp.N(r, 30)), r)
 
     for node in sp.preorder_traversal(expr):
-        if isinstance(node, _KINK_HEADS):
+        if node.is_Pow and node.exp.is_number and not node.exp.is_integer and node.base.has(Z):
+            # |u|**q, sqrt(u): not smooth where the base vanishes (a base proved > 0 never does)
+            if not proves(node.base, "positive"):
+                add(_base_zeros(node.base))
+        elif isinstance(node, _KINK_HEADS):
             if isinstance(node, (sp.Max, sp.Min)):
                 args = node.args
                 for i in range(len(args)):
@@ -792,12 +1080,29 @@ class Activation:
     :meth:`derivative` run the parts they need, with bitwise the same results). It works in the
     input's floating dtype (integer input is promoted to float64): constants are rounded once to
     double and then to that dtype, integer powers up to 4 are repeated products (at most 3
-    roundings), ``Heaviside`` and ``DiracDelta`` are exact, ``log(1 + exp(u))`` is the stable
-    ``logaddexp(0, u)``, and the rest is the namespace's elementwise functions (SciPy/CuPy for
-    ``erf``). So φ is accurate to a few ulp of the dtype times the conditioning of the
-    expression (e.g. ``1 - tanh(z)**2`` has absolute error ~ulp(1), not relative). With NumPy,
-    NaNs at finite inputs (overflow giving ``inf/inf``, e.g. silu'(z) for z < -709) are
-    recomputed in 30-digit mpmath; a non-real value raises ``FloatingPointError``.
+    roundings), ``Heaviside`` and ``DiracDelta`` are exact, ``log(c + exp(u))`` (c > 0, so
+    softplus ``log(1 + exp(u))`` and ``log1p(exp(u))``) and ``log(exp(u) + exp(v))`` are the
+    stable ``logaddexp(log c, u)``, ``(c + u**2)**q`` (q not an integer, so ``sqrt(1 + z**2)``
+    and the derivative of ``asinh``) is ``hypot(sqrt(c), u)**(2q)``, ``c**u`` and ``exp2(u)`` are
+    ``pow(c, u)`` (exact powers of 2), ``log1p``, ``expm1``, ``asinh`` are the namespace's own, and
+    the rest is the namespace's elementwise functions (SciPy/CuPy for ``erf``, ``erfc``). So φ is
+    accurate to a few ulp of the dtype times the conditioning of the expression (e.g.
+    ``1 - tanh(z)**2`` has absolute error ~ulp(1), not relative).
+
+    *Overflow.* With NumPy, every non-finite value at a finite input is recomputed in 30-digit
+    mpmath: NaNs from ``inf/inf`` (silu'(z) for z < -709), and ±inf where the true value is
+    finite (``log(1 - tanh(z)**2)`` for |z| > 19, where ``tanh`` rounds to 1; ``log(erfc(z))``
+    for z > 27; ``sqrt(1 + z**2)`` for |z| > 1.3e154). A value beyond the dtype's range stays
+    ±inf (exp(800)), now checked to be the true overflow; a non-real value raises
+    ``FloatingPointError``. So softplus ``log(1 + exp(z))`` at z = ±700 is 700 and 9.86e-305
+    (logaddexp, no overflow), and at ±1e5 it is 1e5 and 0.0 (the true value underflows); its
+    derivative ``exp(z)/(exp(z) + 1)`` is inf/inf past z = 709.78 and recomputed (= 1.0). In
+    mpmath, ``exp``, ``expm1``, ``sinh``, ``cosh`` of |u| > 2^64 are taken as their limits
+    (no double can tell the difference, and exact evaluation would not terminate); the digits
+    grow to at most 960, so a cancellation beyond that (``log(1 - tanh(z)**2)`` for
+    |z| > ~1100) stays -inf. An intermediate overflow that yields a *finite* wrong value is not
+    caught: the stable forms above remove the common ones. Other array namespaces (CuPy,
+    ``array_api_strict``) return the raw IEEE results.
     """
 
     name: str
@@ -872,16 +1177,16 @@ class Activation:
             return _run_program(program, x, xp)
         import numpy as np
 
-        # exp overflow inside sigmoid-like terms usually rounds to the right limit
-        # (1/inf = 0); where it produces inf*0 or inf/inf instead (e.g. silu'(z) for
-        # z < -709), the NaNs are recomputed below in mpmath.
-        with np.errstate(over="ignore", invalid="ignore", divide="raise"):
+        # Overflow and underflow are left to run their course (exp(800) = inf, 1/inf = 0);
+        # every non-finite result at a finite input (inf/inf, inf - inf, log(0) after an
+        # underflow, sqrt(inf) of a finite function) is recomputed below in mpmath.
+        with np.errstate(over="ignore", invalid="ignore", divide="ignore", under="ignore"):
             outs = _run_program(program, x, xp)
         results = []
         for out, expr in zip(outs, exprs):
             out = np.asarray(out)  # NumPy returns scalars for 0-d inputs
-            if np.isnan(out).any():  # one cheap pass; the mask only when there is a NaN
-                bad = np.isnan(out) & np.isfinite(x)
+            if not np.isfinite(out).all():  # one cheap pass; the mask only when needed
+                bad = ~np.isfinite(out) & np.isfinite(x)
                 if bad.any():
                     out[bad] = [_mp_real(expr, float(v)) for v in x[bad]]
             results.append(out)

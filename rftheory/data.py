@@ -22,7 +22,9 @@ from typing import Any
 
 import numpy as np
 
-from .errors import DataNotFoundError, RFTheoryError
+from array_api_compat import array_namespace
+
+from .errors import DataNotFoundError, RFTheoryError, ShapeError
 
 __all__ = [
     "DataNotFoundError",
@@ -30,7 +32,8 @@ __all__ = [
     "sphere_data",
     "gaussian_labels",
     "sign_labels",
-    "normalise_rows",
+    "to_sphere",
+    "dataset_dimension",
     "digits_data",
     "cifar10_data",
     "load_dataset",
@@ -91,7 +94,7 @@ class Dataset:
         """Rows of X (any array on the host) as displayable images in [0, 1].
 
         Each image is min–max scaled on its own, which inverts the per-row centring and scaling
-        of :func:`normalise_rows` up to an affine map. Returns (n, H, W) for grey images and
+        of :func:`to_sphere` up to an affine map. Returns (n, H, W) for grey images and
         (n, H, W, 3) for colour ones.
         """
         if self.image_shape is None:
@@ -117,23 +120,70 @@ def _rng(seed: Any, stream: int) -> np.random.Generator:
     return np.random.default_rng([seed, stream])
 
 
-def normalise_rows(A: np.ndarray, *, centre: bool = True) -> np.ndarray:
-    """Centre each row (optionally) and rescale it to norm √d, in float64.
+def to_sphere(X: Any, d: int | None = None, *, centre: bool = False,
+              return_norms: bool = False) -> Any:
+    """Rescale each row of X (or the vector X) onto the sphere of radius √d: x ↦ √d·x/‖x‖.
+
+    The one projection onto the data model's sphere: data sets, the reconstruction's candidates
+    and the claims' points all go through it.
+
+    Parameters
+    ----------
+    X : array, shape (n, k) or (k,)
+        Rows (or one point), in any array-API namespace; the result is in the same namespace.
+        Integer arrays are converted to float64, floating ones keep their dtype.
+    d : int, optional
+        Squared radius (default: k, the length of a row).
+    centre : bool
+        Subtract each row's mean first (images: removes the brightness offset).
+    return_norms : bool
+        Also return ‖x‖ (after centring): shape (n, 1) for rows, a float for one point — what a
+        chain rule through the projection needs.
+
+    Returns
+    -------
+    array, or (array, norms)
 
     Raises
     ------
-    RFTheoryError
-        If a row is constant (zero after centring): it has no direction on the sphere.
+    ShapeError
+        If a row is (numerically) zero — e.g. constant before centring: it has no direction on
+        the sphere. "Numerically": ‖x‖ ≤ 1e-12·√k.
+
+    Notes
+    -----
+    Rows' norms are ``vector_norm(X, axis=1)``; one point's norm is √(x·x) (a BLAS dot on numpy).
+    These are exactly what numpy's ``np.linalg.norm`` computes in each case, which keeps every
+    projected point bit-identical to earlier versions of this package.
+
+    Examples
+    --------
+    >>> to_sphere(np.array([[3.0, 4.0]]), d=25)
+    array([[3., 4.]])
+    >>> to_sphere(np.array([1.0, 1.0, 1.0, 1.0]))
+    array([1., 1., 1., 1.])
     """
-    A = np.asarray(A, dtype=np.float64)
+    xp = array_namespace(X)
+    if X.ndim not in (1, 2):
+        raise ShapeError(f"to_sphere takes rows (n, d) or one point (d,), got shape {tuple(X.shape)}")
+    if not xp.isdtype(X.dtype, "real floating"):
+        X = xp.astype(X, xp.float64)
+    k = X.shape[-1]
+    d = k if d is None else d
     if centre:
-        A = A - A.mean(axis=1, keepdims=True)
-    norms = np.linalg.norm(A, axis=1, keepdims=True)
-    # A row this close to 0 relative to its scale has no meaningful direction.
-    if np.any(norms <= 1e-12 * math.sqrt(A.shape[1])):
-        raise RFTheoryError("a data row is constant (zero after centring); it cannot be "
-                            "normalised to the sphere")
-    return A * (math.sqrt(A.shape[1]) / norms)
+        X = X - xp.mean(X, axis=-1, keepdims=True)
+    tiny = 1e-12 * math.sqrt(k)  # a row this close to 0 relative to its scale has no direction
+    if X.ndim == 1:
+        norms = math.sqrt(float(X @ X))
+        zero = norms <= tiny
+    else:
+        norms = xp.linalg.vector_norm(X, axis=1, keepdims=True)
+        zero = bool(xp.any(norms <= tiny))
+    if zero:
+        raise ShapeError("a row is zero" + (" after centring (a constant row)" if centre else "")
+                         + ": it has no direction on the sphere")
+    out = X * (math.sqrt(d) / norms)
+    return (out, norms) if return_norms else out
 
 
 def sphere_data(n: int, d: int, seed: int = 0) -> np.ndarray:
@@ -144,7 +194,7 @@ def sphere_data(n: int, d: int, seed: int = 0) -> np.ndarray:
     numpy.ndarray, shape (n, d), float64
     """
     n, d = _check_count("n", n), _check_count("d", d)
-    return normalise_rows(_rng(seed, _STREAM_SPHERE).standard_normal((n, d)), centre=False)
+    return to_sphere(_rng(seed, _STREAM_SPHERE).standard_normal((n, d)))
 
 
 def gaussian_labels(n: int, seed: int = 0) -> np.ndarray:
@@ -175,7 +225,7 @@ def digits_data(n: int, seed: int = 0) -> Dataset:
     n = _check_count("n", n)
     digits = load_digits()
     idx = _subset(digits.data.shape[0], n, seed, "scikit-learn's digits")
-    return Dataset(normalise_rows(digits.data[idx]), "digits", (8, 8), idx,
+    return Dataset(to_sphere(digits.data[idx], centre=True), "digits", (8, 8), idx,
                    np.asarray(digits.target[idx], dtype=np.int64))
 
 
@@ -272,7 +322,41 @@ def cifar10_data(directory: str | Path, n: int, seed: int = 0, *, split: str = "
     data, labels = zip(*(_read_cifar_batch(f) for f in files))
     data, labels = np.concatenate(data), np.concatenate(labels)
     idx = _subset(data.shape[0], n, seed, f"the CIFAR-10 {split} batches in {folder}")
-    return Dataset(normalise_rows(data[idx]), "cifar10", (3, 32, 32), idx, labels[idx])
+    return Dataset(to_sphere(data[idx], centre=True), "cifar10", (3, 32, 32), idx, labels[idx])
+
+
+def _parse_dataset(spec: Any, d: int | None) -> tuple[str, str, int]:
+    """``(name, argument, d)`` of a data set spec, with every check that needs no file."""
+    if not isinstance(spec, str):
+        raise RFTheoryError(f"data set must be a string, got {spec!r}")
+    name, sep, arg = spec.partition(":")
+    name = name.strip().lower()
+    if d is not None:
+        d = _check_count("d", d)
+    if name == "sphere" and not sep:
+        if d is None:
+            raise RFTheoryError("sphere data needs the dimension d")
+        return name, "", d
+    fixed_d = {"digits": 64, "cifar10": _CIFAR_D}.get(name)
+    if fixed_d is None or (name == "digits" and sep) or (name == "cifar10" and not arg.strip()):
+        raise RFTheoryError(f"unknown data set {spec!r}; use one of: {', '.join(DATASET_SPECS)}")
+    if d is not None and d != fixed_d:
+        raise RFTheoryError(f"{name} images have d = {fixed_d}, but d = {d} was requested")
+    return name, arg.strip(), fixed_d
+
+
+def dataset_dimension(spec: str, d: int | None = None) -> int:
+    """The input dimension d of the data set ``spec`` (see :func:`load_dataset`), without loading it.
+
+    Raises the errors :func:`load_dataset` raises for a bad ``spec`` or ``d``, except those that
+    need the files (a missing CIFAR-10 folder).
+
+    Examples
+    --------
+    >>> dataset_dimension("digits"), dataset_dimension("sphere", 20)
+    (64, 20)
+    """
+    return _parse_dataset(spec, d)[2]
 
 
 def load_dataset(spec: str, n: int, d: int | None = None, seed: int = 0) -> Dataset:
@@ -292,21 +376,9 @@ def load_dataset(spec: str, n: int, d: int | None = None, seed: int = 0) -> Data
     seed : int
         Seed of the points (sphere) or of the subset (images).
     """
-    if not isinstance(spec, str):
-        raise RFTheoryError(f"data set must be a string, got {spec!r}")
-    name, sep, arg = spec.partition(":")
-    name = name.strip().lower()
-    if d is not None:
-        d = _check_count("d", d)
-    if name == "sphere" and not sep:
-        if d is None:
-            raise RFTheoryError("sphere data needs the dimension d")
+    name, arg, d = _parse_dataset(spec, d)
+    if name == "sphere":
         return Dataset(sphere_data(n, d, seed), "sphere")
-    fixed_d = {"digits": 64, "cifar10": _CIFAR_D}.get(name)
-    if fixed_d is None or (name == "digits" and sep) or (name == "cifar10" and not arg.strip()):
-        raise RFTheoryError(f"unknown data set {spec!r}; use one of: {', '.join(DATASET_SPECS)}")
-    if d is not None and d != fixed_d:
-        raise RFTheoryError(f"{name} images have d = {fixed_d}, but d = {d} was requested")
     if name == "digits":
         return digits_data(n, seed)
-    return cifar10_data(arg.strip(), n, seed)
+    return cifar10_data(arg, n, seed)

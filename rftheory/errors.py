@@ -28,3 +28,8 @@ class HermiteOptionError(RFTheoryError):
 
 class DataNotFoundError(RFTheoryError):
     """A data set was requested from local files that are missing or unreadable."""
+
+
+class ResourceLimitError(RFTheoryError):
+    """A job was refused before it started: its estimated memory or time exceeds the limit
+    (see :mod:`rftheory.budget`)."""

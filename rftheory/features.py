@@ -1,45 +1,55 @@
-"""Random features φ(Vx) streamed over seeded blocks of V, and the trained RF model θ* = Φ⁺Y.
+"""Random features φ(Vx) streamed over blocks of a counter-based V, and the trained RF model θ* = Φ⁺Y.
 
 A random-features model is (activation, d, p, seed). Its first layer V ∈ R^{p×d},
-V_ij ~ N(0, 1/d), is never stored whole by default: it is generated in blocks of
-:data:`BLOCK_ROWS` rows, block ``b`` drawn from ``numpy.random.default_rng([seed, b])``. Hence
+V_ij ~ N(0, 1/d), is defined entry by entry in :mod:`rftheory.philox`:
+``V[i, j] = Z[i, j]/√d`` with Z[i, j] a standard normal computed from Philox4x64-10 of the counter
+(i, j // 4, 0, 0) under the key of ``seed`` (Box–Muller, in float64; a float32 V is that value
+rounded once). It is never stored whole by default but generated in blocks of
+:data:`BLOCK_ROWS` rows — on the host by a pool of threads, on a CUDA device by a kernel that
+writes each chunk in the working dtype. Hence
 
-* V is a pure function of (seed, p, d) — and the first p rows of a model with p' > p are the V of
-  the model with p (models are nested in p);
+* V is a pure function of (seed, i, j) (and d, through the scale 1/√d) — not of the block size,
+  the chunk size, the thread count, the device or the dtype beyond that final rounding; models
+  are nested in p and in d (up to the scale);
 * every reduction over p (Gram, Φθ, vector–Jacobian products) adds per-block terms in an
   association fixed by the block index (:class:`BlockSum`), so results are **bit-identical
   whatever compute chunk size** is used (with numpy; on CuPy up to cuBLAS's choice of kernel,
   which may depend on the chunk's size);
 * memory beyond the inputs is O(n · chunk_rows + n²).
 
-V is drawn in float64 on the host (by a pool of threads, a few chunks ahead of the arithmetic) and
-cast to the data's dtype and device, so numpy, CuPy and float32 runs all see the same V (up to
-the cast).
+numpy and CuPy compute the same Philox integers and the same float64 operations; only their
+``log`` and ``sin`` differ, by at most :data:`rftheory.philox.MAX_ULPS` ulps (float64), which a
+float32 V almost never shows. :data:`V_DEFINITION` names the definition; stored results that
+depend on V should record it.
 
-Seed streams: V's blocks use ``default_rng([seed, b])``; every other random object of the package
-(data, labels, initial candidates, bootstrap, ...) uses ``default_rng([seed, tag])`` with a fixed
-``tag >= 2**40``, so one user seed drives them all independently. (``default_rng(seed)`` equals
-block 0's stream — never use it for anything that must be independent of V.)
+Seed streams: V uses no numpy ``Generator`` at all, so no ``default_rng`` stream can coincide with
+it (not even ``default_rng(seed)``). The package's other random objects (data, labels, initial
+candidates, bootstrap, ...) use ``default_rng([seed, tag])`` with a fixed ``tag >= 2**40`` per
+purpose, so one user seed drives them all independently.
 """
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import math
 import os
 from collections import deque
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Any, Iterator
+from typing import Any, ClassVar, Iterator
 
 import numpy as np
 from array_api_compat import array_namespace, device as array_device, is_cupy_namespace
 
+from . import philox
 from .activations import Activation, get_activation
 from .errors import RFTheoryError, ShapeError
 from .gram import GramSolution, solve_gram
+from .philox import V_DEFINITION
 
 __all__ = [
+    "V_DEFINITION",
     "BLOCK_ROWS",
     "FeatureBlock",
     "FeatureChunk",
@@ -363,7 +373,7 @@ class FeatureMap:
 
 @dataclass(frozen=True)
 class RandomFeatures(FeatureMap):
-    """The random-features map x ↦ φ(Vx) ∈ R^p, streamed over seeded blocks of V.
+    """The random-features map x ↦ φ(Vx) ∈ R^p, streamed over blocks of a counter-based V.
 
     Parameters
     ----------
@@ -372,31 +382,55 @@ class RandomFeatures(FeatureMap):
     d, p : int
         Input dimension and number of features.
     seed : int
-        Seed of V; together with (p, d) it determines V exactly.
+        Seed of V, in [0, 2**128) (the Philox key); V[i, j] is a pure function of (seed, i, j, d).
     chunk_rows : int, optional
         Rows of V processed together (rounded down to a multiple of :data:`BLOCK_ROWS`, at least
         one block). Default: :data:`SUM_GROUP` blocks for numpy, :data:`DEVICE_CHUNK_BLOCKS` for
-        CuPy (the host still draws at most SUM_GROUP blocks at a time). Affects speed and memory
-        only — never the results. Memory of a pass is about (1 + ahead) chunks of V in float64 on the host (ahead
-        = the chunks drawn in advance, ⌈threads/blocks per chunk⌉) plus 3·n·chunk_rows entries
-        for Z, φ and φ′; at d = 3072 a default chunk of V is 403 MB.
+        CuPy. Affects speed and memory only — never the results. With numpy, memory of a pass is
+        about (1 + ahead) chunks of V in the working dtype on the host (ahead = the chunks drawn
+        in advance, ⌈threads/blocks per chunk⌉) plus 3·n·chunk_rows entries for Z, φ and φ′; at
+        d = 3072 a default chunk of V is 201 MB in float32. With CuPy, one chunk of V on the
+        device (1.6 GB at d = 3072 in float32), generated there; no host memory.
     v_cache_bytes : int
         If V (p·d entries in the working dtype) fits in this many bytes it is kept, per array
         namespace/device/dtype, after the first pass, so iterative methods do not redraw it every
         step. 0 (default) streams every time. The cache never changes results.
     threads : int
-        Host threads that draw the blocks of V (each block has its own generator, so any number
-        gives the same V); the next chunks are drawn while the current one is in use. 0
-        (default): one per available core. Never changes results.
+        Host threads that draw the blocks of V (V is a pure function of its indices, so any
+        number gives the same V); the next chunks are drawn while the current one is in use. 0
+        (default): one per available core. Unused on CuPy. Never changes results.
+
+    Attributes
+    ----------
+    v_definition : str
+        :data:`V_DEFINITION`, the name and version of the definition of V — record it with any
+        stored number that depends on V.
 
     Notes
     -----
     All operations take data X of shape (n, d) in any array-API namespace and return arrays in
-    that namespace, in X's dtype.
+    that namespace, in X's dtype. V is defined in :mod:`rftheory.philox` (Philox4x64-10 counters,
+    Box–Muller in float64, ``V = Z/√d``; |Z| ≤ 8.57, float64 within 4 ulps of the exact transform;
+    see :func:`rftheory.philox.box_muller`). numpy and CuPy agree on V to within
+    :data:`rftheory.philox.MAX_ULPS` float64 ulps (their ``log``/``sin``), so results agree to
+    the precision of the arithmetic, not bit for bit.
 
-    Drawing V costs about as much as the arithmetic it feeds once n is small: a pass does about
-    2n + 2n²/d flops per Gaussian draw, while numpy's generator gives ~30–110 M draws/s per core.
-    Iterative methods should therefore cache V (``v_cache_bytes``) whenever it fits.
+    On the host, drawing V costs more than the arithmetic it feeds once n is small: a pass does
+    about 2n + 2n²/d flops per entry of V, while the generator gives ~25 M normals/s per core
+    (``benchmarks/bench_rng.py`` on the shared 2-core development machine: ~3× slower than
+    numpy's ziggurat, the price of one definition, in float64, on every device and dtype). Iterative methods should therefore cache V (``v_cache_bytes``)
+    whenever it fits; on a GPU, V is generated on the device at a rate far above the GEMM's need,
+    so no cache is needed there.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> rf = RandomFeatures("tanh", d=3, p=5, seed=1)
+    >>> V = rf.weights()
+    >>> bool((RandomFeatures("tanh", d=3, p=2, seed=1).weights() == V[:2]).all())  # nested in p
+    True
+    >>> rf.v_definition
+    'philox4x64-10+box-muller/1'
     """
 
     activation: Activation
@@ -407,6 +441,7 @@ class RandomFeatures(FeatureMap):
     v_cache_bytes: int = 0
     threads: int = 0
     _v_cache: dict = field(default_factory=dict, init=False, repr=False, compare=False)
+    v_definition: ClassVar[str] = V_DEFINITION
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "activation", get_activation(self.activation))
@@ -415,8 +450,10 @@ class RandomFeatures(FeatureMap):
             if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
                 raise RFTheoryError(f"{name} must be a positive integer, got {value!r}")
             object.__setattr__(self, name, int(value))
-        if isinstance(self.seed, bool) or not isinstance(self.seed, (int, np.integer)) or self.seed < 0:
-            raise RFTheoryError(f"seed must be a non-negative integer, got {self.seed!r}")
+        if isinstance(self.seed, bool) or not isinstance(self.seed, (int, np.integer)) \
+                or not 0 <= self.seed < 2**128:
+            raise RFTheoryError(f"seed must be an integer in [0, 2**128), got {self.seed!r}")
+        object.__setattr__(self, "seed", int(self.seed))
         if self.chunk_rows is not None and self.chunk_rows < 1:
             raise RFTheoryError(f"chunk_rows must be positive, got {self.chunk_rows}")
         if isinstance(self.threads, bool) or not isinstance(self.threads, (int, np.integer)) \
@@ -430,16 +467,23 @@ class RandomFeatures(FeatureMap):
         return math.ceil(self.p / BLOCK_ROWS)
 
     def _fill_block(self, b: int, out: np.ndarray) -> None:
-        """Draw block ``b`` of V into ``out`` (float64, shape (rows, d))."""
-        np.random.default_rng([self.seed, b]).standard_normal(out=out)
-        np.divide(out, math.sqrt(self.d), out=out)
+        """Write block ``b`` of V into ``out`` (float32 or float64, shape (rows, d))."""
+        philox.standard_normal(self.seed, range(b * BLOCK_ROWS, b * BLOCK_ROWS + out.shape[0]),
+                               self.d, scale_dim=self.d, out=out)
 
     def weights(self, xp: Any = np, dtype: Any = None, device: Any = None) -> Any:
-        """Materialise all of V, shape (p, d) — explicit, for small models and tests."""
-        V = np.empty((self.p, self.d))
-        for b in range(self.n_blocks):
-            self._fill_block(b, V[b * BLOCK_ROWS:(b + 1) * BLOCK_ROWS])
+        """Materialise all of V, shape (p, d) — explicit, for small models and tests.
+
+        With CuPy (``xp`` a CuPy namespace) V is generated on the device.
+        """
         dtype = xp.float64 if dtype is None else dtype
+        if is_cupy_namespace(xp):
+            with _on_device(device):
+                V = xp.empty((self.p, self.d), dtype=_generated_dtype(dtype, xp))
+                philox.cupy_fill(self.seed, 0, V, scale_dim=self.d)
+            return V.astype(dtype, copy=False)
+        V = philox.standard_normal(self.seed, self.p, self.d, scale_dim=self.d,
+                                   out=np.empty((self.p, self.d), dtype=_generated_dtype(dtype, np)))
         return xp.asarray(V, dtype=dtype, device=device)
 
     def _blocks_per_chunk(self, xp: Any = np) -> int:
@@ -457,17 +501,17 @@ class RandomFeatures(FeatureMap):
             plan.append((full, full + 1))
         return plan
 
-    def _host_chunks(self, per: int) -> Iterator[tuple[int, np.ndarray]]:
-        """(first row, float64 stack (nb, m, d)) of at most ``per`` blocks each, in order.
+    def _host_chunks(self, per: int, dtype: Any = np.float64) -> Iterator[tuple[int, np.ndarray]]:
+        """(first row, host stack (nb, m, d) in ``dtype``) of at most ``per`` blocks each, in order.
 
-        Blocks are drawn by a pool of threads (numpy's generators release the GIL while filling
-        an array), a few stacks ahead of the consumer.
+        Blocks are drawn by a pool of threads (numpy's Philox and ufuncs release the GIL while
+        filling arrays), a few stacks ahead of the consumer.
         """
         plan = self._plan(per)
 
         def draw(b0: int, b1: int, submit: Any) -> tuple[np.ndarray, list]:
             rows = min(BLOCK_ROWS, self.p - b0 * BLOCK_ROWS)
-            buf = np.empty((b1 - b0, rows, self.d))
+            buf = np.empty((b1 - b0, rows, self.d), dtype=dtype)
             return buf, [submit(self._fill_block, b, buf[b - b0]) for b in range(b0, b1)]
 
         threads = self.threads or available_cores()
@@ -492,6 +536,42 @@ class RandomFeatures(FeatureMap):
                     pending.append((nxt[0], draw(*nxt, pool.submit)))
                 yield b0 * BLOCK_ROWS, buf
 
+    def _device_chunks(self, xp: Any, dtype: Any, dev: Any, per: int) -> Iterator[tuple[int, Any]]:
+        """(first row, CuPy stack (nb, m, d)) generated on the device by one kernel per chunk."""
+        gen = _generated_dtype(dtype, xp)
+        for b0, b1 in self._plan(per):
+            rows = min(BLOCK_ROWS, self.p - b0 * BLOCK_ROWS)
+            with _on_device(dev):
+                Vs = xp.empty((b1 - b0, rows, self.d), dtype=gen)
+                philox.cupy_fill(self.seed, b0 * BLOCK_ROWS, Vs, scale_dim=self.d)
+            yield b0 * BLOCK_ROWS, (Vs if gen == dtype else xp.astype(Vs, dtype))
+
+    def _assembled_host_chunks(self, xp: Any, dtype: Any, dev: Any,
+                               per: int) -> Iterator[tuple[int, Any]]:
+        """Host-drawn stacks moved to ``xp``/``dev``; chunks above SUM_GROUP blocks are assembled
+        there (the host draws at most SUM_GROUP blocks at a time: bounded host memory)."""
+        pieces: list[tuple[int, Any]] = []  # whole-block stacks waiting to fill one chunk
+
+        def assemble() -> tuple[int, Any]:
+            stack = pieces[0][1] if len(pieces) == 1 else xp.concat([s for _, s in pieces], axis=0)
+            chunk = (pieces[0][0], stack)
+            pieces.clear()
+            return chunk
+
+        for start, host in self._host_chunks(min(per, SUM_GROUP), _generated_dtype(dtype, np)):
+            stack = xp.asarray(host, dtype=dtype, device=dev)
+            if stack.shape[1] < BLOCK_ROWS:  # the partial last block: a chunk of its own
+                if pieces:
+                    yield assemble()
+                pieces.append((start, stack))
+                yield assemble()
+                continue
+            pieces.append((start, stack))
+            if sum(s.shape[0] for _, s in pieces) >= per:
+                yield assemble()
+        if pieces:
+            yield assemble()
+
     def weights_resident(self, xp: Any, dtype: Any, dev: Any) -> bool:
         return (self._cache_key(xp, dtype, dev) in self._v_cache
                 or self.p * self.d * _itemsize(dtype) <= self.v_cache_bytes)
@@ -509,34 +589,27 @@ class RandomFeatures(FeatureMap):
             return
         keep = self.p * self.d * _itemsize(dtype) <= self.v_cache_bytes
         per = self._blocks_per_chunk(xp)
+        if is_cupy_namespace(xp):
+            source = self._device_chunks(xp, dtype, dev, per)
+        else:
+            source = self._assembled_host_chunks(xp, dtype, dev, per)
         out: list[tuple[int, Any]] = []
-        pieces: list[tuple[int, Any]] = []  # whole-block stacks waiting to fill one chunk
-
-        def assemble() -> tuple[int, Any]:
-            stack = pieces[0][1] if len(pieces) == 1 else xp.concat([s for _, s in pieces], axis=0)
-            chunk = (pieces[0][0], stack)
-            pieces.clear()
+        for chunk in source:
             if keep:
                 out.append(chunk)
-            return chunk
-
-        # The host draws at most SUM_GROUP blocks at a time (bounded host memory); larger chunks
-        # are assembled on the target device.
-        for start, host in self._host_chunks(min(per, SUM_GROUP)):
-            stack = xp.asarray(host, dtype=dtype, device=dev)
-            if stack.shape[1] < BLOCK_ROWS:  # the partial last block: a chunk of its own
-                if pieces:
-                    yield assemble()
-                pieces.append((start, stack))
-                yield assemble()
-                continue
-            pieces.append((start, stack))
-            if sum(s.shape[0] for _, s in pieces) >= per:
-                yield assemble()
-        if pieces:
-            yield assemble()
+            yield chunk
         if keep:
             self._v_cache[key] = out
+
+
+def _generated_dtype(dtype: Any, xp: Any) -> Any:
+    """The dtype V is generated in for a working ``dtype``: float32 stays, all else float64."""
+    return xp.float32 if _itemsize(dtype) == 4 else xp.float64
+
+
+def _on_device(dev: Any) -> Any:
+    """``with`` context making ``dev`` current (a CuPy Device is its own context manager)."""
+    return dev if hasattr(dev, "__enter__") else contextlib.nullcontext()
 
 
 def _itemsize(dtype: Any) -> int:

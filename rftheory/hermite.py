@@ -16,9 +16,10 @@ Three methods compute μ_0, ..., μ_K:
     The same scheme in mpmath arithmetic at a user-chosen number of digits.
 ``"exact"``
     Closed forms as sympy expressions, by linearity over the terms of the expression (piecewise
-    polynomials, ``exp``/``sin``/``cos``/``sinh``/``cosh`` of ``a z + b``, polynomial times
-    ``erf(a z)``, parity), with ``sympy.integrate`` in a time-limited child process as a last
-    resort. A coefficient not found within the time budget is ``None``.
+    polynomials, ``exp``/``expm1``/``sin``/``cos``/``sinh``/``cosh`` of ``a z + b``, polynomial
+    times ``erf(a z)`` or ``erfc(a z)``, parity), with ``sympy.integrate`` in a time-limited child
+    process as a last resort (``log``, ``sqrt``, ``asinh``, ... usually end there). A coefficient
+    not found within the time budget is ``None``.
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ from typing import Any, Callable, Sequence
 import mpmath
 import numpy as np
 import sympy as sp
+from sympy.codegen.cfunctions import expm1, log1p
 
 from .activations import Activation, Z, get_activation
 from .errors import ActivationError, HermiteOptionError
@@ -153,6 +155,11 @@ class HermiteCoefficients:
 
 
 def _to_float(value: Any) -> float:
+    """A coefficient (float, mpmath or sympy number; None: unknown) as a float.
+
+    sympy numbers are evaluated to 30 digits before rounding to double, so the result is the
+    correctly rounded double except in double-rounding cases (below 1e-30 relative); None is NaN.
+    """
     if value is None:
         return math.nan
     if isinstance(value, sp.Basic):
@@ -1035,17 +1042,25 @@ def _exact_moments(expr: sp.Expr, order: int, budget_left: Callable[[], float]) 
     return totals, "; ".join(used)
 
 
+def _elementary(expr: sp.Expr) -> sp.Expr:
+    """``expm1``, ``log1p``, ``erfc`` written with exp, log, erf, which the closed-form rules
+    (and ``sympy.integrate``) know: erfc(u) = 1 − erf(u), expm1(u) = exp(u) − 1."""
+    return expr.replace(expm1, lambda u: sp.exp(u) - 1).replace(
+        log1p, lambda u: sp.log(1 + u)).replace(sp.erfc, lambda u: 1 - sp.erf(u))
+
+
 def _exact(act: Activation, order: int, time_budget: float) -> HermiteCoefficients:
     deadline = time.monotonic() + time_budget
 
     def budget_left() -> float:
         return max(0.0, deadline - time.monotonic())
 
-    moments, used = _exact_moments(act.expr, order, budget_left)
+    expr = _elementary(act.expr)
+    moments, used = _exact_moments(expr, order, budget_left)
     values = []
     for k, m in enumerate(moments):
         values.append(None if m is None else _tidy(m / sp.sqrt(sp.factorial(k))))
-    square_moments, _ = _exact_moments(sp.expand(act.expr**2), 0, budget_left)
+    square_moments, _ = _exact_moments(sp.expand(expr**2), 0, budget_left)
     second = None if square_moments[0] is None else _tidy(square_moments[0])
     missing = [k for k, v in enumerate(values) if v is None]
     notes = f"exact: {used}"

@@ -34,7 +34,7 @@ import sympy as sp
 
 from .activations import Activation, Z, get_activation
 from .errors import BackendError, RFTheoryError, ShapeError
-from .hermite import hermite_coefficients
+from .hermite import _to_float, hermite_coefficients
 
 __all__ = [
     "DEFAULT_ORDER",
@@ -270,12 +270,6 @@ class KernelSeries:
             return bound(abs_t)
         with mpmath.workdps(self.dps):
             return bound(abs_t)
-
-
-def _to_float(value: Any) -> float:
-    if isinstance(value, sp.Basic):
-        return float(sp.N(value, 20))
-    return float(value)
 
 
 def _to_mpf(value: Any, dps: int) -> Any:

@@ -32,9 +32,10 @@ import numpy as np
 from scipy.optimize import linear_sum_assignment
 from scipy.spatial.distance import cdist
 
+from .backend import to_host
 from .errors import RFTheoryError, ShapeError
 
-__all__ = ["VARIANTS", "Matching", "match", "rho", "to_host"]
+__all__ = ["VARIANTS", "Matching", "match", "rho"]
 
 #: Accepted values of ``variant``; the first is the paper's official ρ.
 VARIANTS = ("abs", "signed", "sign_invariant")
@@ -84,18 +85,6 @@ class Matching:
     def n_flipped(self) -> int:
         """Number of matched samples whose candidate is closer to −x than to x."""
         return int(np.sum(self.flipped))
-
-
-def to_host(A: Any) -> np.ndarray:
-    """Copy an array of any array-API namespace to a host numpy array (CuPy via ``.get()``)."""
-    if isinstance(A, np.ndarray):
-        return A
-    if hasattr(A, "get") and type(A).__module__.startswith("cupy"):
-        return A.get()
-    try:
-        return np.from_dlpack(A)
-    except (TypeError, RuntimeError, BufferError, AttributeError):
-        return np.asarray(A)
 
 
 def _check(A: Any, name: str) -> np.ndarray:

@@ -67,12 +67,12 @@ from array_api_compat import array_namespace, device as array_device
 
 from .errors import RFTheoryError, ShapeError
 from .features import FeatureMap, RandomFeatures, check_data
-from .data import normalise_rows
-from .metrics import to_host
+from .backend import to_host
+from .data import to_sphere
 from .projection import projection_loss
-from .varpro import HOP_ANGLE, SOLVERS, Problem, loss_passes, minimise
+from .varpro import HOP_ANGLE, SOLVERS, Problem, loss_passes, minimise, random_points
 
-__all__ = ["ReconstructionResult", "reconstruct", "sphere_project", "STOP_REASONS", "METHODS"]
+__all__ = ["ReconstructionResult", "reconstruct", "STOP_REASONS", "METHODS"]
 
 #: Possible values of :attr:`ReconstructionResult.stop_reason`.
 STOP_REASONS = ("tolerance", "stalled", "budget", "callback")
@@ -162,30 +162,6 @@ def _blas_threads_for(xp: Any, pool_size: int, d: int):
     return nullcontext()
 
 
-def sphere_project(X: Any, d: int | None = None) -> Any:
-    """Scale every row of X onto the sphere of radius √d (``d`` defaults to X's columns).
-
-    Rows of norm 0 cannot be projected and raise :class:`~rftheory.errors.ShapeError`.
-    """
-    xp = array_namespace(X)
-    d = X.shape[1] if d is None else d
-    norms = xp.linalg.vector_norm(X, axis=1, keepdims=True)
-    if not bool(xp.all(norms > 0)):
-        raise ShapeError("cannot project a zero row onto the sphere")
-    return X * (math.sqrt(d) / norms)
-
-
-def _random_sphere_host(n: int, d: int, rng: np.random.Generator) -> np.ndarray:
-    """n uniform points on the √d-sphere (float64, host)."""
-    # The candidates' own stream (not rftheory.data's seeded streams), same normalisation.
-    return normalise_rows(rng.standard_normal((n, d)), centre=False)
-
-
-def _to_host(a: Any) -> np.ndarray:
-    """float64 host copy for scipy's optimiser (the transfer itself is :func:`metrics.to_host`)."""
-    return np.asarray(to_host(a), dtype=np.float64)
-
-
 class _Stop(Exception):
     """Raised inside the objective to end an L-BFGS run early (tolerance, stall, budget, callback)."""
 
@@ -215,18 +191,13 @@ class _Tracker:
         self.history: list[float] = []
         self._last: tuple[float, np.ndarray] | None = None
 
-    def _rows(self, u: np.ndarray, m: int) -> np.ndarray:
-        U = u.reshape(m, self.d)
-        return U * (math.sqrt(self.d) / np.linalg.norm(U, axis=1, keepdims=True))
-
     def loss_and_grad(self, u: np.ndarray, m: int, target: Any) -> tuple[float, np.ndarray]:
         U = u.reshape(m, self.d)
-        norms = np.linalg.norm(U, axis=1, keepdims=True)
-        X = U * (math.sqrt(self.d) / norms)
+        X, norms = to_sphere(U, return_norms=True)
         res = projection_loss(self.features, self.xp.asarray(X, device=self.dev), target)
         self.evaluations += 1
         self.passes += loss_passes(self.features, self.xp, self.dev, m)
-        g = _to_host(res.gradient)
+        g = to_host(res.gradient, np.float64)
         # Chain rule through x = √d u/‖u‖: project g on the tangent space, scale by √d/‖u‖.
         unit = U / norms
         g_u = (g - np.sum(g * unit, axis=1, keepdims=True) * unit) * (math.sqrt(self.d) / norms)
@@ -299,7 +270,7 @@ def _select_rows(features: RandomFeatures, X: np.ndarray, theta: Any, xp: Any, d
     goes first; rows that carry no weight in the projection go next.
     """
     G, c = features.gram_and_matvec(xp.asarray(X, device=dev), theta)
-    G, c = _to_host(G), _to_host(c)
+    G, c = to_host(G, np.float64), to_host(c, np.float64)
     active = list(range(X.shape[0]))
     while len(active) > keep:
         best_j, best_val = None, -math.inf
@@ -463,9 +434,9 @@ def reconstruct(features: FeatureMap, theta: Any, n_hat: int, *, method: str = "
         check_data(X_init, d, "X_init")
         if X_init.shape[0] != n_hat:
             raise ShapeError(f"X_init has {X_init.shape[0]} rows but n_hat = {n_hat}")
-        current = _to_host(sphere_project(X_init, d))
+        current = to_host(to_sphere(X_init, d), np.float64)
     else:
-        current = _random_sphere_host(n_hat, d, rng)
+        current = random_points(rng, n_hat, d)
     if method == "varpro":
         theta2 = theta if theta.ndim == 2 else theta[:, None]
         problem = Problem(features, theta2, xp, dev, solver)
@@ -514,7 +485,7 @@ def _reconstruct_lbfgs(features: FeatureMap, theta: Any, n_hat: int, xp: Any, de
         rounds = 0
         for rounds in range(1, max_rounds + 1):
             if pool_size > n_hat:
-                fresh = _random_sphere_host(pool_size - n_hat, d, rng)
+                fresh = random_points(rng, pool_size - n_hat, d)
                 if rounds > 1:
                     # The current rows stalled above tol: seed the fresh candidates on what they miss,
                     # the residual r = θ − Φ̂ᵀa (normalised, so a missing point of small weight is

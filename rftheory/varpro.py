@@ -61,7 +61,8 @@ import scipy.linalg
 
 from .features import BlockSum, FeatureChunk, FeatureMap
 from .gram import solve_gram
-from .metrics import to_host
+from .backend import to_host
+from .data import to_sphere
 from .projection import _keep_budget, projection_loss
 
 __all__ = ["HOP_ANGLE", "STALL_WINDOW", "STALL_FACTOR", "SOLVERS", "Problem", "minimise", "loss_passes"]
@@ -111,15 +112,9 @@ def _float(x: Any) -> float:
     return float(to_host(x)) if not isinstance(x, (float, int)) else float(x)
 
 
-def _host(a: Any) -> np.ndarray:
-    return np.asarray(to_host(a), dtype=np.float64)
-
-
 def retract(X: np.ndarray, step: np.ndarray) -> np.ndarray:
     """x̂ ← √d (x̂ + δ)/‖x̂ + δ‖ for every row (host float64)."""
-    Y = X + step
-    d = X.shape[1]
-    return Y * (math.sqrt(d) / np.linalg.norm(Y, axis=1, keepdims=True))
+    return to_sphere(X + step)
 
 
 def _tangent(X: np.ndarray, W: np.ndarray) -> np.ndarray:
@@ -207,10 +202,10 @@ class Problem:
         Xd = xp.asarray(X, device=dev)
         if res is None:
             res = self.evaluate(X)
-        A = _host(res.coefficients)
+        A = to_host(res.coefficients, np.float64)
         A = A if A.ndim == 2 else A[:, None]
         # ∂L/∂X̂ = 2 Jᵀr/‖θ‖² (Euclidean); the model uses g = Jᵀr/‖θ‖² on the tangent space.
-        grad = _tangent(X, 0.5 * _host(res.gradient))[rows]
+        grad = _tangent(X, 0.5 * to_host(res.gradient, np.float64))[rows]
         dense = self.dense_for(f)
         all_rows = free is None
         sel = None if all_rows else xp.asarray(rows, device=dev)
@@ -237,17 +232,17 @@ class Problem:
             else:
                 kept.append(FeatureChunk(ch.start, V, None, F, D))
         self.passes += 1
-        Gh = _host(G.result())
+        Gh = to_host(G.result(), np.float64)
         Af = A[rows]
         W = Af @ Af.T                                        # (f, f): Σ_c a_ic a_jc
-        C = W * _host(Ctr.result()) / (d * self.theta_sq)
+        C = W * to_host(Ctr.result(), np.float64) / (d * self.theta_sq)
         scale = np.diag(C).copy()
         floor = max(float(np.max(scale)) if scale.size else 0.0, 1e-300) * 1e-12
         scale = np.maximum(scale, floor)
         Xf = X[rows]
         lin = Linearisation(Xf, res.loss, grad, scale, C)
         if dense:
-            Mh, Nh = _host(M.result()), _host(N.result())
+            Mh, Nh = to_host(M.result(), np.float64), to_host(N.result(), np.float64)
             K = Mh - Nh.T @ solve_gram(Gh, Nh).solution
             # P_i K_ij P_j with P_i = I − u_iu_iᵀ.
             U = Xf / math.sqrt(d)
@@ -303,13 +298,13 @@ class Problem:
                 y = xp.matmul(At[None, :, :], Y)                            # (nb, k, r) = (Bw)ᵀ
                 ys.append(y)
                 t.add(first, xp.matmul(F, xp.permute_dims(y, (0, 2, 1))))
-            u = solve_gram(Gh, _host(t.result())).solution                  # (m, k) = G⁺F(Bw)
+            u = solve_gram(Gh, to_host(t.result(), np.float64)).solution    # (m, k) = G⁺F(Bw)
             ut = xp.asarray(u.T, dtype=dt, device=dev)
             out = BlockSum(xp.zeros((m, d), dtype=dt, device=dev))
             for (first, nb, r, V, F, D), y in zip(blocks, ys):
                 z = y - xp.matmul(ut[None, :, :], F)                        # (P⊥Bw)ᵀ
                 out.add(first, xp.matmul(xp.matmul(Ad[None, :, :], z) * D, V))
-            return _tangent(X, _host(out.result())) / self.theta_sq
+            return _tangent(X, to_host(out.result(), np.float64)) / self.theta_sq
 
         return product
 
@@ -518,7 +513,7 @@ def _screen(problem: Problem, rows: np.ndarray, target: Any, pool: np.ndarray,
             sq.add(ch.first_block, xp.sum(F[:, q:, :] * F[:, q:, :], axis=2))
             corr.add(ch.first_block, xp.matmul(F[:, q:, :], ch.stacked(target)))
         problem.passes += 1
-        cross, sqh, corrh = _host(cross.result()), _host(sq.result()), _host(corr.result())
+        cross, sqh, corrh = (to_host(s.result(), np.float64) for s in (cross, sq, corr))
         G, B = cross[:, :q], cross[:, q:]
         explained = np.sum(B * solve_gram(G, B).solution, axis=0) if q else 0.0
         gains.append(np.sum(corrh * corrh, axis=1) / np.maximum(sqh - explained, 1e-300))
@@ -530,7 +525,7 @@ def least_useful(problem: Problem, X: np.ndarray) -> int:
     G, c = problem.features.gram_and_matvec(problem.xp.asarray(X, device=problem.dev),
                                             problem.theta)
     problem.passes += 1
-    G, c = _host(G), _host(c)
+    G, c = to_host(G, np.float64), to_host(c, np.float64)
     Ginv = solve_gram(G, np.eye(X.shape[0])).solution
     A = Ginv @ (c if c.ndim == 2 else c[:, None])
     return int(np.argmin(np.sum(A * A, axis=1) / np.maximum(np.diag(Ginv), 1e-300)))
@@ -551,7 +546,7 @@ def _fit_new_row(problem: Problem, rows: np.ndarray, position: int, rng: np.rand
     problem.evaluations += 1
     problem.passes += problem._loss_passes(m) + 1
     resid = problem.theta - problem.features.rmatvec(rows_d, a)
-    pool = _random_points(rng, n_screen, d)
+    pool = random_points(rng, n_screen, d)
     score = _screen(problem, rows, resid, pool)
     best_X, best_loss = None, math.inf
     new = np.array([position])
@@ -587,9 +582,12 @@ def exchange(problem: Problem, X: np.ndarray, rng: np.random.Generator, run: _Ru
     return np.delete(grown, least_useful(problem, grown), axis=0)
 
 
-def _random_points(rng: np.random.Generator, n: int, d: int) -> np.ndarray:
-    U = rng.standard_normal((n, d))
-    return U * (math.sqrt(d) / np.linalg.norm(U, axis=1, keepdims=True))
+def random_points(rng: np.random.Generator, n: int, d: int) -> np.ndarray:
+    """n uniform points on the √d-sphere (host float64), drawn from ``rng``.
+
+    The candidates' own stream (not rftheory.data's seeded streams), same projection.
+    """
+    return to_sphere(rng.standard_normal((n, d)))
 
 
 def minimise(problem: Problem, X0: np.ndarray, rng: np.random.Generator, *, tol: float,
@@ -625,7 +623,7 @@ def minimise(problem: Problem, X0: np.ndarray, rng: np.random.Generator, *, tol:
                 stop = "stalled"
                 break
             if since_better >= patience:   # a fresh walk
-                X = _random_points(rng, m, d)
+                X = random_points(rng, m, d)
                 walk_X, walk_loss, walk_rounds, since_better = None, math.inf, 0, 0
             elif m > 1 and walk_rounds % EXCHANGE_EVERY == 1:
                 # Rounds 2, 2 + 2E, ... of a walk: grow; rounds 2 + E, 2 + 3E, ...: replace.

@@ -7,7 +7,7 @@
 * **parity** — which Hermite coefficients vanish, and why;
 * **sign identifiability** — the paper's criterion: some odd μ_k with k >= 3 is non-zero. ReLU
   fails it (its odd part is z/2, so every odd coefficient of order >= 3 vanishes); relu + tanh
-  passes. Our sign check (``verification/sign.py``) finds that failing it does not by itself make
+  passes. Our sign check (:mod:`rftheory.claims.sign`) finds that failing it does not by itself make
   x and −x interchangeable — successful ReLU reconstructions keep every sign — while an odd or
   even φ (the parity verdict) loses the sign exactly, since then φ(−Vx) = ±φ(Vx).
 
@@ -70,7 +70,7 @@ class Verdict:
 class ActivationReport:
     """Hermite coefficients of an activation and the theorem-condition verdicts.
 
-    JSON-serialisable with :func:`rftheory.commands._output.to_jsonable`. Floating-point fields
+    JSON-serialisable with :func:`rftheory.output.to_jsonable`. Floating-point fields
     hold float64 roundings; ``coefficient_text`` holds the values in the method's own precision
     (exact sympy form, mpmath digits, or 17 significant digits).
     """
@@ -347,7 +347,7 @@ def _parity_verdict(coeffs: HermiteCoefficients, parity: dict | None) -> Verdict
     check = "numbers agree" if consistent else "NUMBERS DISAGREE with the symbolic rule"
     if symmetry != "neither":
         # φ(−Vx) = ±φ(Vx): −x_i spans the same feature line as x_i, so no reconstruction can
-        # recover the signs (verification/sign.py).
+        # recover the signs (rftheory.claims.sign).
         text += "; so −x has the same features as x up to sign: signs are not recoverable"
     return Verdict(symmetry != "neither", "symbolic", f"φ is {symmetry}: {text} ({check})", numbers)
 

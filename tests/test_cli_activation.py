@@ -4,8 +4,11 @@ from __future__ import annotations
 
 import json
 import math
-import shutil
+import os
 import subprocess
+import sys
+import sysconfig
+from pathlib import Path
 
 import pytest
 
@@ -89,9 +92,25 @@ def test_malformed_arguments_exit_2_via_argparse(capsys):
     assert "invalid choice" in capsys.readouterr().err
 
 
+def _console_script(name: str = "rftheory") -> Path:
+    """The console script installed with *this* interpreter (the venv's bin/, not PATH).
+
+    A fresh machine runs the tests as ``.venv/bin/python -m pytest`` without activating the
+    venv, so the script is only next to ``sys.executable``; looking it up on PATH would find
+    (and test) some other installation, or nothing.
+    """
+    suffix = ".exe" if os.name == "nt" else ""
+    candidates = [Path(sysconfig.get_path("scripts")) / f"{name}{suffix}",
+                  Path(sys.executable).parent / f"{name}{suffix}"]
+    for path in candidates:
+        if path.is_file() and os.access(path, os.X_OK):
+            return path
+    raise AssertionError(f"the {name} console script is not installed next to {sys.executable} "
+                         f"(looked for {', '.join(map(str, candidates))}; pip install -e .)")
+
+
 def test_console_script_subprocess():
-    executable = shutil.which("rftheory")
-    assert executable is not None, "the rftheory console script is not installed (pip install -e .)"
+    executable = _console_script()
     done = subprocess.run([executable, "activation", "relu+tanh", "--order", "4", "--json"],
                           capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr

@@ -5,8 +5,8 @@ import types
 import numpy as np
 import pytest
 
+from rftheory import pipeline
 from rftheory.cli import main
-from rftheory.commands.reconstruct import run_reconstruction
 from rftheory.data import load_dataset
 
 
@@ -31,7 +31,7 @@ def test_end_to_end_with_the_real_optimiser(capsys):
 
 
 def fake_optimiser(transform):
-    """A stand-in for rftheory.reconstruct that returns transform(X) of the CLI's training data.
+    """A stand-in for the pipeline's optimiser that returns transform(X) of the CLI's training data.
 
     It regenerates X from the documented seeding (load_dataset(data, n, d, seed)) — so the test
     checks that the CLI scores the reconstruction against exactly that data.
@@ -47,18 +47,17 @@ def fake_optimiser(transform):
             for step, loss in enumerate(history, 1):
                 callback(step, loss, X_hat)
         return types.SimpleNamespace(X_hat=X_hat, loss=history[-1], history=history,
-                                     steps=len(history), converged=False, stop_reason="budget")
+                                     steps=len(history), converged=False, stop_reason="budget",
+                                     coefficients=None)
 
-    module = types.ModuleType("rftheory.reconstruct")
-    module.reconstruct = reconstruct
-    return module, calls
+    return reconstruct, calls
 
 
 def test_scores_against_the_training_data_with_a_fake(monkeypatch, capsys):
     perm = np.array([2, 0, 3, 1])
-    module, calls = fake_optimiser(lambda X: -X[perm])
+    fake, calls = fake_optimiser(lambda X: -X[perm])
     calls.update(spec="sphere", n=4)
-    monkeypatch.setitem(sys.modules, "rftheory.reconstruct", module)
+    monkeypatch.setattr(pipeline, "reconstruct", fake)
     out = run_json(capsys, ["--d", "6", "--n", "4", "--p", "50", "--seed", "3",
                             "--max-steps", "7"])
     assert calls["options"]["max_steps"] == 7 and calls["seed"] == 3 and calls["n_hat"] == 4
@@ -72,13 +71,17 @@ def test_scores_against_the_training_data_with_a_fake(monkeypatch, capsys):
 
 
 def test_progress_callback_and_plots(monkeypatch, tmp_path, capsys):
-    module, calls = fake_optimiser(lambda X: X[::-1])
+    fake, calls = fake_optimiser(lambda X: X[::-1])
     calls.update(spec="digits", n=3)
-    monkeypatch.setitem(sys.modules, "rftheory.reconstruct", module)
-    report = run_reconstruction(activation="tanh", n=3, d=None, p=None, p_mult=2.0,
-                                data="digits", progress=True)
-    assert report.p == 2 * 64 * 3 and report.matchings["signed"].rho == pytest.approx(0, abs=1e-12)
-    assert "reconstruct" in capsys.readouterr().err  # the tqdm bar went to stderr
+    monkeypatch.setattr(pipeline, "reconstruct", fake)
+    monkeypatch.setattr(sys.stderr, "isatty", lambda: True)  # the bar is drawn on terminals only
+    assert main(["reconstruct", "--activation", "tanh", "--data", "digits", "--n", "3",
+                 "--p-mult", "2"]) == 0
+    captured = capsys.readouterr()
+    assert "reconstruct" in captured.err and "ρ=0.000" in captured.err  # the tqdm bar, with ρ
+    table = dict(line.strip().rsplit(None, 1) for line in captured.out.splitlines()[2:])
+    assert table["p"] == str(2 * 64 * 3)  # p = 2·d·n with d = 64 for digits
+    assert table["ρ signed"] == "0.0000"  # the fake returns the training set reversed
     assert main(["reconstruct", "--data", "digits", "--n", "3", "--p", "400",
                  "--plot", str(tmp_path / "img.png")]) == 0
     assert (tmp_path / "img.png").stat().st_size > 0 and (tmp_path / "img.pdf").stat().st_size > 0
@@ -102,6 +105,7 @@ def test_progress_callback_and_plots(monkeypatch, tmp_path, capsys):
     (["--data", "mnist", "--d", "4", "--n", "3", "--p", "40"], "unknown data set"),
     (["--data", "cifar10:/no/such/dir", "--n", "3", "--p", "40"], "does not exist"),
     (["--d", "4", "--n", "3", "--p", "40", "--plot", "fig.txt"], ".png or .pdf"),
+    (["--d", "4", "--n", "3", "--p", "40", "--plot", "/no/such/dir/fig.png"], "does not exist"),
     (["--d", "4", "--n", "3", "--p", "40", "--activation", "__import__('os')"], ""),
     (["--d", "4", "--n", "3", "--p", "40", "--seed", "-2"], "--seed must be >= 0"),
 ])

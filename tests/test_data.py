@@ -3,9 +3,9 @@ import pickle
 import numpy as np
 import pytest
 
-from rftheory.data import (DataNotFoundError, cifar10_data, digits_data, gaussian_labels,
-                           load_dataset, sign_labels, sphere_data)
-from rftheory.errors import RFTheoryError
+from rftheory.data import (DataNotFoundError, cifar10_data, dataset_dimension, digits_data,
+                           gaussian_labels, load_dataset, sign_labels, sphere_data, to_sphere)
+from rftheory.errors import RFTheoryError, ShapeError
 from rftheory.features import RandomFeatures
 
 # Norms are rescaled to √d by one division: float64 rounding leaves ~1e-15 relative error.
@@ -20,6 +20,55 @@ def test_sphere_data_norms_seeds_and_isotropy():
     # Uniform on the √d-sphere: E[x xᵀ] = I. With 2000 points each entry of the empirical second
     # moment has standard deviation ≈ √(2/2000) ≈ 0.03; 0.15 is 5 sigma.
     np.testing.assert_allclose(X.T @ X / 2000, np.eye(10), atol=0.15)
+
+
+def test_to_sphere_rows_points_centring_and_zero_rows():
+    X = np.array([[3.0, 4.0], [0.0, -2.0]])
+    np.testing.assert_allclose(to_sphere(X), [[0.6 * np.sqrt(2), 0.8 * np.sqrt(2)],
+                                              [0.0, -np.sqrt(2)]], rtol=1e-15)
+    np.testing.assert_allclose(to_sphere(X, 25), [[3.0, 4.0], [0.0, -5.0]], rtol=1e-15)
+    out, norms = to_sphere(X, return_norms=True)
+    np.testing.assert_array_equal(norms, [[5.0], [2.0]])  # exact: 3-4-5 and a single entry
+    centred = to_sphere(np.array([[1.0, 3.0]]), centre=True)  # (−1, 1) scaled to norm √2
+    np.testing.assert_allclose(centred, [[-1.0, 1.0]], rtol=1e-15)
+    point, norm = to_sphere(np.array([0.0, 2.0, 0.0]), return_norms=True)
+    assert norm == 2.0 and np.allclose(point, [0.0, np.sqrt(3), 0.0], rtol=1e-15, atol=0)
+    assert to_sphere(np.array([[1, 2]])).dtype == np.float64  # integers become float64
+    with pytest.raises(ShapeError, match="zero"):
+        to_sphere(np.zeros((1, 3)))
+    with pytest.raises(ShapeError, match="constant"):
+        to_sphere(np.ones((2, 3)), centre=True)
+    with pytest.raises(ShapeError):
+        to_sphere(np.ones((1, 2, 3)))
+
+
+def test_to_sphere_keeps_numpy_norm_bits():
+    # Rows: vector_norm along axis 1; one point: √(x·x). Both are what np.linalg.norm computes,
+    # so every projected point (data, candidates, the claims' points) stays bit-identical.
+    rng = np.random.default_rng(0)
+    for d in (3, 8, 50, 257):
+        A = rng.standard_normal((20, d))
+        np.testing.assert_array_equal(to_sphere(A),
+                                      A * (np.sqrt(d) / np.linalg.norm(A, axis=1, keepdims=True)))
+        np.testing.assert_array_equal(to_sphere(A[0]), A[0] * (np.sqrt(d) / np.linalg.norm(A[0])))
+
+
+def test_to_sphere_is_array_api_generic(xp_strict):
+    X = np.random.default_rng(1).standard_normal((5, 4))
+    out = to_sphere(xp_strict.asarray(X), centre=True)
+    assert isinstance(out, type(xp_strict.asarray(X)))
+    np.testing.assert_allclose(np.asarray(out), to_sphere(X, centre=True), rtol=1e-14)
+
+
+def test_dataset_dimension_without_loading():
+    assert dataset_dimension("digits") == 64 and dataset_dimension("cifar10:/nowhere") == 3072
+    assert dataset_dimension("sphere", 7) == 7
+    with pytest.raises(RFTheoryError, match="needs the dimension"):
+        dataset_dimension("sphere")
+    with pytest.raises(RFTheoryError, match="d = 64"):
+        dataset_dimension("digits", 10)
+    with pytest.raises(RFTheoryError, match="unknown data set"):
+        dataset_dimension("mnist")
 
 
 def test_data_streams_are_independent_of_v():

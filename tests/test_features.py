@@ -2,8 +2,10 @@ import numpy as np
 import pytest
 
 from rftheory.errors import RFTheoryError, ShapeError
-from rftheory.features import (BLOCK_ROWS, SUM_GROUP, THREADED_DRAW_MIN, BlockSum, DenseFeatures,
-                               RandomFeatures, train_min_norm)
+from rftheory.features import (BLOCK_ROWS, SUM_GROUP, THREADED_DRAW_MIN, V_DEFINITION, BlockSum,
+                               DenseFeatures, RandomFeatures, train_min_norm)
+from rftheory.philox import MAX_ULPS, V_DEFINITION as PHILOX_V_DEFINITION, box_muller, standard_normal
+from tests import philox_reference
 from tests.conftest import cupy_or_skip, sphere_points
 
 D, N = 12, 7
@@ -34,6 +36,11 @@ def test_models_are_nested_in_p(rf):
     np.testing.assert_array_equal(small.weights(), rf.weights()[: BLOCK_ROWS + 10])
 
 
+def test_v_definition_is_exposed():
+    assert V_DEFINITION == PHILOX_V_DEFINITION == RandomFeatures.v_definition
+    assert V_DEFINITION.startswith("philox4x64-10+box-muller/")
+
+
 @pytest.mark.parametrize("chunk", [1, BLOCK_ROWS, 2 * BLOCK_ROWS + 5, 100 * BLOCK_ROWS])
 def test_results_bit_identical_whatever_chunk_size(rf, X, chunk):
     other = RandomFeatures("relu+tanh", d=D, p=P, seed=5, chunk_rows=chunk)
@@ -48,7 +55,7 @@ def test_results_bit_identical_whatever_chunk_size(rf, X, chunk):
     np.testing.assert_array_equal(rf.vjp(X, cot), other.vjp(X, cot))
 
 
-@pytest.mark.parametrize("threads", [1, 3])
+@pytest.mark.parametrize("threads", [1, 2, 5])
 def test_v_is_the_same_whatever_threads_draw_it(threads):
     # p·d above THREADED_DRAW_MIN so the pool is really used; chunks of 2 blocks so several
     # chunks are in flight at once.
@@ -58,9 +65,54 @@ def test_v_is_the_same_whatever_threads_draw_it(threads):
     rf = RandomFeatures("relu", d=d, p=p, seed=2, threads=threads, chunk_rows=2 * BLOCK_ROWS)
     streamed = np.concatenate([ch.V.reshape(-1, d) for ch in rf.chunks(np.zeros((1, d)))])
     np.testing.assert_array_equal(streamed, ref)
-    # Each block is its generator's first draws, scaled by 1/√d (the definition of V).
-    block_7 = np.random.default_rng([2, 7]).standard_normal((BLOCK_ROWS, d)) / np.sqrt(d)
+    # Block 7 from the definition, computed independently: the pure-numpy Philox reference's
+    # words, the Box–Muller transform (checked against mpmath in test_philox), scaled by 1/√d.
+    words = philox_reference.words(2, range(7 * BLOCK_ROWS, 8 * BLOCK_ROWS), range(d // 4))
+    block_7 = box_muller(words).reshape(BLOCK_ROWS, d) / np.sqrt(d)
     np.testing.assert_array_equal(ref[7 * BLOCK_ROWS:8 * BLOCK_ROWS], block_7)
+
+
+@pytest.mark.parametrize("blocks", [1, 3, 40])
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_streamed_v_is_independent_of_chunk_size(blocks, dtype):
+    d, p = 10, 41 * BLOCK_ROWS + 3
+    rf = RandomFeatures("relu", d=d, p=p, seed=8, chunk_rows=blocks * BLOCK_ROWS)
+    streamed = np.concatenate([ch.V.reshape(-1, d)
+                               for ch in rf.chunks(np.zeros((1, d), dtype=dtype))])
+    assert streamed.dtype == dtype
+    # One definition for every dtype: float32 V is the float64 V rounded once.
+    np.testing.assert_array_equal(streamed, rf.weights().astype(dtype))
+
+
+def test_v_is_a_pure_function_of_seed_row_and_column():
+    d = 13
+    V = RandomFeatures("relu", d=d, p=3 * BLOCK_ROWS + 50, seed=3).weights()
+    rng = np.random.default_rng(1)
+    for _ in range(10):
+        i0 = int(rng.integers(0, V.shape[0]))
+        i1 = int(rng.integers(i0, V.shape[0] + 1))
+        j0 = int(rng.integers(0, d))
+        j1 = int(rng.integers(j0, d + 1))
+        window = standard_normal(3, range(i0, i1), range(j0, j1), scale_dim=d)
+        np.testing.assert_array_equal(window, V[i0:i1, j0:j1])
+
+
+def test_models_are_nested_in_d_up_to_the_scale():
+    small = RandomFeatures("relu", d=7, p=100, seed=4).weights()
+    big = RandomFeatures("relu", d=12, p=BLOCK_ROWS + 9, seed=4).weights()
+    # Both rescaled to the seed's standard normals: equal up to the roundings of /√d, ×√d and
+    # of the two square roots (≤ 2 ulps each side).
+    np.testing.assert_allclose(small * np.sqrt(7), big[:100, :7] * np.sqrt(12), rtol=1e-15, atol=0)
+    np.testing.assert_array_equal(small, standard_normal(4, 100, 12)[:, :7] / np.sqrt(7))
+
+
+def test_default_rng_of_the_seed_is_not_v():
+    # The old definition drew block 0 from default_rng([seed, 0]); the new V shares no stream
+    # with any numpy Generator.
+    V = RandomFeatures("relu", d=6, p=50, seed=0).weights()
+    for rng in (np.random.default_rng(0), np.random.default_rng([0, 0])):
+        other = rng.standard_normal((50, 6)) / np.sqrt(6)
+        assert abs(np.corrcoef(V.ravel(), other.ravel())[0, 1]) < 0.25  # 300 pairs: std 0.058
 
 
 def test_stopping_a_stream_early_is_clean():
@@ -198,6 +250,7 @@ def test_multi_output_labels(X):
 
 
 @pytest.mark.parametrize("kwargs", [dict(p=0), dict(d=0), dict(p=-3), dict(p=2.5), dict(seed=-1),
+                                    dict(seed=2**128),
                                     dict(chunk_rows=0), dict(p=True), dict(threads=-1),
                                     dict(threads=1.5)])
 def test_bad_model_parameters(kwargs):
@@ -240,4 +293,37 @@ def test_cupy_matches_numpy(rf, X):
     cp = cupy_or_skip()
     G = rf.gram(cp.asarray(X))
     assert isinstance(G, cp.ndarray)
+    # V agrees to MAX_ULPS float64 ulps (the devices' log/sin); the Gram's rounding dominates.
     np.testing.assert_allclose(cp.asnumpy(G), rf.gram(X), rtol=1e-10)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+def test_cupy_draws_v_on_the_device(dtype):
+    cp = cupy_or_skip()
+    d, p = 37, 3 * BLOCK_ROWS + 11
+    rf = RandomFeatures("tanh", d=d, p=p, seed=6, chunk_rows=2 * BLOCK_ROWS)
+    chunks = list(rf.chunks(cp.zeros((1, d), dtype=dtype)))
+    assert all(isinstance(ch.V, cp.ndarray) and ch.V.dtype == dtype for ch in chunks)
+    V_gpu = cp.asnumpy(cp.concatenate([ch.V.reshape(-1, d) for ch in chunks]))
+    V_cpu = rf.weights(dtype=getattr(np, dtype))
+    np.testing.assert_array_equal(V_gpu, cp.asnumpy(rf.weights(cp, dtype=dtype)))
+    ulps = np.abs(V_gpu - V_cpu) / np.spacing(np.abs(V_cpu).astype(dtype))
+    if dtype == "float64":
+        assert ulps.max() <= MAX_ULPS
+    else:  # one rounding of values MAX_ULPS float64 ulps apart: rarely one float32 ulp
+        assert ulps.max() <= 1 and np.mean(ulps > 0) < 1e-3
+
+
+@pytest.mark.gpu
+def test_cupy_float32_gram_and_training_match_numpy(X):
+    cp = cupy_or_skip()
+    rf = RandomFeatures("relu+tanh", d=D, p=P, seed=5)
+    Xg = cp.asarray(X, dtype=cp.float32)
+    # float32 accumulation over p ~ 2.4e3 terms on both sides: ~3e-6 relative each.
+    np.testing.assert_allclose(cp.asnumpy(rf.gram(Xg)), rf.gram(X.astype(np.float32)), rtol=1e-4)
+    cached = RandomFeatures("relu+tanh", d=D, p=P, seed=5, v_cache_bytes=10**9)
+    Y = np.random.default_rng(6).standard_normal(N)
+    model = train_min_norm(cached, cp.asarray(X), cp.asarray(Y))
+    np.testing.assert_allclose(cp.asnumpy(model.theta), train_min_norm(rf, X, Y).theta,
+                               rtol=1e-8, atol=1e-10)

@@ -12,8 +12,7 @@ from rftheory.errors import RFTheoryError, ShapeError
 from rftheory.features import RandomFeatures, train_min_norm
 from rftheory.projection import projection_loss
 from rftheory.features import DenseFeatures
-from rftheory.reconstruct import (METHODS, STOP_REASONS, ReconstructionResult, reconstruct,
-                                  sphere_project)
+from rftheory.reconstruct import METHODS, STOP_REASONS, ReconstructionResult, reconstruct
 
 
 def _sphere(n, d, rng):
@@ -188,14 +187,6 @@ def test_bad_theta():
         reconstruct("not features", theta, 3)
 
 
-def test_sphere_project():
-    X = np.array([[3.0, 4.0], [0.0, -2.0]])
-    np.testing.assert_allclose(sphere_project(X), [[0.6 * math.sqrt(2), 0.8 * math.sqrt(2)],
-                                                   [0.0, -math.sqrt(2)]], rtol=1e-15)
-    with pytest.raises(ShapeError):
-        sphere_project(np.zeros((1, 3)))
-
-
 @pytest.mark.slow
 @pytest.mark.parametrize("method", METHODS)
 @pytest.mark.parametrize("activation", ["relu+tanh", "relu"])
@@ -255,13 +246,14 @@ def test_budget_exhausted_in_the_first_pool_phase_returns_the_selected_rows():
     from rftheory.data import gaussian_labels, sphere_data
     from rftheory.features import RandomFeatures, train_min_norm
     from rftheory.projection import projection_loss
-    from rftheory.reconstruct import _STREAM_CANDIDATES, _random_sphere_host, reconstruct
+    from rftheory.reconstruct import _STREAM_CANDIDATES, reconstruct
+    from rftheory.varpro import random_points
 
     d, n = 8, 4
     rf = RandomFeatures("relu+tanh", d=d, p=10 * d * n, seed=11)
     theta = train_min_norm(rf, sphere_data(n, d, 11), gaussian_labels(n, 11)).theta
     result = reconstruct(rf, theta, n, seed=3, max_steps=15, method="lbfgs")
-    start = _random_sphere_host(n, d, np.random.default_rng([3, _STREAM_CANDIDATES]))
+    start = random_points(np.random.default_rng([3, _STREAM_CANDIDATES]), n, d)
     assert result.stop_reason == "budget"
     assert not np.allclose(np.asarray(result.X_hat), start)
     assert result.loss < projection_loss(rf, start, theta, gradient=False).loss

@@ -289,35 +289,3 @@ def test_cupy_matches_numpy():
     assert isinstance(got.network.W1, cp.ndarray)
     # Same float64 arithmetic on another BLAS: agreement to ~1e-12 relative.
     np.testing.assert_allclose(cp.asnumpy(got.theta), ref.theta, rtol=1e-9, atol=1e-12)
-
-
-# -- verification/twolayer_law.py ----------------------------------------------------------------
-
-def test_verification_sweep_result_summary_and_figure(tmp_path):
-    import json
-
-    from rftheory.commands._output import to_jsonable
-    from verification import twolayer_law
-
-    result = twolayer_law.run(ratios=(1.0, 4.0), seeds=1, setups=("rf_gd",),
-                              datasets=("sphere",), max_steps=300, workers=1)
-    json.dumps(to_jsonable(result))  # the result must be plain JSON
-    cases = {c["ratio_nominal"]: c for c in result["cases"]}
-    assert cases[4.0]["p_last"] == 4 * 8 * 8 and cases[4.0]["k"] == 1
-    # First layer frozen: ΔW₂ in the span up to rounding (measured ≈ 1e-30).
-    assert cases[4.0]["span_residual"] < 1e-20
-    # At p = dn the unknowns outnumber the equations: far from the data (measured ρ ≈ 0.6).
-    # At p = 4dn the RF control is recovered (measured ρ ≈ 4e-5).
-    assert cases[1.0]["rho"] > 0.1 and cases[4.0]["rho"] < 0.01
-    verdict = result["verdict"]["per_setup"]["sphere/rf_gd"]
-    assert verdict["law_holds"] and verdict["threshold"] == 4.0
-    assert "holds" in twolayer_law.summary(result)
-    paths = twolayer_law.plot(result, tmp_path / "twolayer_law")
-    assert all(p.exists() and p.stat().st_size > 0 for p in paths)
-
-
-def test_verification_refuses_unknown_setup():
-    from verification import twolayer_law
-
-    with pytest.raises(RFTheoryError, match="unknown setup"):
-        twolayer_law.run(setups=("hinge",), workers=1)

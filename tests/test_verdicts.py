@@ -11,7 +11,7 @@ import scipy.optimize
 import scipy.special
 
 from rftheory.activations import ACTIVATIONS
-from rftheory.commands._output import to_jsonable
+from rftheory.output import to_jsonable
 from rftheory.verdicts import ActivationReport, Verdict, activation_report
 
 # name: (Lipschitz, sign-identifiable), from the functions themselves: growth of φ' and whether

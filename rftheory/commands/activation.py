@@ -17,10 +17,8 @@ from typing import Any
 
 from ..hermite import MAX_DPS, MAX_ORDER, METHODS, MIN_DPS, HermiteOptionError
 from ..verdicts import ActivationReport, activation_report
-from ._output import format_table, print_json
-
-_FIGURE_SUFFIXES = (".png", ".pdf")
-
+from ..output import format_table, print_json
+from ._common import figure_paths
 
 def register(subparsers: Any) -> None:
     """Add the ``activation`` subcommand."""
@@ -49,11 +47,11 @@ def register(subparsers: Any) -> None:
                         help="seconds for each time-limited sympy stage (default 10)")
     parser.add_argument("--json", action="store_true", help="print the report as JSON")
     parser.add_argument("--plot", metavar="FILE",
-                        help="draw |mu_k| against k to FILE (.png or .pdf; the other format is written too)")
-    parser.set_defaults(handler=run)
+                        help="draw |mu_k| against k to FILE (.png or .pdf; both are written)")
+    parser.set_defaults(handler=handle)
 
 
-def run(args: argparse.Namespace) -> int:
+def handle(args: argparse.Namespace) -> int:
     """Handler: validate, compute the report, print it, optionally plot."""
     if not 0 <= args.order <= MAX_ORDER:
         raise HermiteOptionError(f"--order must be between 0 and {MAX_ORDER}, got {args.order}")
@@ -61,28 +59,18 @@ def run(args: argparse.Namespace) -> int:
         raise HermiteOptionError(f"--digits must be between {MIN_DPS} and {MAX_DPS}, got {args.digits}")
     if not (math.isfinite(args.time_budget) and args.time_budget >= 0):
         raise HermiteOptionError(f"--time-budget must be a number of seconds >= 0, got {args.time_budget}")
-    figure_paths = _figure_paths(args.plot) if args.plot else None
+    paths = figure_paths(args.plot)
     report = activation_report(args.expr, order=args.order, method=args.method, dps=args.digits,
                                time_budget=args.time_budget)
     if args.json:
         print_json(report)
     else:
         print(format_report(report, digits=args.digits))
-    if figure_paths:
-        plot_hermite_spectrum(report, figure_paths)
+    if paths:
+        plot_hermite_spectrum(report, paths)
         if not args.json:
-            print("figure: " + ", ".join(str(p) for p in figure_paths))
+            print("figure: " + ", ".join(str(p) for p in paths))
     return 0
-
-
-def _figure_paths(name: str) -> tuple[pathlib.Path, pathlib.Path]:
-    path = pathlib.Path(name)
-    if path.suffix.lower() not in _FIGURE_SUFFIXES:
-        raise HermiteOptionError(f"--plot FILE must end in .png or .pdf, got {name!r}")
-    other = ".pdf" if path.suffix.lower() == ".png" else ".png"
-    if not path.parent.is_dir():
-        raise HermiteOptionError(f"--plot: directory {str(path.parent)!r} does not exist")
-    return path, path.with_suffix(other)
 
 
 def _yes_no(holds: bool | None) -> str:

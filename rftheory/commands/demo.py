@@ -1,6 +1,6 @@
 """``rftheory demo``: the package's main job — the law of data reconstruction at its default size.
 
-Runs the check of ``verification/law.py`` (= ``rftheory verify law``): sweeps p/(dn) for a few
+Runs the check of :mod:`rftheory.claims.law` (= ``rftheory verify law``): sweeps p/(dn) for a few
 (d, n) and seeds, reconstructs the training set at every point, locates p*_label (≈ n) and
 p*_data (≈ dn), writes ``<out>/law.json`` and the figure, and prints the thresholds table and the
 figure's path.
@@ -8,13 +8,13 @@ figure's path.
 
 from __future__ import annotations
 
-import sys
+from ..output import print_json
+from ._common import progress_lines
 
-from ._output import print_json
 
-
-def register(sub) -> None:
-    p = sub.add_parser(
+def register(subparsers) -> None:
+    """Add the ``demo`` subcommand."""
+    p = subparsers.add_parser(
         "demo", help="the main job: the law of data reconstruction (label vs data threshold)",
         description="Sweep p over multiples of n and dn, reconstruct the training data of the RF "
                     "model at every point, and report the label-fitting threshold p*_label/n and "
@@ -29,12 +29,11 @@ def register(sub) -> None:
 
 
 def handle(args) -> int:
-    from verification.common import run_claim
-    from verification.law import summary
+    from ..claims import run_claim
+    from ..claims.law import summary
 
-    progress = None if args.json else (lambda msg: print(msg, file=sys.stderr, flush=True))
     result = run_claim("law", quick=args.quick, seed=args.seed, out_dir=args.out,
-                       progress=progress)
+                       progress=progress_lines(args))
     if args.json:
         print_json(result)
         return 0

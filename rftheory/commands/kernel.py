@@ -3,24 +3,27 @@
 For one activation and n points on the √d-sphere: ‖ΦΦᵀ/p − K‖_op and λ_min(ΦΦᵀ)/p for each p
 (averaged over ``--reps`` independent draws of V), λ_min(K), its Hermite lower bounds and the
 fitted log–log slope of the error (−1/2 expected). The measurement is
-:func:`verification.kernel_concentration.measure_concentration`, the same one ``rftheory verify
+:func:`rftheory.concentration.measure_concentration`, the same one ``rftheory verify
 kernel_concentration`` runs for several activations.
 """
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
+import math
+
+import numpy as np
 
 from ..errors import RFTheoryError
-from ._output import print_json
+from ..output import format_table, print_json
+from ._common import figure_paths, parse_int, parse_int_list, progress_lines
 
 #: Largest n accepted: the check diagonalises n × n matrices (O(n³)) for every p and draw.
 MAX_N = 5000
 
 
-def register(sub) -> None:
-    p = sub.add_parser(
+def register(subparsers) -> None:
+    """Add the ``kernel`` subcommand."""
+    p = subparsers.add_parser(
         "kernel", help="concentration of PhiPhi^T/p around the RF kernel K, and lambda_min(K)",
         description="Measure ||PhiPhi^T/p - K||_op and lambda_min(PhiPhi^T)/p against p for one "
                     "activation on n points of the sphere of radius sqrt(d), with lambda_min(K), "
@@ -41,51 +44,38 @@ def register(sub) -> None:
     p.set_defaults(handler=handle)
 
 
-def parse_int(text: str, name: str, minimum: int) -> int:
-    """A decimal integer >= ``minimum`` from a command-line string, or RFTheoryError."""
-    try:
-        value = int(text.strip())
-    except (ValueError, AttributeError):
-        raise RFTheoryError(f"--{name} must be an integer, got {text!r}") from None
-    if value < minimum:
-        raise RFTheoryError(f"--{name} must be >= {minimum}, got {value}")
-    return value
+def _z(z: float) -> str:
+    if not math.isfinite(z):
+        return "—"  # no spread in (uᵀφ)² (e.g. one feature, or a zero bottom eigenvector image)
+    return f"{z:+.2f}" if abs(z) < 1e4 else f"{z:+.1e}"
 
 
-def parse_p_list(text: str) -> list[int]:
-    """``"100,400,1600"`` -> [100, 400, 1600] (sorted, duplicates refused)."""
-    items = [s.strip() for s in text.split(",")]
-    if not text.strip() or any(not s for s in items):
-        raise RFTheoryError(f"--p must be comma-separated positive integers, got {text!r}")
-    values = [parse_int(s, "p", 1) for s in items]
-    if len(set(values)) != len(values):
-        raise RFTheoryError(f"--p has repeated values: {text!r}")
-    return sorted(values)
-
-
-def _check_plot_name(plot: str | None) -> None:
-    if plot is not None and Path(plot).suffix.lower() not in ("", ".png", ".pdf"):
-        raise RFTheoryError(f"--plot: use a .png or .pdf file name (both are written), got {plot}")
+def curve_table(c: dict) -> str:
+    """Per-p table of one activation's curve (used by ``rftheory kernel``)."""
+    rows = []
+    for j, p in enumerate(c["p"]):
+        rows.append([p, f"{c['op_error_mean'][j]:.4e}", f"{c['lambda_min_empirical_mean'][j]:.5e}",
+                     f"{np.mean(c['clt_sd'][j]):.2e}", _z(c['lambda_min_z'][j])])
+    return format_table(["p", "||PhiPhi^T/p - K||_op", "lambda_min(PhiPhi^T)/p", "CLT sd",
+                         "z"], rows)
 
 
 def handle(args) -> int:
+    """Handler: parse the numbers, measure, print the table or JSON, optionally plot."""
     d = parse_int(args.d, "d", 1)
     n = parse_int(args.n, "n", 1)
     if n > MAX_N:
         raise RFTheoryError(f"--n must be <= {MAX_N} (n x n eigenvalue problems), got {n}")
-    p_values = parse_p_list(args.p)
+    p_values = parse_int_list(args.p, "p")
     seed = parse_int(args.seed, "seed", 0)
     reps = parse_int(args.reps, "reps", 1)
-    _check_plot_name(args.plot)
+    paths = figure_paths(args.plot)
 
-    from verification.kernel_concentration import curve_table, measure_concentration, plot_curves
+    from ..concentration import measure_concentration, plot_curves
 
-    progress = None if args.json else (lambda msg: print(msg, file=sys.stderr, flush=True))
     result = measure_concentration(args.activation, d, n, p_values, seed=seed, reps=reps,
-                                   progress=progress)
-    figures = []
-    if args.plot:
-        figures = [str(p) for p in plot_curves([result], Path(args.plot).with_suffix(""))]
+                                   progress=progress_lines(args))
+    figures = [] if paths is None else [str(p) for p in plot_curves([result], paths[0])]
     result["figures"] = figures
     if args.json:
         print_json(result)

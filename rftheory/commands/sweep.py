@@ -14,8 +14,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from ..errors import RFTheoryError
-from ._output import format_table, print_json
+from ..output import format_table, print_json
+from ._common import figure_paths, print_result, progress_bar_wanted
 
 #: Where ``run`` puts a sweep's store when ``--out`` is not given: ``results/sweeps/<file stem>``.
 DEFAULT_OUT_ROOT = Path("results") / "sweeps"
@@ -68,11 +68,6 @@ def _figure_base(report: dict, out_dir: Path, plot: str | None) -> Path | None:
     return out_dir / f"{report['metrics'][0]}_vs_{report['x']['name']}"
 
 
-def _check_plot_name(plot: str | None) -> None:
-    if plot is not None and Path(plot).suffix.lower() not in ("", ".png", ".pdf"):
-        raise RFTheoryError(f"--plot: use a .png or .pdf file name (both are written), got {plot}")
-
-
 def _report_outputs(out_dir: Path, args: argparse.Namespace) -> tuple[dict, list[Path]]:
     from ..sweep import plot_sweep_report, sweep_report
 
@@ -84,10 +79,10 @@ def _report_outputs(out_dir: Path, args: argparse.Namespace) -> tuple[dict, list
     return report, written
 
 
-def _handle_run(args: argparse.Namespace) -> int:
+def _run(args: argparse.Namespace) -> int:
     from ..sweep import SweepAbortedError, load_spec, plan_sweep, run_sweep
 
-    _check_plot_name(args.plot)
+    figure_paths(args.plot)
     spec = load_spec(args.file)  # every check of the file happens before anything runs
     out_dir = Path(args.out) if args.out else DEFAULT_OUT_ROOT / Path(args.file).stem
     if args.dry_run:
@@ -99,7 +94,7 @@ def _handle_run(args: argparse.Namespace) -> int:
                   f"{plan['planned']} to compute" +
                   (f" ({plan['corrupt']} corrupt rows to redo)" if plan["corrupt"] else ""))
         return 0
-    progress = not args.json and not args.no_progress and sys.stderr.isatty()
+    progress = progress_bar_wanted(args)
     try:
         run = run_sweep(spec, out_dir, resume=args.resume, retry_errors=args.retry_errors,
                         workers=args.workers, dask_scheduler=args.dask_scheduler,
@@ -124,17 +119,16 @@ def _handle_run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _handle_report(args: argparse.Namespace) -> int:
-    _check_plot_name(args.plot)
+def _report(args: argparse.Namespace) -> int:
+    figure_paths(args.plot)
     report, written = _report_outputs(Path(args.dir), args)
-    if args.json:
-        report["figures"] = [str(p) for p in written]
-        print_json(report)
-    else:
-        print(report_table(report))
-        for path in written:
-            print(f"wrote {path}")
+    print_result(args, report, report_table(report), written)
     return 0
+
+
+def handle(args: argparse.Namespace) -> int:
+    """Handler: ``sweep run`` or ``sweep report``."""
+    return {"run": _run, "report": _report}[args.sweep_command](args)
 
 
 def _figure_options(parser: argparse.ArgumentParser) -> None:
@@ -155,6 +149,7 @@ def register(subparsers: Any) -> None:
         "sweep", help="run grids of cells (local processes or dask), resumable; report them",
         description="Sweeps described in a TOML file: every combination of the [grid] axes is "
                     "one cell, stored in SQLite as soon as it finishes.")
+    parser.set_defaults(handler=handle)
     sub = parser.add_subparsers(dest="sweep_command", required=True, metavar="ACTION")
 
     run = sub.add_parser(
@@ -181,7 +176,6 @@ def register(subparsers: Any) -> None:
                      help="check the file and count the cells to compute; run nothing")
     run.add_argument("--no-progress", action="store_true", help="no progress bar")
     _figure_options(run)
-    run.set_defaults(handler=_handle_run)
 
     report = sub.add_parser(
         "report", help="summary table and figure of a sweep store (any time, even mid-run)",
@@ -189,4 +183,3 @@ def register(subparsers: Any) -> None:
                     "parameter group against p/(dn) (or p/n), and a figure (PNG + PDF).")
     report.add_argument("dir", help="the sweep's directory (holding sweep.sqlite)")
     _figure_options(report)
-    report.set_defaults(handler=_handle_report)

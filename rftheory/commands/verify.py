@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import sys
+from ..output import print_json
+from ._common import progress_lines
 
-from ._output import print_json
 
-
-def register(sub) -> None:
-    p = sub.add_parser("verify", help="check a claim of the paper (writes results/<claim>.json + figures)",
+def register(subparsers) -> None:
+    """Add the ``verify`` subcommand."""
+    p = subparsers.add_parser("verify", help="check a claim of the paper (writes results/<claim>.json + figures)",
                        description="Run the verification of one claim of the paper, or all of them.")
     p.add_argument("claim", help="kernel_concentration, law, theorem1, theorem2, sign, nhat, "
                                  "twolayer_law, or all")
@@ -21,15 +21,14 @@ def register(sub) -> None:
 
 
 def handle(args) -> int:
-    from verification.common import CLAIMS, claim_module, run_claim
+    from ..claims import CLAIMS, claim_module, run_claim
 
     names = list(CLAIMS) if args.claim == "all" else [args.claim]
     modules = [claim_module(n) for n in names]  # refuse unknown names before running anything
     results = []
     for module in modules:
-        progress = None if args.json else (lambda msg: print(msg, file=sys.stderr, flush=True))
         result = run_claim(module.CLAIM, quick=args.quick, seed=args.seed, out_dir=args.out,
-                           figures=not args.no_figures, progress=progress)
+                           figures=not args.no_figures, progress=progress_lines(args))
         results.append(result)
         if not args.json:
             print(f"== {module.CLAIM} ({result['wall_seconds']} s)")

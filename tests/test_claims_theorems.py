@@ -1,19 +1,21 @@
-"""Small, seeded versions of the Theorem 1 and Theorem 2 checks (verification/theorem1.py, theorem2.py)."""
+"""Small, seeded versions of the Theorem 1 and Theorem 2 checks (rftheory.claims.theorem1, theorem2)."""
 
 from __future__ import annotations
 
 import json
 import math
+from pathlib import Path
 
 import numpy as np
 import pytest
 
 from rftheory.data import gaussian_labels, sphere_data
+from rftheory.errors import RFTheoryError
 from rftheory.features import RandomFeatures, train_min_norm
 from rftheory.kernel import kernel_series
 from rftheory.projection import projection_loss, projection_residuals
-from verification import theorem1, theorem2
-from verification.common import run_claim
+from rftheory.claims import theorem1, theorem2
+from rftheory.claims import run_claim
 
 D, N = 6, 3  # theorem 1: dn = 18, n + d = 9
 
@@ -200,24 +202,41 @@ def test_duplicate_region_bounded_away_at_large_p_and_zero_at_p_le_d(data2):
 # The protocol: run → JSON → figure → summary, on tiny configurations
 # ---------------------------------------------------------------------------------------------
 
-def test_theorem1_protocol_tiny(monkeypatch, tmp_path):
-    monkeypatch.setattr(theorem1, "QUICK", {
-        "d": 4, "n": 2, "ratios": (0.5, 8.0), "local_starts": 1, "reconstruct_starts": 1,
-        "max_steps": 400, "gap_offsets": (-2, 0), "gap_ratios": (8.0,), "epsilons": (0.5,),
-        "gap_starts": 2})
-    result = run_claim("theorem1", quick=True, out_dir=tmp_path)
+def test_theorem1_protocol_tiny(tmp_path):
+    config = theorem1.Config(d=4, n=2, ratios=(0.5, 8.0), local_starts=1, reconstruct_starts=1,
+                             max_steps=400, gap_offsets=(-2, 0), gap_ratios=(8.0,),
+                             epsilons=(0.5,), gap_starts=2)
+    result = run_claim("theorem1", config=config, out_dir=tmp_path)
     saved = json.loads((tmp_path / "theorem1.json").read_text())
-    assert saved["claim"] == "theorem1" and len(saved["gaps"]) == 3
-    assert all((tmp_path / f"theorem1.{ext}").stat().st_size > 0 for ext in ("png", "pdf"))
-    assert "single-candidate gap" in theorem1.summary(result)
+    assert saved["claim"] == "theorem1" and saved["config"] == config.as_dict()
+    # p = n + d − 2 = 4, n + d = 6 and 8·dn = 64: the gap is closed below n + d − 1 (zeros of r
+    # away from ±x_i exist there) and open at 8·dn (measured ≈ 0.1; the floor is ~1e-15).
+    assert [g["p"] for g in saved["gaps"]] == [4, 6, 64]
+    assert saved["gaps"][0]["gap"][0] < theorem1.GAP_ZERO < saved["gaps"][-1]["gap"][0]
+    assert saved["verdict"]["gap_positive_from_n_plus_d"] == (min(saved["gaps"][1]["gap"]) >
+                                                               theorem1.GAP_ZERO)
+    assert [r["p"] for r in saved["uniqueness"]] == [4, 64]  # max(n, round(ratio·dn))
+    assert result["figures"] == [str(tmp_path / "theorem1.png"), str(tmp_path / "theorem1.pdf")]
+    lines = theorem1.summary(saved).splitlines()
+    assert lines[0] == "relu+tanh, d = 4, n = 2 (dn = 8, n + d = 6)"
 
 
-def test_theorem2_protocol_tiny(monkeypatch, tmp_path):
-    monkeypatch.setattr(theorem2, "QUICK", {
-        "d": 4, "ratios": (4.0,), "deltas": (0.1,), "random_starts": 1,
-        "activations": ("tanh",)})
-    result = run_claim("theorem2", quick=True, out_dir=tmp_path)
+def test_theorem2_protocol_tiny(tmp_path):
+    config = theorem2.Config(d=4, ratios=(4.0,), deltas=(0.1,), random_starts=1,
+                             activations=("tanh",))
+    result = run_claim("theorem2", config=config, out_dir=tmp_path)
     saved = json.loads((tmp_path / "theorem2.json").read_text())
-    assert saved["curves"][0]["rows"][0]["min_loss"][0] > theorem2.ZERO_LOSS
-    assert all((tmp_path / f"theorem2.{ext}").stat().st_size > 0 for ext in ("png", "pdf"))
-    assert "tanh" in theorem2.summary(result)
+    (row,) = saved["curves"][0]["rows"]
+    # p = 4dn = 32 ≫ d: the duplicate region stays away from 0 (min measured ≈ 0.1) and below
+    # the δ → 0 limit L₀ (the limit pair is a start of the minimisation).
+    assert row["p"] == 32 and theorem2.ZERO_LOSS < row["min_loss"][0] <= row["limit_loss"] + 1e-12
+    assert saved["verdict"]["satisfied_by"] == ["tanh"] == result["verdict"]["satisfied_by"]
+    assert all(Path(p).exists() for p in result["figures"])
+    assert f"{row['limit_loss']:.3e}" in theorem2.summary(saved)
+
+
+def test_theorem_configurations_are_checked():
+    with pytest.raises(RFTheoryError, match="increasing"):
+        theorem1.QUICK.replace(epsilons=(0.5, 0.25))
+    with pytest.raises(RFTheoryError, match="deltas"):
+        theorem2.QUICK.replace(deltas=(0.1, 2.5))

@@ -1,16 +1,15 @@
-"""The sign-ambiguity check (verification/sign.py) and the n̂ ≠ n check (verification/nhat.py)."""
+"""The sign-ambiguity check (rftheory.claims.sign) and the n̂ ≠ n check (rftheory.claims.nhat)."""
 
 from __future__ import annotations
 
 import json
-import math
 
 import numpy as np
 import pytest
 
-from rftheory.commands._output import to_jsonable
+from rftheory.output import to_jsonable
 from rftheory.errors import RFTheoryError
-from verification import nhat, sign
+from rftheory.claims import nhat, sign
 
 from tests.conftest import sphere_points
 
@@ -57,7 +56,11 @@ def test_odd_activation_is_sign_ambiguous_despite_mu3():
 
 
 def test_sign_run_reports_verdicts_next_to_flips(tmp_path):
-    result = sign.run(activations=("abs", "relu"), d=D, n=N, seeds=1, max_steps=STEPS, workers=2)
+    config = sign.Config(activations=("abs", "relu"), d=D, n=N, seeds=1, max_steps=STEPS)
+    result = sign.run(config, workers=2)
+    # The runs are the run_case of each task, in task order, whatever the workers did.
+    assert [(c["activation"], c["seed"]) for c in result["runs"]] == [("abs", 0), ("relu", 0)]
+    assert result["runs"][1] | {"seconds": 0} == sign.run_case(_task("relu", 0)) | {"seconds": 0}
     by = {e["activation"]: e for e in result["per_activation"]}
     # The Hermite criterion (no odd μ_k ≠ 0, k ≥ 3) calls both ambiguous; only abs has a pure
     # parity (even), ReLU has both an even and an odd part.
@@ -69,10 +72,12 @@ def test_sign_run_reports_verdicts_next_to_flips(tmp_path):
     assert by["abs"]["flips_observed"]
     # For ReLU the flipped truth is not a zero of the loss: μ_1 ≠ 0 makes −x_i visible.
     assert by["relu"]["median_loss_one_flipped"] > 1e-3
-    json.dumps(to_jsonable(result))
-    paths = sign.plot(result, tmp_path / "sign")
-    assert {p.suffix for p in paths} == {".png", ".pdf"}
-    assert "sign-ident." in sign.summary(result)
+    saved = json.loads(json.dumps(to_jsonable(result)))
+    assert saved["per_activation"][0]["flip_fraction_all"] == by["abs"]["flip_fraction_all"]
+    paths = sign.plot(saved, tmp_path / "sign")
+    assert paths == [tmp_path / "sign.png", tmp_path / "sign.pdf"] and all(p.exists() for p in paths)
+    rows = {line.split()[0]: line.split() for line in sign.summary(saved).splitlines()[3:5]}
+    assert rows["abs"][1] == f"{by['abs']['successes']}/1" and rows["relu"][7] == "no"
 
 
 def test_antipodal_slope_closed_forms():
@@ -85,11 +90,12 @@ def test_antipodal_slope_closed_forms():
     assert sign.antipodal_slope("leaky_relu") == pytest.approx(0.2 / 1.01, abs=1e-8)
 
 
-def test_sign_refuses_bad_parameters():
-    with pytest.raises(RFTheoryError):
-        sign.run(activations=(), seeds=1)
-    with pytest.raises(RFTheoryError):
-        sign.run(activations=("relu",), ratio=-1.0, seeds=1)
+def test_sign_refuses_bad_configurations():
+    with pytest.raises(RFTheoryError, match="activations"):
+        sign.Config(activations=(), seeds=1)
+    with pytest.raises(RFTheoryError, match="ratio"):
+        sign.Config(activations=("relu",), ratio=-1.0, seeds=1)
+    assert sign.QUICK.p == 10 * sign.QUICK.d * sign.QUICK.n
 
 
 def test_analyse_flags_duplicates_far_extras_and_sign():
@@ -112,7 +118,8 @@ def test_analyse_flags_duplicates_far_extras_and_sign():
 
 @pytest.fixture(scope="module")
 def nhat_result():
-    return nhat.run(d=D, n=N, n_hat_factors=(0.5, 1.5), seeds=1, max_steps=1000, workers=2)
+    return nhat.run(nhat.Config(d=D, n=N, n_hat_factors=(0.5, 1.5), seeds=1, max_steps=1000),
+                    workers=2)
 
 
 def test_more_candidates_cover_all_fewer_cannot_fit(nhat_result, tmp_path):
@@ -126,15 +133,17 @@ def test_more_candidates_cover_all_fewer_cannot_fit(nhat_result, tmp_path):
     assert under["converged"] == 0 and under["median_final_loss"] > 1e-3
     assert under["max_covered"] <= 4
     assert nhat_result["verdict"]["supported"]
-    json.dumps(to_jsonable(nhat_result))
-    paths = nhat.plot(nhat_result, tmp_path / "nhat")
-    assert {p.suffix for p in paths} == {".png", ".pdf"}
-    assert "covered" in nhat.summary(nhat_result)
+    assert [r["n_hat"] for r in nhat_result["runs"]] == [4, 12]  # task order
+    saved = json.loads(json.dumps(to_jsonable(nhat_result)))
+    paths = nhat.plot(saved, tmp_path / "nhat")
+    assert paths == [tmp_path / "nhat.png", tmp_path / "nhat.pdf"] and all(p.exists() for p in paths)
+    table = {line.split()[0]: line.split() for line in nhat.summary(saved).splitlines()[3:5]}
+    assert table["12"][4] == f"{N}–{N}/{N}" and table["4"][2] == "0/1"  # covered; converged
 
 
-def test_nhat_refuses_bad_parameters():
-    with pytest.raises(RFTheoryError):
-        nhat.run(n_hat_factors=(0.0,), seeds=1)
+def test_nhat_refuses_bad_configurations():
+    with pytest.raises(RFTheoryError, match="factors"):
+        nhat.Config(n_hat_factors=(0.0,), seeds=1)
     with pytest.raises(RFTheoryError, match="exceeds"):
-        nhat.run(d=1, n=4, n_hat_factors=(20.0,), seeds=1, ratio=1.0)
-    assert math.isfinite(nhat.WEIGHT_CUT)
+        nhat.Config(d=1, n=4, n_hat_factors=(20.0,), seeds=1, ratio=1.0)
+    assert nhat.QUICK.n_hats == [4, 8, 12] and nhat.FULL.p == 10 * 8 * 8

@@ -1,4 +1,4 @@
-"""Tests of verification.kernel_concentration and of the Hermite lower bound in rftheory.kernel.
+"""Tests of rftheory.concentration, the kernel_concentration claim, and of the Hermite lower bound in rftheory.kernel.
 
 Independent references: the closed-form kernels of ReLU (arc-cosine) and erf (arcsine) instead
 of the Hermite series, eigenvalues by numpy's ``eigvalsh`` on explicitly formed matrices, and
@@ -14,7 +14,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-import verification.kernel_concentration as kc
+import rftheory.concentration as kc
+from rftheory.claims import kernel_concentration as claim
 from rftheory.data import sphere_data
 from rftheory.errors import RFTheoryError
 from rftheory.features import RandomFeatures
@@ -24,7 +25,7 @@ from rftheory.kernel import (
     hermite_lower_bound,
     kernel_series,
 )
-from verification.common import run_claim
+from rftheory.claims import run_claim
 
 
 # ---------------------------------------------------------------------------------------------
@@ -177,22 +178,25 @@ def test_kernel_on_sphere_has_the_exact_diagonal():
 # The protocol: run, plot, summary
 # ---------------------------------------------------------------------------------------------
 
-def test_run_plot_summary_on_a_tiny_configuration(tmp_path, monkeypatch):
-    monkeypatch.setitem(kc.QUICK, "n", 4)
-    monkeypatch.setitem(kc.QUICK, "d", 6)
-    monkeypatch.setitem(kc.QUICK, "p", (64, 256, 1024))
-    monkeypatch.setitem(kc.QUICK, "reps", 2)
-    monkeypatch.setitem(kc.QUICK, "sweep_n", 10)
-    monkeypatch.setitem(kc.QUICK, "sweep_d", (5, 40))
-    result = run_claim("kernel_concentration", quick=True, seed=1, out_dir=tmp_path)
+def test_run_plot_summary_on_a_tiny_configuration(tmp_path):
+    config = claim.Config(n=4, d=6, p=(64, 256, 1024), reps=2, sweep_n=10, sweep_d=(5, 40))
+    result = run_claim("kernel_concentration", config=config, seed=1, out_dir=tmp_path)
     saved = json.loads((tmp_path / "kernel_concentration.json").read_text())
-    assert saved["claim"] == "kernel_concentration"
-    assert [c["activation"] for c in saved["curves"]] == list(kc.DEFAULT_ACTIVATIONS)
-    for path in result["figures"]:
-        assert Path(path).exists() and Path(path).stat().st_size > 0
-    assert {p.rsplit(".", 1)[1] for p in result["figures"]} == {"png", "pdf"}
-    text = kc.summary(saved)
-    assert "relu+tanh" in text and "verdict" in text
+    assert saved["claim"] == "kernel_concentration" and saved["seed"] == 1
+    assert saved["config"] == {"n": 4, "d": 6, "p": [64, 256, 1024], "reps": 2, "sweep_n": 10,
+                               "sweep_d": [5, 40]}
+    assert [c["activation"] for c in saved["curves"]] == list(claim.DEFAULT_ACTIVATIONS)
+    # Each curve is the library's measurement on the claim's data (same seeds): the claim adds
+    # nothing but the loop over activations.
+    X = sphere_data(4, 6, seed=1)
+    direct = kc.concentration("erf", X, [64, 256, 1024], seed=1, reps=2)
+    assert saved["curves"][3]["op_error"] == direct["op_error"]
+    assert saved["curves"][3]["lambda_min_kernel"] == direct["lambda_min_kernel"]
+    assert result["figures"] == [str(tmp_path / "kernel_concentration.png"),
+                                 str(tmp_path / "kernel_concentration.pdf")]
+    assert all(Path(p).exists() for p in result["figures"])
+    slopes = [line.split()[1] for line in claim.summary(saved).splitlines()[3:7]]
+    assert slopes == [f"{c['slope']:.3f}" for c in saved["curves"]]
     # The Hermite bound is a theorem: it must hold in every configuration.
     assert saved["verdict"]["hermite_bound_holds"] is True
 

@@ -1,0 +1,72 @@
+"""Array backends: the namespace a device name stands for, and copies back to the host.
+
+Array code in rftheory is written once against the array API, and its namespace follows the
+inputs (``array_namespace(x)``). These two helpers are the only places that name a backend:
+:func:`namespace` turns a device name into numpy or CuPy (checking that a CUDA device is usable),
+:func:`to_host` copies an array of any namespace back to numpy.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from .errors import BackendError
+
+__all__ = ["DEVICES", "namespace", "to_host"]
+
+#: Device names accepted by :func:`namespace`.
+DEVICES = ("cpu", "gpu")
+
+
+def namespace(device: str = "cpu") -> Any:
+    """The array namespace of ``device``: numpy for ``"cpu"``, CuPy for ``"gpu"``.
+
+    Raises
+    ------
+    BackendError
+        For another name, or ``"gpu"`` without CuPy or without a usable CUDA device.
+
+    Examples
+    --------
+    >>> namespace("cpu").__name__
+    'numpy'
+    """
+    if device == "cpu":
+        return np
+    if device != "gpu":
+        raise BackendError(f"device must be one of {', '.join(DEVICES)}, got {device!r}")
+    try:
+        import cupy
+    except ImportError:
+        raise BackendError("device gpu needs CuPy (pip install 'rftheory[gpu]')") from None
+    try:
+        count = cupy.cuda.runtime.getDeviceCount()
+    except Exception as exc:  # noqa: BLE001 - CUDA driver missing or broken: any error
+        raise BackendError(f"device gpu: no usable CUDA device ({exc})".splitlines()[0]) from None
+    if count < 1:
+        raise BackendError("device gpu: no CUDA device found")
+    return cupy
+
+
+def to_host(A: Any, dtype: Any = None) -> np.ndarray:
+    """Copy an array of any array-API namespace to a host numpy array (CuPy via ``.get()``).
+
+    A numpy array is returned as it is (no copy) unless ``dtype`` asks for a conversion.
+
+    Examples
+    --------
+    >>> to_host(np.arange(3), np.float64)
+    array([0., 1., 2.])
+    """
+    if isinstance(A, np.ndarray):
+        host = A
+    elif hasattr(A, "get") and type(A).__module__.startswith("cupy"):
+        host = A.get()
+    else:
+        try:
+            host = np.from_dlpack(A)
+        except (TypeError, RuntimeError, BufferError, AttributeError):
+            host = np.asarray(A)
+    return host if dtype is None else np.asarray(host, dtype=dtype)

@@ -1,0 +1,768 @@
+"""Size guards: the peak memory and the work of the package's jobs, estimated before they start.
+
+Every job of the package is sized by a few integers (d, n, p, n̂, the number of outputs k, the
+steps allowed, the dtype) long before it allocates anything, so a request that cannot fit this
+machine, or would run for days, can be refused in one line instead of after minutes of
+allocation (``reconstruct --p 100000000000``, ``kernel --d 100000000``, ``--p-mult 1e300``).
+This module turns the sizes into an :class:`Estimate` — peak bytes of arrays, floating-point
+operations, Gaussian draws of V, and the seconds they take at measured rates — and the ``check_*``
+functions compare it with the limits and raise :class:`~rftheory.errors.ResourceLimitError`:
+
+===============================  =========================================================
+:func:`check_train`              min-norm fit θ* = Φ⁺Y (streamed Gram, solve, Φᵀa, Φθ)
+:func:`check_reconstruct`        training, then the reconstruction from (θ*, V)
+:func:`check_kernel`             the kernel concentration measurement (``rftheory kernel``)
+:func:`check_features`           a materialised Φ (n × p)
+:func:`check_cell`               one sweep cell (``label_fit`` or ``reconstruct``)
+===============================  =========================================================
+
+The ``estimate_*`` functions return the estimate without checking it. Sizes may be floats
+(``p = 1e300`` is estimated, not refused by an overflow); everything is computed in floating
+point.
+
+Limits
+------
+*Memory*: by default 80 % (:data:`MEMORY_FRACTION`) of the memory available now
+(``MemAvailable`` of ``/proc/meminfo``, or the cgroup's remaining allowance when it is smaller,
+or ``os.sysconf`` elsewhere). ``memory_limit=`` (bytes) or the environment variable
+``RFTHEORY_MEMORY_LIMIT`` (``"12G"``, ``"800M"``, bytes) replaces it, but never beyond the
+machine's total memory (or the cgroup's limit): what cannot fit the machine is always refused.
+*Time*: by default one hour (:data:`DEFAULT_TIME_LIMIT`) at the rates :data:`FLOP_RATE` and
+:data:`DRAW_RATE`; ``time_limit=`` (seconds; ``math.inf`` for none) or ``RFTHEORY_TIME_LIMIT``
+(seconds, or ``inf``) replaces it.
+
+Examples
+--------
+>>> est = estimate_reconstruct(d=100, n=20, p=20_000)
+>>> est.peak_bytes < 2**30, est.flops > 1e12
+(True, True)
+>>> check_reconstruct(d=100, n=20, p=10**11, memory_limit=2**34)
+Traceback (most recent call last):
+...
+rftheory.errors.ResourceLimitError: reconstruct (d = 100, n = 20, n̂ = 20, p = 1e+11, float64) needs ~2.18 TiB of memory (training 745 GiB, ...), over the limit of 16 GiB (16 GiB set by memory_limit); ...
+
+Notes
+-----
+*What is counted.* Peak memory counts the arrays the package allocates (numpy's own allocations,
+as ``tracemalloc`` sees them): the chunks of V drawn ahead by the generator threads, the
+pre-activations, φ and φ′ of the chunk in use and of the previous one (a consumer holds one
+while the stream computes the next), the per-chunk partial Gram matrices, V when it is cached,
+the blocks a loss evaluation keeps for its second pass, the n×n Gram and its factorisation, θ.
+Not counted: the interpreter and libraries (~150–300 MB of RSS), LAPACK's workspace, sympy's
+compilation, the mpmath recomputation of non-finite values. Work counts the matrix products
+exactly (as the streamed code issues them), an allowance of :data:`ACTIVATION_FLOPS` per
+evaluated φ (and as much again for φ′), LAPACK's ``eigh`` as 9 n³ and Cholesky as n³/3, and
+the exact number of Gaussian draws.
+
+*Accuracy, measured* (``tests/test_budget.py``, tracemalloc peaks of small runs on the
+development machine): peak memory within a factor 2 of the measured peak (typically 0.8–1.4×);
+Gaussian draws exact; matrix-product flops exact against an instrumented ``matmul``. Time is
+the work at the constant rates below, so it is only as good as the rates are for the machine:
+a factor of a few. The reconstruction's estimate is for the whole step budget (``max_steps``,
+every step at the pool size, ``max_rounds`` selections) — an upper bound: runs that converge
+stop earlier (the README's d = 100, n = 20 runs used a median of 932–2684 of 20 000 steps).
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+import os
+from dataclasses import dataclass
+from typing import Any, Mapping
+
+from .errors import ResourceLimitError, RFTheoryError
+
+__all__ = [
+    "Estimate",
+    "estimate_train",
+    "estimate_reconstruct",
+    "estimate_kernel",
+    "estimate_features",
+    "estimate_cell",
+    "check",
+    "check_train",
+    "check_reconstruct",
+    "check_kernel",
+    "check_features",
+    "check_cell",
+    "available_memory",
+    "memory_limit",
+    "time_limit",
+    "FLOP_RATE",
+    "DRAW_RATE",
+    "DEFAULT_TIME_LIMIT",
+    "MEMORY_FRACTION",
+]
+
+#: Sustained rate of the package's streamed products (flop/s) on the 2-core development machine,
+#: the kind CI runs on: 19.2–20.2 GFLOP/s measured for float32 at CIFAR scale by
+#: ``benchmarks/bench_features.py --cifar`` and ``benchmarks/bench_projection_step.py``
+#: (README, "Speed"); float64 BLAS runs at half the float32 rate on the same cores.
+FLOP_RATE = {"float32": 2.0e10, "float64": 1.0e10}
+#: Gaussian draws of V per second with both cores (README, "Speed": ~140 M normals/s;
+#: ``benchmarks/bench_features.py`` prints this machine's figure).
+DRAW_RATE = 1.4e8
+#: Default time limit (seconds).
+DEFAULT_TIME_LIMIT = 3600.0
+#: Default memory limit as a fraction of the memory available when the check runs.
+MEMORY_FRACTION = 0.8
+#: Allowance (flops per element) for one evaluation of φ; φ′ costs as much again. The compiled
+#: programs of the registry cost 1.25–20 ns per element (``benchmarks/bench_activation.py``),
+#: i.e. ~10–200 flops at the rates above; 30 is their order of magnitude.
+ACTIVATION_FLOPS = 30.0
+
+# The streaming constants of rftheory.features, repeated so that this module imports nothing
+# heavy (it runs before a command has decided to compute). tests/test_budget.py checks that they
+# agree with features.py.
+_BLOCK_ROWS = 1024
+_SUM_GROUP = 16
+_THREADED_DRAW_MIN = 2**21
+_KEEP_BLOCKS_BYTES = 2**30      # rftheory.projection.KEEP_BLOCKS_BYTES
+_KERNEL_ORDER = 64              # rftheory.kernel.DEFAULT_ORDER
+_RECONSTRUCT_MAX_STEPS = 20000  # rftheory.reconstruct.reconstruct's default
+_EIGH_FLOPS = 9.0               # × n³: LAPACK syevd with eigenvectors
+_EIGVALSH_FLOPS = 4.0 / 3.0     # × n³: tridiagonal reduction, eigenvalues only
+_CHOLESKY_FLOPS = 1.0 / 3.0     # × n³
+#: Bookkeeping, the compiled activation and small arrays (~0.5 MiB measured on small runs).
+_OVERHEAD = 2.0**19
+
+
+@dataclass(frozen=True)
+class Estimate:
+    """Peak memory and work of one job, from its sizes alone.
+
+    Attributes
+    ----------
+    job : str
+        What was estimated, with its sizes (used in messages).
+    peak_bytes : float
+        Peak bytes of the arrays the job allocates (see the module Notes for what is counted).
+    flops : float
+        Floating-point operations.
+    draws : float
+        Gaussian draws of V.
+    dtype : str
+        ``"float64"`` or ``"float32"``: selects the flop rate.
+    parts : tuple of (str, float)
+        The largest terms of ``peak_bytes``, largest first, for messages.
+    """
+
+    job: str
+    peak_bytes: float
+    flops: float
+    draws: float
+    dtype: str = "float64"
+    parts: tuple[tuple[str, float], ...] = ()
+
+    @property
+    def seconds(self) -> float:
+        """Estimated time at :data:`FLOP_RATE` and :data:`DRAW_RATE` (drawing and arithmetic
+        share the same cores, so the two times add)."""
+        return self.flops / FLOP_RATE[self.dtype] + self.draws / DRAW_RATE
+
+    def describe(self) -> str:
+        """One line: memory (with its main parts), work and time."""
+        parts = ", ".join(f"{name} {_bytes(size)}" for name, size in self.parts[:3])
+        return (f"{self.job}: ~{_bytes(self.peak_bytes)} of memory"
+                + (f" ({parts})" if parts else "")
+                + f", {self.flops:.2g} flops and {self.draws:.2g} Gaussian draws, "
+                  f"~{_duration(self.seconds)}")
+
+
+# ---------------------------------------------------------------------------------------------
+# Formatting and validation
+# ---------------------------------------------------------------------------------------------
+
+def _bytes(value: float) -> str:
+    if not math.isfinite(value):
+        return "an unbounded amount"
+    for unit, size in (("EiB", 2**60), ("PiB", 2**50), ("TiB", 2**40), ("GiB", 2**30),
+                       ("MiB", 2**20), ("KiB", 2**10)):
+        if value >= size:
+            return f"{value / size:.3g} {unit}"
+    return f"{value:.0f} B"
+
+
+def _duration(seconds: float) -> str:
+    if not math.isfinite(seconds):
+        return "forever"
+    for unit, size in (("years", 365.25 * 86400), ("days", 86400), ("h", 3600), ("min", 60)):
+        if seconds >= size:
+            return f"{seconds / size:.3g} {unit}"
+    return f"{seconds:.2g} s"
+
+
+def _size(name: str, value: Any, minimum: float = 1) -> float:
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise RFTheoryError(f"{name} must be a number, got {value!r}")
+    value = float(value)
+    if math.isnan(value) or value < minimum:
+        raise RFTheoryError(f"{name} must be >= {minimum:g}, got {value!r}")
+    return value
+
+
+def _itemsize(dtype: Any) -> tuple[str, int]:
+    name = str(getattr(dtype, "name", dtype))
+    if "float32" in name:
+        return "float32", 4
+    if "float64" in name:
+        return "float64", 8
+    raise RFTheoryError(f"dtype must be float64 or float32, got {dtype!r}")
+
+
+def _show(value: float) -> str:
+    return f"{int(value)}" if value < 1e9 and value == int(value) else f"{value:.3g}"
+
+
+# ---------------------------------------------------------------------------------------------
+# The streamed pass over V (rftheory.features) — the building block of every job
+# ---------------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class _Pass:
+    peak: float        # transient bytes while the pass runs (V drawn, chunks, partial sums)
+    flops: float
+    draws: float
+
+
+def _chunk_rows(p: float) -> float:
+    """Rows of V per chunk (numpy: SUM_GROUP blocks; fewer when p is smaller)."""
+    return min(p, _SUM_GROUP * _BLOCK_ROWS)
+
+
+def _stream(n: float, d: float, p: float, itemsize: int, *, cached: bool, threads: int,
+            derivative: bool = False, gram: bool = False, outputs: float = 0.0,
+            kept: bool = False, fills_cache: bool = False) -> _Pass:
+    """One pass over V computing φ (and φ′) of n rows, with a Gram and/or k outputs per block.
+
+    Memory, from the structure of ``FeatureMap.chunks`` and ``BlockSum``:
+
+    * V: unless it is cached, the chunks the generator threads draw ahead plus the one in use and
+      the previous one (the consumer still holds it while the next is made), in the working
+      dtype (the generator writes each chunk in it); when the pass fills a cache the drawn
+      chunks *are* the cache (counted with it);
+    * pre-activations Z, φ (and φ′) of the current and the previous chunk (at most p rows
+      together), and temporaries of the compiled activation (one chunk, 1 array for φ, 2 for
+      φ and φ′); with ``kept`` φ and φ′ are held for the whole of p by the caller (counted
+      there) and only Z and the temporaries are the pass's own;
+    * the partial Gram matrices: one group of SUM_GROUP blocks at a time, and for an incomplete
+      last group its pending blocks and their concatenation;
+    * per-block outputs (Φθ, Φᵀa parts) of two chunks.
+    """
+    rows = _chunk_rows(p)
+    pair = min(p, 2 * rows)
+    blocks = math.ceil(p / _BLOCK_ROWS)
+    peak = 0.0
+    draws = 0.0
+    if not cached:
+        threaded = threads > 1 and p * d >= _THREADED_DRAW_MIN
+        in_flight = (math.ceil(threads / math.ceil(rows / _BLOCK_ROWS)) + 2) if threaded else 2
+        if not fills_cache:
+            # drawn on the host directly in the working dtype (rftheory.philox writes each chunk
+            # in it; its float64 temporaries are batches of a few thousand words)
+            peak += min(in_flight * rows, p) * d * itemsize
+        draws = p * d
+    temporaries = 1 + derivative
+    if kept:
+        peak += (1 + temporaries) * rows * n * itemsize  # Z and temporaries of one chunk
+    else:
+        peak += ((2 + derivative) * pair + temporaries * rows) * n * itemsize
+    if gram:
+        last = blocks % _SUM_GROUP
+        peak += (max(_SUM_GROUP if blocks >= _SUM_GROUP else 0, 2 * last) + 1) * n * n * itemsize
+    peak += 2 * math.ceil(rows / _BLOCK_ROWS) * n * outputs * itemsize
+    flops = 2 * n * d * p + ACTIVATION_FLOPS * n * p * (1 + derivative)
+    if gram:
+        flops += 2 * n * n * p
+    flops += 2 * n * p * outputs
+    return _Pass(peak, flops, draws)
+
+
+def _threads(threads: int | None) -> int:
+    if threads is not None:
+        return max(1, int(threads))
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not Linux
+        return os.cpu_count() or 1
+
+
+def _v_cached(p: float, d: float, itemsize: int, v_cache_bytes: float) -> bool:
+    return p * d * itemsize <= v_cache_bytes
+
+
+# ---------------------------------------------------------------------------------------------
+# Jobs
+# ---------------------------------------------------------------------------------------------
+
+def _train_parts(n: float, d: float, p: float, k: float, itemsize: int, cached: bool,
+                 threads: int) -> tuple[float, float, float, dict[str, float]]:
+    """(transient peak beyond V's cache and θ, flops, draws, named terms) of train_min_norm."""
+    first = _stream(n, d, p, itemsize, cached=False, threads=threads, gram=True,
+                    fills_cache=cached)
+    later = _stream(n, d, p, itemsize, cached=cached, threads=threads, outputs=k)
+    theta = p * k * itemsize
+    solve = 3 * n * n * itemsize + 2 * n * k * itemsize
+    # rmatvec keeps its per-chunk parts (p·k) and concatenates them into θ
+    transient = max(first.peak, later.peak + theta, solve + n * n * itemsize)
+    flops = first.flops + 2 * later.flops + (_EIGH_FLOPS + _CHOLESKY_FLOPS) * n**3
+    draws = first.draws + 2 * later.draws
+    parts = {"streamed chunks": max(first.peak, later.peak), "θ": theta, "Gram and solve": solve}
+    return transient, flops, draws, parts
+
+
+def estimate_train(*, d: float, n: float, p: float, k: float = 1, dtype: Any = "float64",
+                   v_cache_bytes: float = 0, threads: int | None = None) -> Estimate:
+    """Estimate :func:`rftheory.features.train_min_norm` with a streamed :class:`RandomFeatures`.
+
+    Parameters
+    ----------
+    d, n, p : number
+        Input dimension, training points, random features.
+    k : number
+        Outputs (columns of Y).
+    dtype : str or numpy dtype
+        Working dtype of the data (``float64`` or ``float32``).
+    v_cache_bytes : number
+        The model's ``v_cache_bytes``: V (p·d entries) is kept after the first pass when it fits.
+    threads : int, optional
+        Threads drawing V (default: the cores this process may use).
+
+    Returns
+    -------
+    Estimate
+
+    Examples
+    --------
+    >>> est = estimate_train(d=20, n=10, p=2000)
+    >>> est.draws == 3 * 2000 * 20  # three passes over V (Gram, Φᵀa, Φθ), nothing cached
+    True
+    """
+    d, n, p, k = (_size(name, v) for name, v in (("d", d), ("n", n), ("p", p), ("k", k)))
+    name, itemsize = _itemsize(dtype)
+    cached = _v_cached(p, d, itemsize, _size("v_cache_bytes", v_cache_bytes, 0))
+    transient, flops, draws, parts = _train_parts(n, d, p, k, itemsize, cached, _threads(threads))
+    v_bytes = p * d * itemsize if cached else 0.0
+    if cached:
+        parts["V cached"] = v_bytes
+        draws = p * d  # drawn once, by the first pass
+    return Estimate(f"train (d = {_show(d)}, n = {_show(n)}, p = {_show(p)}, {name})",
+                    v_bytes + transient + p * k * itemsize + _OVERHEAD, flops, draws, name,
+                    _sorted(parts))
+
+
+def _sorted(parts: Mapping[str, float]) -> tuple[tuple[str, float], ...]:
+    return tuple(sorted(((k, v) for k, v in parts.items() if v > 0), key=lambda kv: -kv[1]))
+
+
+def _pool_size(n_hat: float, p: float, oversample: float) -> float:
+    return min(p, max(n_hat, math.ceil(oversample * n_hat)))
+
+
+def _loss_evaluation(m: float, d: float, p: float, k: float, itemsize: int, resident: bool,
+                     threads: int) -> tuple[float, float, float]:
+    """(peak, flops, draws) of one projection_loss with gradient for m candidate rows.
+
+    The first pass keeps φ, φ′ (and V when it is not cached) of all of p for the second when
+    they take at most KEEP_BLOCKS_BYTES; otherwise the second pass streams again, with φ′.
+    """
+    rows = _chunk_rows(p)
+    blocks = math.ceil(rows / _BLOCK_ROWS)
+    kept = 2 * m * p * itemsize + (0 if resident else p * d * itemsize)
+    keep = kept <= _KEEP_BLOCKS_BYTES
+    first = _stream(m, d, p, itemsize, cached=resident, threads=threads, derivative=keep,
+                    gram=True, outputs=k, kept=keep)
+    # second pass: the residual R (rows × k), the cotangent φ′ ⊙ Rᵀ (m × rows) and the
+    # gradient's per-block parts (m × d)
+    second_extra = (2 * m * rows + 2 * blocks * m * d + 2 * rows * k) * itemsize
+    second_flops = 2 * m * p * k + m * p * k + 2 * m * p * d
+    if keep:
+        peak = max(first.peak, second_extra) + kept
+        draws = first.draws
+    else:
+        again = _stream(m, d, p, itemsize, cached=resident, threads=threads, derivative=True)
+        peak = max(first.peak, again.peak + second_extra)
+        second_flops += again.flops
+        draws = first.draws + again.draws
+    peak += 3 * m * m * itemsize  # the Gram solve
+    return peak, first.flops + second_flops + _CHOLESKY_FLOPS * m**3, draws
+
+
+def _selection(pool: float, n_hat: float, d: float, p: float, k: float, itemsize: int,
+               resident: bool, threads: int) -> tuple[float, float, float]:
+    """(peak, flops, draws) of one backward elimination from the pool to n̂ rows."""
+    stream = _stream(pool, d, p, itemsize, cached=resident, threads=threads, gram=True, outputs=k)
+    # each removal solves a least-squares problem for every remaining candidate: Σ s·4(s−1)³
+    removals = max(0.0, pool - n_hat)
+    s_hi, s_lo = pool, n_hat + 1
+    lstsq = 4.0 * (s_hi**5 - s_lo**5) / 5.0 if removals else 0.0
+    return stream.peak + 3 * pool * pool * 8.0, stream.flops + lstsq, stream.draws
+
+
+def estimate_reconstruct(*, d: float, n: float, p: float, n_hat: float | None = None,
+                         k: float = 1, max_steps: float = _RECONSTRUCT_MAX_STEPS,
+                         max_rounds: float = 10, oversample: float = 2.0, memory: float = 20,
+                         dtype: Any = "float64", v_cache_bytes: float = 2**30,
+                         evaluations_per_step: float = 1.1, threads: int | None = None,
+                         include_training: bool = True) -> Estimate:
+    """Estimate training plus :func:`rftheory.reconstruct.reconstruct` (the whole step budget).
+
+    Parameters
+    ----------
+    d, n, p : number
+        Input dimension, training points, random features.
+    n_hat : number, optional
+        Candidates (default n).
+    k : number
+        Outputs of the model.
+    max_steps, max_rounds, oversample, memory
+        As in :func:`rftheory.reconstruct.reconstruct` (the pool has ⌈oversample·n̂⌉ rows,
+        capped at p; L-BFGS keeps ``memory`` pairs of vectors).
+    dtype : str or numpy dtype
+    v_cache_bytes : number
+        V is cached when p·d entries fit (the CLI's ``--v-cache-mb``, 1 GiB by default).
+    evaluations_per_step : float
+        Loss evaluations per optimiser step (L-BFGS's line search; 1.1 is typical).
+    threads : int, optional
+    include_training : bool
+        Also count the min-norm fit that produces θ* (the CLI and the sweep cell both do).
+
+    Returns
+    -------
+    Estimate
+        Work for ``max_steps`` steps all at the pool size and ``max_rounds`` selections: an upper
+        bound for runs that stop at the tolerance.
+
+    Examples
+    --------
+    >>> small = estimate_reconstruct(d=20, n=10, p=2000)
+    >>> large = estimate_reconstruct(d=20, n=10, p=2000, max_steps=40000)
+    >>> 1.9 < large.flops / small.flops < 2.0
+    True
+    """
+    d, n, p, k = (_size(name, v) for name, v in (("d", d), ("n", n), ("p", p), ("k", k)))
+    n_hat = n if n_hat is None else _size("n_hat", n_hat)
+    steps = _size("max_steps", max_steps)
+    rounds = _size("max_rounds", max_rounds)
+    oversample = _size("oversample", oversample, 1)
+    name, itemsize = _itemsize(dtype)
+    threads = _threads(threads)
+    resident = _v_cached(p, d, itemsize, _size("v_cache_bytes", v_cache_bytes, 0))
+    pool = _pool_size(n_hat, p, oversample)
+    v_bytes = p * d * itemsize if resident else 0.0
+    step_peak, step_flops, step_draws = _loss_evaluation(pool, d, p, k, itemsize, resident,
+                                                         threads)
+    select_peak, select_flops, select_draws = _selection(pool, n_hat, d, p, k, itemsize,
+                                                         resident, threads)
+    optimiser = (2 * _size("memory", memory, 0) + 6) * pool * d * 8.0
+    evaluations = steps * evaluations_per_step
+    flops = evaluations * step_flops + rounds * select_flops
+    draws = evaluations * step_draws + rounds * select_draws
+    peak = max(step_peak, select_peak) + optimiser
+    parts = {"loss evaluation": step_peak, "pool selection": select_peak,
+             "optimiser state": optimiser}
+    if include_training:
+        t_peak, t_flops, t_draws, t_parts = _train_parts(n, d, p, k, itemsize, resident, threads)
+        peak = max(peak, t_peak + p * k * itemsize)
+        flops += t_flops
+        draws += t_draws if not resident else 0.0
+        parts["training"] = t_peak
+    if resident:
+        parts["V cached"] = v_bytes
+        draws += p * d
+    peak += v_bytes + p * k * itemsize + _OVERHEAD  # V and θ live through the whole run
+    job = (f"reconstruct (d = {_show(d)}, n = {_show(n)}, n̂ = {_show(n_hat)}, p = {_show(p)}, "
+           f"{name})")
+    return Estimate(job, peak, flops, draws, name, _sorted(parts))
+
+
+def estimate_kernel(*, d: float, n: float, p_values: Any, reps: float = 4,
+                    order: float = _KERNEL_ORDER, threads: int | None = None) -> Estimate:
+    """Estimate the kernel concentration measurement (``rftheory kernel``, float64).
+
+    For every p and repetition: a streamed Gram and a Φᵀu pass (V never cached), and two n×n
+    eigenvalue problems; once: the kernel matrix, its eigen-decomposition and the Hadamard-power
+    bounds (up to ``order + 1`` eigenvalue problems of size n).
+
+    Examples
+    --------
+    >>> est = estimate_kernel(d=10, n=20, p_values=[100, 400], reps=4)
+    >>> est.draws == 4 * 2 * (100 + 400) * 10
+    True
+    """
+    d, n = _size("d", d), _size("n", n)
+    reps, order = _size("reps", reps), _size("order", order, 0)
+    try:
+        p_list = [_size("p", p) for p in p_values]
+    except TypeError:
+        raise RFTheoryError(f"p_values must be a list of numbers, got {p_values!r}") from None
+    if not p_list:
+        raise RFTheoryError("give at least one value of p")
+    threads = _threads(threads)
+    itemsize = 8
+    dense = 6 * n * n * itemsize  # K and its eigenvectors, T and its powers, E = G/p − K
+    peak = dense + _OVERHEAD
+    flops = (_EIGH_FLOPS + (order + 1) * _EIGVALSH_FLOPS) * n**3 + 4 * (order + 1) * n * n
+    flops += 2 * n * n * d
+    draws = 0.0
+    stream_peak = 0.0
+    for p in p_list:
+        gram = _stream(n, d, p, itemsize, cached=False, threads=threads, gram=True)
+        back = _stream(n, d, p, itemsize, cached=False, threads=threads, outputs=1)
+        stream_peak = max(stream_peak, gram.peak, back.peak + 3 * p * itemsize)
+        flops += reps * (gram.flops + back.flops + 2 * _EIGVALSH_FLOPS * n**3)
+        draws += reps * (gram.draws + back.draws)
+    peak += stream_peak
+    biggest = max(p_list)
+    job = (f"kernel (d = {_show(d)}, n = {_show(n)}, p up to {_show(biggest)}, "
+           f"{_show(reps)} draws per p)")
+    return Estimate(job, peak, flops, draws, "float64",
+                    _sorted({"n × n matrices": dense, "streamed chunks": stream_peak}))
+
+
+def estimate_features(*, n: float, p: float, d: float, dtype: Any = "float64",
+                      threads: int | None = None) -> Estimate:
+    """Estimate a materialised Φ(X) (:meth:`RandomFeatures.features`): the n×p matrix, the
+    blocks it is assembled from, and one stream.
+
+    Examples
+    --------
+    >>> estimate_features(n=1000, p=10**6, d=100).peak_bytes > 2 * 8e9
+    True
+    """
+    n, p, d = _size("n", n), _size("p", p), _size("d", d)
+    name, itemsize = _itemsize(dtype)
+    stream = _stream(n, d, p, itemsize, cached=False, threads=_threads(threads), kept=True)
+    phi = n * p * itemsize  # the blocks while streaming, then the blocks and their concatenation
+    return Estimate(f"Φ (n = {_show(n)}, p = {_show(p)}, {name})",
+                    max(phi + stream.peak, 2 * phi) + _OVERHEAD,
+                    stream.flops, stream.draws, name,
+                    _sorted({"Φ and its blocks": 2 * phi, "streamed chunks": stream.peak}))
+
+
+#: v_cache_bytes of the sweep cells (rftheory.pipeline.label_fit_cell, reconstruction_cell).
+_CELL_V_CACHE = {"label_fit": 2**28, "reconstruct": 2**30}
+
+
+def estimate_cell(kind: str, params: Mapping[str, Any], *, threads: int | None = 1) -> Estimate:
+    """Estimate one sweep cell from its parameters (workers draw V with one thread by default).
+
+    ``label_fit``: a streamed Gram with its eigenvalues, then the min-norm fit (V cached under
+    256 MiB). ``reconstruct``: :func:`rftheory.pipeline.reconstruction_cell` (V cached under
+    1 GiB, the reconstruction's default step budget unless ``max_steps`` is given).
+
+    Examples
+    --------
+    >>> estimate_cell("label_fit", {"d": 5, "n": 8, "p": 16}).draws == 16 * 5
+    True
+    """
+    try:
+        d, n, p = params["d"], params["n"], params["p"]
+    except KeyError as exc:
+        raise RFTheoryError(f"a {kind} cell needs d, n and p (missing {exc.args[0]})") from None
+    if kind == "label_fit":
+        train = estimate_train(d=d, n=n, p=p, v_cache_bytes=_CELL_V_CACHE[kind], threads=threads)
+        gram = _stream(float(n), float(d), float(p), 8, cached=train.draws == float(p) * float(d),
+                       threads=_threads(threads), gram=True)
+        flops = train.flops + gram.flops + _EIGVALSH_FLOPS * float(n) ** 3
+        return Estimate(f"label_fit cell ({train.job.split('(', 1)[1]}", train.peak_bytes,
+                        flops, train.draws, "float64", train.parts)
+    if kind == "reconstruct":
+        est = estimate_reconstruct(d=d, n=n, p=p, n_hat=params.get("n_hat"),
+                                   max_steps=params.get("max_steps") or _RECONSTRUCT_MAX_STEPS,
+                                   v_cache_bytes=_CELL_V_CACHE[kind], threads=threads)
+        return Estimate(f"reconstruct cell ({est.job.split('(', 1)[1]}", est.peak_bytes,
+                        est.flops, est.draws, est.dtype, est.parts)
+    raise RFTheoryError(f"no estimate for cells of kind {kind!r} (known: label_fit, reconstruct)")
+
+
+# ---------------------------------------------------------------------------------------------
+# This machine's memory, the limits, and the checks
+# ---------------------------------------------------------------------------------------------
+
+def _meminfo() -> dict[str, float]:
+    values: dict[str, float] = {}
+    try:
+        with open("/proc/meminfo") as f:
+            for line in f:
+                key, _, rest = line.partition(":")
+                fields = rest.split()
+                if fields and fields[0].isdigit():
+                    values[key] = float(fields[0]) * (1024 if fields[1:] == ["kB"] else 1)
+    except OSError:
+        pass
+    return values
+
+
+def _cgroup() -> tuple[float, float] | None:
+    """(limit, usage) of this process's cgroup v2 memory controller, if it has a limit."""
+    try:
+        with open("/proc/self/cgroup") as f:
+            path = next((line.split(":", 2)[2].strip() for line in f if line.startswith("0::")),
+                        None)
+        if path is None:
+            return None
+        base = os.path.join("/sys/fs/cgroup", path.lstrip("/"))
+        with open(os.path.join(base, "memory.max")) as f:
+            limit = f.read().strip()
+        if limit == "max":
+            return None
+        with open(os.path.join(base, "memory.current")) as f:
+            usage = float(f.read().strip())
+        return float(limit), usage
+    except (OSError, ValueError, StopIteration):
+        return None
+
+
+def _machine() -> tuple[float | None, float | None]:
+    """(available, total) bytes of memory, None where unknown."""
+    info = _meminfo()
+    available = info.get("MemAvailable")
+    total = info.get("MemTotal")
+    if available is None:
+        try:
+            page = os.sysconf("SC_PAGE_SIZE")
+            available = float(os.sysconf("SC_AVPHYS_PAGES") * page)
+            total = float(os.sysconf("SC_PHYS_PAGES") * page)
+        except (ValueError, OSError, AttributeError):
+            pass
+    group = _cgroup()
+    if group is not None:
+        limit, usage = group
+        total = limit if total is None else min(total, limit)
+        available = (limit - usage) if available is None else min(available, limit - usage)
+    return available, total
+
+
+def available_memory() -> float | None:
+    """Bytes of memory available to this process now (None if this platform does not say).
+
+    ``MemAvailable`` of ``/proc/meminfo`` (free memory plus what the kernel can reclaim), capped
+    by the remaining allowance of a cgroup v2 memory limit (containers, CI runners);
+    ``os.sysconf`` free pages where ``/proc`` does not exist.
+    """
+    return _machine()[0]
+
+
+def _parse_bytes(text: str, where: str) -> float:
+    units = {"": 1, "B": 1, "K": 2**10, "M": 2**20, "G": 2**30, "T": 2**40}
+    t = text.strip().upper().removesuffix("IB").removesuffix("B")
+    number, unit = (t[:-1], t[-1]) if t and t[-1] in "KMGT" else (t, "")
+    try:
+        value = float(number) * units[unit]
+    except (ValueError, KeyError):
+        raise RFTheoryError(f"{where} must be a size such as 12G, 800M or a number of bytes, "
+                            f"got {text!r}") from None
+    if not value > 0:
+        raise RFTheoryError(f"{where} must be positive, got {text!r}")
+    return value
+
+
+def memory_limit(explicit: float | str | None = None) -> tuple[float, str]:
+    """The memory limit in bytes and a phrase saying where it comes from (for messages).
+
+    ``explicit`` (bytes, or a size string) or ``RFTHEORY_MEMORY_LIMIT`` replaces the default
+    :data:`MEMORY_FRACTION` of the available memory; neither may exceed the machine's total.
+    """
+    available, total = _machine()
+    source = None
+    if explicit is None and os.environ.get("RFTHEORY_MEMORY_LIMIT"):
+        explicit, source = os.environ["RFTHEORY_MEMORY_LIMIT"], "RFTHEORY_MEMORY_LIMIT"
+    if explicit is not None:
+        value = _parse_bytes(explicit, source or "memory_limit") if isinstance(explicit, str) \
+            else _size("memory_limit", explicit, 0)
+        if total is not None and value > total:
+            return total, f"this machine's total of {_bytes(total)}"
+        return value, f"{_bytes(value)} set by {source or 'memory_limit'}"
+    if available is None:
+        return math.inf, "no limit (this platform does not report its memory)"
+    value = MEMORY_FRACTION * available
+    return value, (f"{MEMORY_FRACTION:.0%} of the {_bytes(available)} available")
+
+
+def time_limit(explicit: float | str | None = None) -> tuple[float, str]:
+    """The time limit in seconds and where it comes from (``RFTHEORY_TIME_LIMIT`` or default)."""
+    source = "time_limit"
+    if explicit is None and os.environ.get("RFTHEORY_TIME_LIMIT"):
+        explicit, source = os.environ["RFTHEORY_TIME_LIMIT"], "RFTHEORY_TIME_LIMIT"
+    if explicit is None:
+        return DEFAULT_TIME_LIMIT, f"the default {_duration(DEFAULT_TIME_LIMIT)}"
+    try:
+        value = float(explicit)
+    except (TypeError, ValueError):
+        raise RFTheoryError(f"{source} must be a number of seconds or inf, got {explicit!r}") \
+            from None
+    if math.isnan(value) or value <= 0:
+        raise RFTheoryError(f"{source} must be positive, got {explicit!r}")
+    return value, f"{_duration(value)} set by {source}"
+
+
+def check(estimate: Estimate, *, memory_limit: float | str | None = None,
+          time_limit: float | str | None = None) -> Estimate:
+    """Return ``estimate`` if it fits the limits; raise :class:`ResourceLimitError` otherwise.
+
+    The message is one line: the job, the estimate and its main parts, the limit and where it
+    comes from, and how to change it.
+    """
+    mem, mem_source = _limit_memory(memory_limit)
+    if not estimate.peak_bytes <= mem:
+        parts = ", ".join(f"{name} {_bytes(size)}" for name, size in estimate.parts[:3])
+        hint = ("reduce the sizes" if mem_source.startswith("this machine")
+                else "reduce the sizes, or raise the limit with memory_limit= or "
+                     "RFTHEORY_MEMORY_LIMIT (at most the machine's total memory)")
+        raise ResourceLimitError(
+            f"{estimate.job} needs ~{_bytes(estimate.peak_bytes)} of memory ({parts}), over the "
+            f"limit of {_bytes(mem)} ({mem_source}); {hint}")
+    seconds, time_source = _limit_time(time_limit)
+    if not estimate.seconds <= seconds:
+        raise ResourceLimitError(
+            f"{estimate.job} would take ~{_duration(estimate.seconds)} ({estimate.flops:.2g} "
+            f"flops at {FLOP_RATE[estimate.dtype]:.2g}/s and {estimate.draws:.2g} Gaussian draws "
+            f"at {DRAW_RATE:.2g}/s), over the limit of {time_source}; reduce the sizes or the "
+            "step budget, or raise the limit with time_limit= or RFTHEORY_TIME_LIMIT (seconds, "
+            "or inf)")
+    return estimate
+
+
+# the public names memory_limit/time_limit are also check()'s keywords
+_limit_memory = memory_limit
+_limit_time = time_limit
+
+
+def check_train(*, memory_limit: float | str | None = None, time_limit: float | str | None = None,
+                **sizes: Any) -> Estimate:
+    """:func:`estimate_train` (same keywords), then :func:`check`."""
+    return check(estimate_train(**sizes), memory_limit=memory_limit, time_limit=time_limit)
+
+
+def check_reconstruct(*, memory_limit: float | str | None = None,
+                      time_limit: float | str | None = None, **sizes: Any) -> Estimate:
+    """:func:`estimate_reconstruct` (same keywords), then :func:`check`.
+
+    Examples
+    --------
+    >>> check_reconstruct(d=20, n=10, p=2000).peak_bytes < 2**27
+    True
+    """
+    return check(estimate_reconstruct(**sizes), memory_limit=memory_limit, time_limit=time_limit)
+
+
+def check_kernel(*, memory_limit: float | str | None = None, time_limit: float | str | None = None,
+                 **sizes: Any) -> Estimate:
+    """:func:`estimate_kernel` (same keywords), then :func:`check`."""
+    return check(estimate_kernel(**sizes), memory_limit=memory_limit, time_limit=time_limit)
+
+
+def check_features(*, memory_limit: float | str | None = None,
+                   time_limit: float | str | None = None, **sizes: Any) -> Estimate:
+    """:func:`estimate_features` (same keywords), then :func:`check`."""
+    return check(estimate_features(**sizes), memory_limit=memory_limit, time_limit=time_limit)
+
+
+def check_cell(kind: str, params: Mapping[str, Any], *, memory_limit: float | str | None = None,
+               time_limit: float | str | None = None, threads: int | None = 1) -> Estimate:
+    """:func:`estimate_cell`, then :func:`check` (a sweep checks each cell's sizes before it
+    starts; the total time of a grid is the caller's sum)."""
+    return check(estimate_cell(kind, params, threads=threads), memory_limit=memory_limit,
+                 time_limit=time_limit)

@@ -1,0 +1,424 @@
+"""Claim (sign ambiguity): with ReLU the training data are recovered only up to the sign of each
+sample (x_i or −x_i); activations with a non-zero odd Hermite coefficient μ_k, k ≥ 3 (e.g.
+ReLU + tanh) remove the ambiguity.
+
+The paper's criterion is the Hermite one: ReLU's odd part is z/2, so μ_k = 0 for every odd k ≥ 3
+and the RF *kernel* Σ_k μ_k² (⟨x, y⟩/d)^k changes under y ↦ −y only through its linear term. The
+check measures what the reconstruction actually does, in the regime where it succeeds
+(p = :data:`RATIO`·dn): for each activation and seed, one reconstruction
+(:func:`rftheory.pipeline.run_reconstruction`, the model and optimiser call of the sweep cell)
+gives the fraction of training points whose matched candidate is closer to −x_i than to x_i
+(``flipped`` of the sign-invariant matching of :mod:`rftheory.metrics`) — over the successful runs, and, pooled over all runs, among the
+samples recovered up to sign (so partial recoveries count too); next to it stands the verdict of
+:func:`rftheory.verdicts.activation_report` ("sign identifiable": some odd μ_k, k ≥ 3, is
+non-zero).
+
+What decides it, independently of the optimiser: L depends on the candidates only through the
+span of their features, and negating x changes its feature vector from e(Vx) + o(Vx) to
+e(Vx) − o(Vx) (e, o the even and odd parts of φ). If φ has a *pure parity* (o = 0: φ even, e.g.
+|z|; or e = 0: φ odd, e.g. tanh) the two vectors are equal or opposite, they span the same line,
+and x ↦ −x is an exact symmetry of the problem — for odd φ even of θ* itself, since
+(x_i, y_i) ↦ (−x_i, −y_i) leaves Φ⁺Y unchanged. If φ has both parts (ReLU: odd part z/2, so the
+difference is Vx, in the d-dimensional range of V; ReLU + tanh; leaky ReLU; GELU), the negated
+sample's feature is not in the span of the true features when p > n + d, so the negated training
+set is **not** a zero of L. The check therefore also evaluates L at the *true* training set with
+one sample negated (``loss_one_flipped``, median over which sample) and with all negated
+(``loss_all_flipped``): a value far above the optimiser's tolerance means the flip is visible to
+the loss. Two predictions are set against the measured flips: the paper's Hermite criterion
+(flips ⇔ every odd μ_k, k ≥ 3, vanishes) and the parity criterion (flips ⇔ φ even or odd, from
+the symbolic parity verdict of :func:`rftheory.verdicts.activation_report`).
+
+Where the Hermite condition does show up is in the *optimisation*: the slope of the kernel overlap
+at the antipode, K'(−1) = E[φ'(g)φ'(−g)] (:func:`antipodal_slope`), vanishes for ReLU, so a
+candidate near −x_i feels (almost) no pull towards x_i and runs can stall with some samples
+recovered as −x_i; those are counted separately (``recovered_minus_failed_runs``).
+
+Verdict: reported per activation as "flips observed" (mean flip fraction over successful runs
+> :data:`FLIP_OBSERVED`) against the Hermite prediction; the paper's claim, read as "sign
+identifiable ⇔ no flips", is supported only if they agree for every activation.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import time
+from functools import partial
+from pathlib import Path
+from typing import Any, Callable
+
+import numpy as np
+
+from rftheory.claims._common import (ClaimConfig, TaskProgress, check_activations, default_workers,
+                                     main_for, run_tasks, source_digests)
+from rftheory.errors import RFTheoryError
+from rftheory.output import format_table, save_figure
+
+CLAIM = "sign"
+
+#: p = RATIO·dn: well inside the regime where reconstruction succeeds (the law's threshold is
+#: p*/(dn) ≈ 1.5–2.5 for ReLU + tanh, measured by :mod:`rftheory.claims.law`).
+RATIO = 10.0
+#: A run counts as successful when its sign-invariant ρ is below this (the flip count is only
+#: meaningful when every training point has a close candidate up to sign).
+RHO_SUCCESS = 0.1
+#: "Flips observed" when the mean flip fraction over successful runs exceeds this: an
+#: undetectable sign leaves each sample's sign to the random initial candidate, i.e. ≈ 1/2 of
+#: them flipped; a detectable one leaves none. 0.1 separates the two with n ≥ 8 samples per run.
+FLIP_OBSERVED = 0.1
+#: Loss tolerance of the optimiser (as in :func:`rftheory.pipeline.reconstruction_cell`).
+TOL = 1e-10
+
+
+@dataclasses.dataclass(frozen=True)
+class Config(ClaimConfig):
+    """The sign check's runs (see :func:`run`); checked on creation.
+
+    The default: d = 6, n = 8 and a budget of 3000 steps, where the activations with a
+    near-stationary antipode fail in some runs (so their traps are seen), 8 seeds.
+
+    Attributes
+    ----------
+    activations : tuple of str
+    d, n : int
+        Input dimension (≥ 1) and training-set size (≥ 2).
+    seeds : int
+        Runs per activation; run s uses seed ``seed + s`` (V, data, labels, initial candidates).
+    max_steps : int
+        Optimiser budget per reconstruction.
+    ratio : float
+        p/(dn): p = max(n, round(ratio·dn)).
+    """
+
+    activations: tuple[str, ...] = ("relu", "relu+tanh", "tanh", "abs", "leaky_relu", "gelu")
+    d: int = 6
+    n: int = 8
+    seeds: int = 8
+    max_steps: int = 3000
+    ratio: float = RATIO
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        self._set("activations", tuple(self.activations))
+        for name in ("d", "n", "seeds", "max_steps"):
+            self._set(name, int(getattr(self, name)))
+        if not self.activations or self.d < 1 or self.n < 2 or self.seeds < 1 \
+                or self.max_steps < 1:
+            raise RFTheoryError("sign check needs activations, d >= 1, n >= 2, seeds >= 1, "
+                                "max_steps >= 1")
+        if not (self.ratio > 0 and math.isfinite(self.ratio)):
+            raise RFTheoryError(f"ratio must be positive and finite, got {self.ratio!r}")
+
+    @property
+    def p(self) -> int:
+        return max(self.n, int(round(self.ratio * self.d * self.n)))
+
+
+FULL = Config()
+QUICK = Config(activations=("relu", "relu+tanh", "abs"), seeds=3)
+
+
+def flipped_truth_losses(features: Any, theta: Any, X: np.ndarray) -> dict[str, float]:
+    """Projection loss of the true training set X with one sample, or all, negated.
+
+    Evaluates L at X (sanity: ≈ 0), at X with row i negated for every i, and at −X.
+
+    Returns
+    -------
+    dict
+        ``loss_truth``, ``loss_one_flipped`` (median over i), ``loss_one_flipped_min`` (min over
+        i) and ``loss_all_flipped``.
+    """
+    from rftheory.projection import projection_loss
+
+    def loss(Z: np.ndarray) -> float:
+        return float(projection_loss(features, Z, theta, gradient=False).loss)
+
+    one = []
+    for i in range(X.shape[0]):
+        Z = X.copy()
+        Z[i] = -Z[i]
+        one.append(loss(Z))
+    return {"loss_truth": loss(X), "loss_one_flipped": float(np.median(one)),
+            "loss_one_flipped_min": float(np.min(one)), "loss_all_flipped": loss(-X)}
+
+
+def run_case(task: dict[str, Any]) -> dict[str, Any]:
+    """Reconstruct at p = ratio·dn for one activation and seed; count flips; flipped-truth losses.
+
+    A summary of one :func:`rftheory.pipeline.run_reconstruction` (the model and optimiser call
+    of the sweep cell for the same arguments): the sign analysis needs the candidates and the
+    model themselves, which the run keeps.
+    """
+    from threadpoolctl import threadpool_limits
+
+    from rftheory.pipeline import run_reconstruction
+
+    start = time.perf_counter()
+    d, n, p, seed = task["d"], task["n"], task["p"], task["seed"]
+    with threadpool_limits(limits=1, user_api="blas"):  # tiny problems: threads only cost
+        run = run_reconstruction(activation=task["activation"], d=d, n=n, p=p, seed=seed,
+                                 tol=TOL, max_steps=task["max_steps"])
+        losses = flipped_truth_losses(run.features, run.theta, run.X)
+    m, result = run.matchings, run.result
+    si = m["sign_invariant"]
+    close = si.per_sample < RHO_SUCCESS
+    cell = {"activation": task["activation"], "d": d, "n": n, "p": p, "seed": seed,
+            "train_residual": run.train_residual, "final_loss": result.loss,
+            "steps": result.steps, "stop_reason": result.stop_reason,
+            "rho_abs": m["abs"].rho, "rho_signed": m["signed"].rho, "rho_sign_invariant": si.rho,
+            "sign_flips": si.n_flipped, "flip_fraction": si.n_flipped / n,
+            "success": bool(si.rho < RHO_SUCCESS),
+            # samples recovered (within RHO_SUCCESS up to sign) as +x_i and as −x_i: counts
+            # flips also in runs that recovered only part of the training set
+            "recovered_plus": int(np.sum(close & ~si.flipped)),
+            "recovered_minus": int(np.sum(close & si.flipped)),
+            **losses, "seconds": time.perf_counter() - start}
+    return cell
+
+
+def antipodal_slope(activation: str) -> float:
+    """K'(−1)/K'(1) = E[φ'(g)φ'(−g)] / E[φ'(g)²], g ~ N(0, 1): how the kernel overlap of a candidate
+    with a training point varies when the candidate sits at the antipode −x.
+
+    K(t) = Σ_k μ_k² t^k is the RF kernel of two points at cosine t, and K'(t) = E[φ'(u)φ'(v)] for
+    standard Gaussians u, v of correlation t. At t = −1 the overlap ⟨φ(Vx̂), φ(Vx)⟩ has slope K'(−1);
+    when it is 0 (ReLU: φ'(z)φ'(−z) = 0 for z ≠ 0) the antipode is a stationary point of the
+    single-sample overlap and a gradient method can stall there. ±1 means an exact symmetry (φ odd:
+    +1, φ even: −1).
+
+    Notes
+    -----
+    Adaptive quadrature (:func:`scipy.integrate.quad`) on [−40, 40] split at ± the kinks of φ, where
+    φ' may jump; the Gaussian tail beyond 40 is below 1e-300. Absolute error ≲ 1e-10 for the
+    registry activations.
+    """
+    from scipy.integrate import quad
+
+    from rftheory.activations import get_activation
+
+    act = get_activation(activation)
+    edges = sorted({-40.0, 40.0, *act.kinks, *(-k for k in act.kinks)})
+    edges = [e for e in edges if -40.0 <= e <= 40.0]
+    density = 1.0 / math.sqrt(2.0 * math.pi)
+
+    def integral(f) -> float:
+        return sum(quad(f, a, b, limit=200, epsabs=1e-13)[0] for a, b in zip(edges[:-1], edges[1:]))
+
+    def dphi(z: float) -> float:
+        return float(act.derivative(np.array([z]))[0])
+
+    cross = integral(lambda z: dphi(z) * dphi(-z) * density * math.exp(-z * z / 2))
+    square = integral(lambda z: dphi(z) ** 2 * density * math.exp(-z * z / 2))
+    return cross / square
+
+
+def hermite_verdict(activation: str) -> dict[str, Any]:
+    """The sign-identifiability verdict of :func:`rftheory.verdicts.activation_report`, with μ_1
+    and the symmetry of φ (parity verdict)."""
+    from rftheory.verdicts import activation_report
+
+    report = activation_report(activation, order=9)
+    sign = report.sign_identifiability
+    return {"sign_identifiable": sign.holds, "basis": sign.basis, "summary": sign.summary,
+            "mu_1": float(report.coefficients[1]),
+            "mu_odd_3_to_9": [float(report.coefficients[k]) for k in (3, 5, 7, 9)],
+            "symmetry": report.parity.numbers.get("symmetry"),
+            "antipodal_slope": antipodal_slope(activation),
+            # x and −x give parallel features (same span) exactly when φ is even or odd
+            "pure_parity": report.parity.numbers.get("symmetry") in ("even", "odd")}
+
+
+def run(config: Config = FULL, *, progress: Callable[[str], None] | None = None,
+        workers: int | None = None) -> dict[str, Any]:
+    """Flip fraction per activation at p = ratio·dn, next to the Hermite verdict.
+
+    ``config``, ``progress`` and ``workers`` as in the protocol (:mod:`rftheory.claims`).
+
+    Returns
+    -------
+    dict
+        JSON-serialisable: parameters, every run, per activation the flip statistics, the
+        Hermite verdict and the agreement, and the overall verdict.
+    """
+    activations, d, n, p, seed = config.activations, config.d, config.n, config.p, config.seed
+    seeds, max_steps, ratio = config.seeds, config.max_steps, config.ratio
+    check_activations(*activations)
+    workers = default_workers(workers)
+    sources = source_digests()  # before any work: the code the workers will run
+    tasks = [{"activation": a, "d": d, "n": n, "p": p, "seed": seed + s, "max_steps": max_steps}
+             for a in activations for s in range(seeds)]
+    # The Hermite verdicts run next to the reconstructions, in the same workers.
+    calls = [partial(hermite_verdict, a) for a in activations] + [partial(run_case, t) for t in tasks]
+    tick = TaskProgress(progress, len(tasks))
+
+    def line(cell: dict[str, Any]) -> str:
+        return (f"{cell['activation']:10s} seed={cell['seed']}: "
+                f"ρ_sign-inv={cell['rho_sign_invariant']:.1e} ρ_signed={cell['rho_signed']:.1e}"
+                f" flips={cell['sign_flips']}/{n} loss={cell['final_loss']:.1e} "
+                f"L(one flipped)={cell['loss_one_flipped']:.1e} ({cell['seconds']:.1f} s)")
+
+    done = run_tasks(calls, workers=workers, on_result=lambda i, out: (
+        tick(lambda: line(out)) if i >= len(activations) else None))
+    verdicts = dict(zip(activations, done[:len(activations)]))
+    runs = done[len(activations):]
+
+    per_activation = []
+    for a in activations:
+        mine = [c for c in runs if c["activation"] == a]
+        ok = [c for c in mine if c["success"]]
+        flips_ok = float(np.mean([c["flip_fraction"] for c in ok])) if ok else math.nan
+        plus = sum(c["recovered_plus"] for c in mine)
+        minus = sum(c["recovered_minus"] for c in mine)
+        observed = bool(ok) and flips_ok > FLIP_OBSERVED
+        v = verdicts[a]
+        predicted_hermite = None if v["sign_identifiable"] is None else not v["sign_identifiable"]
+        per_activation.append({
+            "activation": a, "runs": len(mine), "successes": len(ok),
+            "flip_fraction_successful": flips_ok,
+            "flip_fraction_all": float(np.mean([c["flip_fraction"] for c in mine])),
+            "recovered_plus": plus, "recovered_minus": minus,
+            # samples stuck at −x_i in runs that did not converge: the optimiser's traps
+            "recovered_minus_failed_runs": sum(c["recovered_minus"] for c in mine
+                                               if not c["success"]),
+            "flip_fraction_recovered": minus / (plus + minus) if plus + minus else math.nan,
+            "flips_observed": observed,
+            "median_rho_sign_invariant": float(np.median([c["rho_sign_invariant"] for c in mine])),
+            "median_rho_signed": float(np.median([c["rho_signed"] for c in mine])),
+            "median_rho_abs": float(np.median([c["rho_abs"] for c in mine])),
+            "median_final_loss": float(np.median([c["final_loss"] for c in mine])),
+            "median_loss_one_flipped": float(np.median([c["loss_one_flipped"] for c in mine])),
+            "median_loss_all_flipped": float(np.median([c["loss_all_flipped"] for c in mine])),
+            "hermite": v,
+            "flips_predicted_by_hermite": predicted_hermite,
+            "flips_predicted_by_parity": v["pure_parity"],
+            "agrees_with_hermite": (None if predicted_hermite is None or not ok
+                                    else predicted_hermite == observed),
+            "agrees_with_parity": None if not ok else v["pure_parity"] == observed,
+        })
+    hermite_ok = [e["agrees_with_hermite"] for e in per_activation]
+    parity_ok = [e["agrees_with_parity"] for e in per_activation]
+    return {
+        "claim": CLAIM,
+        "statement": ("ReLU reconstructs the training data only up to the sign of each sample; an "
+                      "activation with some odd Hermite coefficient μ_k ≠ 0, k ≥ 3 (ReLU + tanh) "
+                      "does not."),
+        "d": d, "n": n, "p": p, "ratio": ratio, "seeds": seeds, "base_seed": seed,
+        "max_steps": max_steps, "workers": workers, "rho_success": RHO_SUCCESS,
+        "flip_observed_threshold": FLIP_OBSERVED, "per_activation": per_activation,
+        "verdict": {
+            "supported": all(x is True for x in hermite_ok),
+            "hermite_criterion_matches_every_activation": all(x is True for x in hermite_ok),
+            "parity_criterion_matches_every_activation": all(x is True for x in parity_ok),
+            "undecided_activations": [e["activation"] for e in per_activation
+                                      if e["agrees_with_hermite"] is None],
+            "criterion": (f"flips observed (mean flip fraction over runs with ρ_sign-inv < "
+                          f"{RHO_SUCCESS} above {FLIP_OBSERVED}) ⇔ no odd μ_k ≠ 0 with k ≥ 3"),
+        },
+        "sources": sources, "runs": runs,
+    }
+
+
+def _fmt(x: Any, spec: str = ".2f") -> str:
+    if x is None:
+        return "?"
+    if isinstance(x, bool):
+        return "yes" if x else "no"
+    return "—" if not math.isfinite(x) else format(x, spec)
+
+
+def summary(result: dict[str, Any]) -> str:
+    """Flip fractions, losses of the flipped truth and the verdicts, as a table."""
+    rows = [[e["activation"], f"{e['successes']}/{e['runs']}", _fmt(e["flip_fraction_successful"]),
+             f"{e['recovered_minus']}/{e['recovered_plus'] + e['recovered_minus']}",
+             e["recovered_minus_failed_runs"],
+             f"{e['median_rho_signed']:.1e}", f"{e['median_loss_one_flipped']:.1e}",
+             _fmt(e["hermite"]["sign_identifiable"]),
+             # quadrature noise of a zero μ_1 (|z|) would print as -0.000
+             f"{0.0 if abs(e['hermite']['mu_1']) < 5e-4 else e['hermite']['mu_1']:.3f}",
+             f"{e['hermite']['antipodal_slope']:+.3f}",
+             e["hermite"]["symmetry"], _fmt(e["agrees_with_hermite"]), _fmt(e["agrees_with_parity"])]
+            for e in result["per_activation"]]
+    headers = ["activation", "success", "flip frac", "−x_i/recovered", "…in failed runs", "ρ signed", "L(1 flipped)",
+               "sign-ident.", "μ_1", "K'(−1)/K'(1)", "parity", "Hermite ok", "parity ok"]
+    v = result["verdict"]
+    return "\n".join([
+        f"sign ambiguity at p = {result['ratio']:g}·dn = {result['p']} (d = {result['d']}, "
+        f"n = {result['n']}), {result['seeds']} seeds; success = ρ_sign-inv < {result['rho_success']}; "
+        "flip frac = mean over successful runs; −x_i/recovered = samples recovered as −x_i among "
+        "all samples recovered within ρ_success up to sign, all runs",
+        format_table(headers, rows),
+        f"Hermite criterion (flips ⇔ all odd μ_k, k ≥ 3, vanish) matches every activation: "
+        f"{_fmt(v['hermite_criterion_matches_every_activation'])}; parity criterion (flips ⇔ φ even "
+        f"or odd) matches every activation: {_fmt(v['parity_criterion_matches_every_activation'])}",
+        f"verdict: {'SUPPORTED' if v['supported'] else 'NOT SUPPORTED'} ({v['criterion']})",
+    ])
+
+
+def plot(result: dict[str, Any], stem: str | Path) -> list[Path]:
+    """Bar chart of the flip fraction per activation (verdict annotated) and the loss of the
+    flipped truth."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    stem = Path(stem)
+    stem.parent.mkdir(parents=True, exist_ok=True)
+    entries = result["per_activation"]
+    names = [e["activation"] for e in entries]
+    x = np.arange(len(entries))
+    fig, (ax_f, ax_l) = plt.subplots(1, 2, figsize=(15, 5.6), width_ratios=(1.5, 1))
+    colours = ["tab:red" if e["hermite"]["sign_identifiable"] is False else "tab:blue"
+               for e in entries]  # red: the Hermite criterion predicts the ambiguity
+    def finite(v: float) -> float:
+        return v if math.isfinite(v) else 0.0
+
+    bar = 0.38
+    ax_f.bar(x - bar / 2, [finite(e["flip_fraction_successful"]) for e in entries], bar,
+             color=colours, alpha=0.8, label="mean over successful runs (dots: runs)")
+    ax_f.bar(x + bar / 2, [finite(e["flip_fraction_recovered"]) for e in entries], bar,
+             color=colours, alpha=0.35, hatch="//",
+             label="among samples recovered up to sign, all runs")
+    for i, e in enumerate(entries):
+        fr = [c["flip_fraction"] for c in result["runs"] if c["activation"] == e["activation"]
+              and c["success"]]
+        ax_f.scatter(np.full(len(fr), i - bar / 2), fr, color="k", s=12, zorder=3)
+    def tick(e: dict[str, Any]) -> str:
+        ident = e["hermite"]["sign_identifiable"]
+        verdict = "identif." if ident else "ambiguous" if ident is False else "undecided"
+        symmetry = {"neither": "mixed"}.get(e["hermite"]["symmetry"], e["hermite"]["symmetry"])
+        mu_1 = e["hermite"]["mu_1"]
+        return (f"{e['activation']}\nHermite: {verdict}\nparity: {symmetry}\n"
+                f"μ₁ = {0.0 if abs(mu_1) < 5e-3 else mu_1:.2f}\n"
+                f"K'(−1)/K'(1) = {e['hermite']['antipodal_slope']:+.2f}\n"
+                f"{e['successes']}/{e['runs']} succeeded\n"
+                f"{e['recovered_minus_failed_runs']} × −x_i in failed")
+
+    ax_f.legend(fontsize=7, loc="center right")
+    ax_f.set_xticks(x, [tick(e) for e in entries], fontsize=6.5)
+    ax_f.set_ylim(0, 1.05)
+    ax_f.axhline(result["flip_observed_threshold"], color="k", ls="--", lw=0.8)
+    ax_f.set_ylabel(r"fraction of samples recovered as $-x_i$")
+    ax_f.set_title(f"sign flips at p = {result['ratio']:g}·dn (red: Hermite criterion predicts "
+                   "ambiguity)", fontsize=9)
+    width = 0.38
+    ax_l.bar(x - width / 2, [max(e["median_loss_one_flipped"], 1e-32) for e in entries], width,
+             label=r"$L$ at $X$ with one $x_i \to -x_i$ (median over $i$)")
+    ax_l.bar(x + width / 2, [max(e["median_loss_all_flipped"], 1e-32) for e in entries], width,
+             label=r"$L$ at $-X$")
+    ax_l.axhline(1e-10, color="k", ls="--", lw=0.8, label="optimiser tolerance")
+    ax_l.set_yscale("log")
+    ax_l.set_xticks(x, names, fontsize=8)
+    ax_l.set_ylim(top=1e6)  # room for the legend above the bars
+    ax_l.set_ylabel(r"projection loss $\|P^\perp_{\hat\Phi}\theta^*\|^2/\|\theta^*\|^2$")
+    ax_l.set_title("is the flipped training set a zero of the loss?", fontsize=9)
+    ax_l.legend(fontsize=7, loc="upper center", ncol=2)
+    fig.suptitle(f"Sign ambiguity: d = {result['d']}, n = {result['n']}, p = {result['p']}, "
+                 f"{result['seeds']} seeds{' (quick)' if result.get('quick') else ''}")
+    fig.tight_layout()
+    return save_figure(fig, stem)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main_for(CLAIM))

@@ -1,0 +1,500 @@
+"""The Gaussian matrix behind V: Philox4x64-10 counters and a Box–Muller transform.
+
+The first layer of ``RandomFeatures(activation, d, p, seed)`` is ``V = Z[:p, :d] / √d``, where Z is
+one infinite matrix of standard normals per seed, each entry a pure function of (seed, i, j):
+
+1. **Integers.** Column group ``g = j // 4`` of row ``i`` is the Philox4x64-10 block cipher
+   (Salmon et al., SC'11; the Random123 reference) applied to the counter ``(i, g, 0, 0)`` under
+   the key ``(seed mod 2**64, seed // 2**64)``: four 64-bit words ``w0..w3`` per (i, g).
+2. **Uniforms.** Each word's top 53 bits ``k = w >> 11`` give, exactly in float64,
+   ``u = (k + 1)·2**-53 ∈ (0, 1]`` for a radius word and ``t = k·2**-53 ∈ [0, 1)`` for an angle
+   word.
+3. **Normals.** Box–Muller on the pairs (w0, w1) and (w2, w3): with ``r = √(−2 ln u)`` and
+   ``θ = 2π t``, ``Z[i, 4g] = r cos θ``, ``Z[i, 4g+1] = r sin θ`` (and columns 4g+2, 4g+3 from the
+   second pair). cos θ and sin θ are evaluated by octant: the word's top 3 bits pick the octant,
+   ``sin φ`` is taken on φ ∈ [0, π/4] and ``cos φ = √((1 − sin φ)(1 + sin φ))``, then signs and
+   swaps place (cos θ, sin θ).
+4. **V.** ``V[i, j] = Z[i, j] / √d`` in float64 (IEEE division by the correctly rounded √d); a
+   float32 V is that float64 number rounded once to float32.
+
+So V does not depend on the block size, the chunk size, the thread count, the device or the
+dtype (beyond that final rounding), and models are nested in p *and* d: every (p, d) takes its V
+from the same Z, as ``Z[:p, :d] / √d``. numpy (:func:`standard_normal`, which
+drives numpy's own C ``Philox`` over contiguous runs of counters) and CuPy (:func:`cupy_fill`, a
+kernel compiled from :func:`kernel_source`, one thread per (row, group)) compute the same
+integers and the same floating-point operations; only the libm of ``log`` and ``sin`` differs.
+
+:data:`V_DEFINITION` names this definition; stored results that depend on V should record it.
+"""
+
+from __future__ import annotations
+
+import math
+import operator
+import threading
+from typing import Any
+
+import numpy as np
+
+from .errors import RFTheoryError
+
+__all__ = [
+    "V_DEFINITION",
+    "GROUP",
+    "MAX_ULPS",
+    "philox_key",
+    "philox_words",
+    "box_muller",
+    "standard_normal",
+    "kernel_source",
+    "cupy_fill",
+    "cupy_words",
+]
+
+#: Name and version of the definition of V (bump the version whenever any V changes).
+V_DEFINITION = "philox4x64-10+box-muller/1"
+#: Columns of Z per Philox counter.
+GROUP = 4
+#: Largest distance, in float64 ulps, between two conforming evaluations of a normal (e.g. numpy
+#: on glibc and CUDA's libdevice): each of ``log``, ``sin`` may be off by 1–2 ulps; see Notes of
+#: :func:`box_muller`. The float64 values themselves are within 4 ulps of the exact transform.
+MAX_ULPS = 8
+
+_M64 = (1 << 64) - 1
+_M256 = (1 << 256) - 1
+_U1, _U2, _U4, _U11, _U61 = (np.uint64(k) for k in (1, 2, 4, 11, 61))
+_MASK50 = np.uint64((1 << 50) - 1)
+_TWO50 = np.uint64(1 << 50)
+#: fl(π/4)·2**-50 — the angle of one unit of the 50-bit in-octant fraction (exact power-of-2 scale).
+_PHI_UNIT = (math.pi / 4) * 2.0**-50
+#: Words per Philox run × groups per batch: a batch's temporaries (~10 arrays) stay in L2.
+_BATCH_WORDS = 2**14
+_local = threading.local()
+
+
+def philox_key(seed: int) -> np.ndarray:
+    """The Philox key of a seed: ``(seed mod 2**64, seed // 2**64)`` as uint64[2].
+
+    Examples
+    --------
+    >>> philox_key(5).tolist()
+    [5, 0]
+    >>> philox_key(2**64 + 3).tolist()
+    [3, 1]
+    """
+    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or not 0 <= seed < 2**128:
+        raise RFTheoryError(f"seed must be an integer in [0, 2**128), got {seed!r}")
+    seed = int(seed)
+    return np.array([seed & _M64, seed >> 64], dtype=np.uint64)
+
+
+def _window(spec: Any, name: str) -> tuple[int, int]:
+    """(start, stop) of a window given as a count, a range or a slice with step 1."""
+    if isinstance(spec, (range, slice)):
+        if spec.step not in (None, 1):
+            raise RFTheoryError(f"{name} must have step 1, got {spec!r}")
+        start, stop = spec.start or 0, spec.stop
+    else:
+        start, stop = 0, spec
+    try:
+        start, stop = operator.index(start), operator.index(stop)
+    except TypeError:
+        raise RFTheoryError(f"{name} must be a count, a range or a slice of integers, got {spec!r}") from None
+    if not 0 <= start <= stop < 2**62:
+        raise RFTheoryError(f"{name} must satisfy 0 <= start <= stop < 2**62, got {spec!r}")
+    return start, stop
+
+
+def _bit_generator(key: np.ndarray) -> np.random.Philox:
+    """This thread's numpy Philox, built once (building one draws OS entropy: ~15 µs); every run
+    sets its key and counter."""
+    bg = getattr(_local, "bg", None)
+    if bg is None:
+        bg = _local.bg = np.random.Philox(key=key)
+    return bg
+
+
+def _run(bg: np.random.Philox, key: np.ndarray, first: int, n: int) -> np.ndarray:
+    """Philox outputs for the n consecutive 256-bit counters first, first + 1, ... (word 0
+    least significant), as uint64 (n, 4).
+
+    numpy's Philox increments its counter *before* each block, so its state is set to
+    ``first − 1`` (mod 2**256). V's runs are (row0 + r, g, 0, 0) with rows < 2**62, so they never
+    carry into word 1.
+    """
+    start = (first - 1) & _M256
+    bg.state = {
+        "bit_generator": "Philox",
+        "state": {"counter": np.array([(start >> s) & _M64 for s in (0, 64, 128, 192)],
+                                      dtype=np.uint64),
+                  "key": key},
+        "buffer": np.zeros(4, dtype=np.uint64), "buffer_pos": 4, "has_uint32": 0, "uinteger": 0,
+    }
+    return bg.random_raw(4 * n).reshape(n, 4)
+
+
+def philox_words(seed: int, rows: Any, groups: Any) -> np.ndarray:
+    """Philox4x64-10 of the counters (i, g, 0, 0) under the key of ``seed``.
+
+    Parameters
+    ----------
+    seed : int
+        In [0, 2**128).
+    rows, groups : int, range or slice
+        Rows i and column groups g (a count n means 0..n-1).
+
+    Returns
+    -------
+    ndarray of uint64, shape (len(rows), len(groups), 4)
+
+    Examples
+    --------
+    Random123's known answer for the zero key and counter (``kat_vectors``, philox4x64_10):
+
+    >>> [hex(w) for w in philox_words(0, 1, 1)[0, 0]]
+    ['0x16554d9eca36314c', '0xdb20fe9d672d0fdc', '0xd7e772cee186176b', '0x7e68b68aec7ba23b']
+    """
+    key = philox_key(seed)
+    r0, r1 = _window(rows, "rows")
+    g0, g1 = _window(groups, "groups")
+    out = np.empty((r1 - r0, g1 - g0, 4), dtype=np.uint64)
+    bg = _bit_generator(key)
+    for g in range(g0, g1):
+        if r1 > r0:
+            out[:, g - g0, :] = _run(bg, key, r0 | (g << 64), r1 - r0)
+    return out
+
+
+def box_muller(words: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
+    """Standard normals from Philox words: (w0, w1) → Z columns 0, 1 and (w2, w3) → 2, 3.
+
+    Parameters
+    ----------
+    words : ndarray of uint64, shape (..., 4)
+    out : ndarray of float64, shape (..., 4), optional
+
+    Returns
+    -------
+    ndarray of float64, shape (..., 4)
+
+    Notes
+    -----
+    Radius word a: ``u = ((a >> 11) + 1)·2**-53`` (exact), ``r = √(−2 ln u)``. Angle word b: octant
+    ``o = b >> 61``; in-octant fraction ``m = (b >> 11) mod 2**50``, reflected to ``2**50 − m`` in odd
+    octants, so ``φ = m·(π/4)·2**-50 ∈ [0, π/4]``; ``s = sin φ``, ``c = √((1 − s)(1 + s))``; then
+    (cos θ, sin θ) is (c, s) up to a swap (o ∈ {1, 2, 5, 6}) and signs (cos < 0 for o ∈ 2..5,
+    sin < 0 for o ∈ 4..7), with θ = 2π(b >> 11)·2**-53.
+
+    *Tails.* u ≥ 2**-53, so ``|z| ≤ r_max = √(106 ln 2) = 8.5716…``: a true N(0, 1) exceeds 8.57
+    with probability 1.0e-17, about 1e-7 expected exceedances in the 9.4·10⁹ entries of a
+    CIFAR-scale V, so the truncation is invisible to every statistic here. The float32 cast
+    keeps the whole range (it only rounds to 24 bits, relative 6e-8); in particular it does *not*
+    inherit the ±5.8σ cut of transforms fed 24-bit float32 uniforms. u = 1 (probability 2**-53)
+    gives z = 0. The radius and the angle are discrete (2**53 values each), but exactly
+    distributed at their grid points: P(r > r(k)) = P(u ≤ (k+1)·2**-53) is the Rayleigh tail
+    there, so the distribution functions of r and θ are exact to within 2**-53 everywhere (the
+    top radii 8.57, 8.49, 8.44, … each have probability 2**-53).
+
+    *Accuracy* (float64, against the exact transform of the same integers): u, φ's argument and
+    the signs are exact or correctly rounded once; ``log`` and ``sin`` are within 1 ulp on glibc
+    (CUDA: ``log`` 1 ulp, ``sin`` 2 ulps); sqrt, products and the division by √d are IEEE. The
+    bounds compose to ≲ 4 ulps of |z| (ulp = spacing of the exact value); measured against a
+    120-bit mpmath evaluation of the same integers: at most 2.95 ulps over 80 000 normals, mean
+    0.50 (``tests/test_philox.py`` keeps the check). Two conforming implementations (numpy on
+    glibc, the CUDA kernel) therefore agree within :data:`MAX_ULPS` = 8.
+
+    Examples
+    --------
+    >>> w = philox_words(0, 1, 1)
+    >>> box_muller(w).round(6).tolist()
+    [[[1.364342, -1.736887, -0.583238, 0.022786]]]
+    """
+    words = np.asarray(words)
+    if words.dtype != np.uint64 or words.shape[-1:] != (4,):
+        raise RFTheoryError(f"words must be uint64 of shape (..., 4), got {words.dtype} {words.shape}")
+    if out is None:
+        out = np.empty(words.shape, dtype=np.float64)
+    a, b = words[..., 0::2], words[..., 1::2]
+    # Radius: u ∈ [2**-53, 1] exactly (53-bit integers convert exactly).
+    r = (a >> _U11).astype(np.float64)
+    r += 1.0
+    r *= 2.0**-53
+    np.log(r, out=r)
+    r *= -2.0
+    np.sqrt(r, out=r)
+    # Angle: octant o, in-octant fraction m reflected in odd octants, φ = m·(π/4)·2**-50.
+    o = b >> _U61
+    m = (b >> _U11) & _MASK50
+    m = np.where((o & _U1).astype(bool), _TWO50 - m, m)
+    s = m.astype(np.float64)
+    s *= _PHI_UNIT
+    np.sin(s, out=s)
+    c = np.subtract(1.0, s)
+    c *= 1.0 + s
+    np.sqrt(c, out=c)
+    swap = ((o + _U1) & _U2).astype(bool)
+    x = np.where(swap, s, c)
+    y = np.where(swap, c, s)
+    # Signs by flipping the IEEE sign bit: cos θ < 0 for o ∈ 2..5, sin θ < 0 for o ∈ 4..7.
+    x.view(np.uint64)[...] ^= ((o + _U2) & _U4) << _U61
+    y.view(np.uint64)[...] ^= (o & _U4) << _U61
+    np.multiply(r, x, out=out[..., 0::2])
+    np.multiply(r, y, out=out[..., 1::2])
+    return out
+
+
+def _fill(key: np.ndarray, row0: int, col0: int, out: np.ndarray, sqrt_d: float) -> None:
+    """Write Z[row0:, col0:] / sqrt_d into the 2-D float32/float64 array ``out``, in batches.
+
+    A batch is ``run`` rows × ``per`` column groups: one numpy Philox call per (run, group), the
+    words laid out row-major (rows, groups, 4) like Z itself, then one :func:`box_muller` over the
+    batch and one division by √d written straight into ``out`` (measured: this layout beats a
+    group-major one, whose transposed write costs more than the strided copy of the words).
+    """
+    rows, cols = out.shape
+    if rows == 0 or cols == 0:
+        return
+    g0, g1 = col0 // GROUP, -(-(col0 + cols) // GROUP)
+    run = max(1, min(rows, _BATCH_WORDS // GROUP))  # rows per Philox run
+    per = max(1, _BATCH_WORDS // (GROUP * run))  # groups per batch
+    bg = _bit_generator(key)
+    for r0 in range(0, rows, run):
+        nr = min(run, rows - r0)
+        for ga in range(g0, g1, per):
+            gb = min(ga + per, g1)
+            words = np.empty((nr, gb - ga, GROUP), dtype=np.uint64)
+            for g in range(ga, gb):
+                words[:, g - ga, :] = _run(bg, key, (row0 + r0) | (g << 64), nr)
+            z = box_muller(words).reshape(nr, GROUP * (gb - ga))
+            lo, hi = max(col0, GROUP * ga), min(col0 + cols, GROUP * gb)
+            np.divide(z[:, lo - GROUP * ga:hi - GROUP * ga], sqrt_d,
+                      out=out[r0:r0 + nr, lo - col0:hi - col0], casting="same_kind")
+
+
+def standard_normal(seed: int, rows: Any, cols: Any, *, scale_dim: int | None = None,
+                    out: np.ndarray | None = None) -> np.ndarray:
+    """The window ``Z[rows, cols]`` of the seed's Gaussian matrix (or of V = Z/√d), on the host.
+
+    Parameters
+    ----------
+    seed : int
+        In [0, 2**128).
+    rows, cols : int, range or slice
+        The window (a count n means 0..n-1); any window of the same matrix gives the same entries.
+    scale_dim : int, optional
+        When given, return ``Z / √scale_dim`` (V of a model with d = scale_dim).
+    out : ndarray of float64 or float32, optional
+        Written in place (float32 receives the float64 value rounded once).
+
+    Returns
+    -------
+    ndarray, shape (len(rows), len(cols))
+
+    Notes
+    -----
+    Uses numpy's C Philox over runs of up to 4096 consecutive rows per column group (one call
+    per run), then :func:`box_muller` in cache-sized batches. See :func:`box_muller` for tails
+    and accuracy. Thread-safe (each thread keeps its own bit generator).
+
+    Examples
+    --------
+    >>> Z = standard_normal(7, 6, 10)
+    >>> bool((standard_normal(7, range(2, 5), range(3, 9)) == Z[2:5, 3:9]).all())
+    True
+    >>> V = standard_normal(7, 6, 10, scale_dim=10)
+    >>> bool((V == Z / 10**0.5).all())
+    True
+    """
+    key = philox_key(seed)
+    r0, r1 = _window(rows, "rows")
+    c0, c1 = _window(cols, "cols")
+    shape = (r1 - r0, c1 - c0)
+    if out is None:
+        out = np.empty(shape)
+    elif out.shape != shape or out.dtype not in (np.float32, np.float64):
+        raise RFTheoryError(f"out must be float32/float64 of shape {shape}, got {out.dtype} {out.shape}")
+    if scale_dim is not None and (isinstance(scale_dim, bool)
+                                  or not isinstance(scale_dim, (int, np.integer)) or scale_dim < 1):
+        raise RFTheoryError(f"scale_dim must be a positive integer, got {scale_dim!r}")
+    _fill(key, r0, c0, out, 1.0 if scale_dim is None else math.sqrt(scale_dim))
+    return out
+
+
+# -- the CUDA kernel (also compiled by the host C compiler in the tests) --------------------------
+
+_KERNEL = r"""
+/* rftheory.philox: Z[i, 4g..4g+3] from Philox4x64-10 of (i, g, 0, 0) and Box-Muller.
+   Keep in step with box_muller() in philox.py: same integers, same floating-point operations. */
+#ifdef RF_CUDA
+#define RF_FN __device__ __forceinline__
+#define RF_MULHI(a, b) __umul64hi((a), (b))
+#else
+#include <math.h>
+#define RF_FN static inline
+#define RF_MULHI(a, b) ((rf_u64)(((unsigned __int128)(a) * (unsigned __int128)(b)) >> 64))
+#endif
+typedef unsigned long long rf_u64;
+
+RF_FN void rf_philox(rf_u64 c0, rf_u64 c1, rf_u64 c2, rf_u64 c3, rf_u64 k0, rf_u64 k1,
+                     rf_u64 *w) {
+    for (int round = 0; round < 10; ++round) {
+        if (round) { k0 += 0x9E3779B97F4A7C15ULL; k1 += 0xBB67AE8584CAA73BULL; }
+        rf_u64 hi0 = RF_MULHI(0xD2E7470EE14C6C93ULL, c0), lo0 = 0xD2E7470EE14C6C93ULL * c0;
+        rf_u64 hi1 = RF_MULHI(0xCA5A826395121157ULL, c2), lo1 = 0xCA5A826395121157ULL * c2;
+        c0 = hi1 ^ c1 ^ k0; c1 = lo1; c2 = hi0 ^ c3 ^ k1; c3 = lo0;
+    }
+    w[0] = c0; w[1] = c1; w[2] = c2; w[3] = c3;
+}
+
+/* One Box-Muller pair: radius word a, angle word b. */
+RF_FN void rf_pair(rf_u64 a, rf_u64 b, double *x, double *y) {
+    double u = ((double)(a >> 11) + 1.0) * 1.1102230246251565404e-16;   /* 2^-53 */
+    double r = sqrt(-2.0 * log(u));
+    unsigned o = (unsigned)(b >> 61);
+    rf_u64 m = (b >> 11) & 0x3FFFFFFFFFFFFULL;                           /* 2^50 - 1 */
+    if (o & 1u) m = 0x4000000000000ULL - m;                              /* 2^50 - m */
+    double s = sin((double)m * RF_PHI_UNIT);
+    double c = sqrt((1.0 - s) * (1.0 + s));
+    int swap = ((o + 1u) & 2u) != 0;
+    double cx = swap ? s : c, sy = swap ? c : s;
+    if ((o + 2u) & 4u) cx = -cx;
+    if (o & 4u) sy = -sy;
+    *x = r * cx;
+    *y = r * sy;
+}
+
+RF_FN void rf_normals(rf_u64 row, rf_u64 g, rf_u64 k0, rf_u64 k1, double *z) {
+    rf_u64 w[4];
+    rf_philox(row, g, 0, 0, k0, k1, w);
+    rf_pair(w[0], w[1], &z[0], &z[1]);
+    rf_pair(w[2], w[3], &z[2], &z[3]);
+}
+
+/* out[r, j] = Z[row0 + r, j] / sqrt_d for r < rows, j < d (row-major, row stride d). */
+#define RF_FILL_ONE(T)                                                                 \
+    long long r = idx / groups;                                                         \
+    int g = (int)(idx - r * groups);                                                    \
+    double z[4];                                                                        \
+    rf_normals(row0 + (rf_u64)r, (rf_u64)g, k0, k1, z);                                 \
+    T *o = out + r * (long long)d + 4 * g;                                              \
+    int n = d - 4 * g < 4 ? d - 4 * g : 4;                                              \
+    for (int j = 0; j < n; ++j) o[j] = (T)(z[j] / sqrt_d);
+
+#define RF_WORDS_ONE                                                                   \
+    long long r = idx / groups;                                                         \
+    int g = (int)(idx - r * groups);                                                    \
+    rf_philox(row0 + (rf_u64)r, (rf_u64)g, 0, 0, k0, k1, out + 4 * idx);
+
+#ifdef RF_CUDA
+#define RF_LOOP(count) for (long long idx = (long long)blockIdx.x * blockDim.x + threadIdx.x; \
+                            idx < (count); idx += (long long)blockDim.x * gridDim.x)
+#define RF_KERNEL extern "C" __global__ void
+#else
+#define RF_LOOP(count) for (long long idx = 0; idx < (count); ++idx)
+#define RF_KERNEL void
+#endif
+
+RF_KERNEL rf_fill_f32(rf_u64 k0, rf_u64 k1, rf_u64 row0, long long rows, int d,
+                      double sqrt_d, float *out) {
+    int groups = (d + 3) / 4;
+    RF_LOOP(rows * groups) { RF_FILL_ONE(float) }
+}
+
+RF_KERNEL rf_fill_f64(rf_u64 k0, rf_u64 k1, rf_u64 row0, long long rows, int d,
+                      double sqrt_d, double *out) {
+    int groups = (d + 3) / 4;
+    RF_LOOP(rows * groups) { RF_FILL_ONE(double) }
+}
+
+/* out[r, g, :] = the Philox words of (row0 + r, g, 0, 0), g < groups. */
+RF_KERNEL rf_words(rf_u64 k0, rf_u64 k1, rf_u64 row0, long long rows, int groups,
+                   rf_u64 *out) {
+    RF_LOOP(rows * groups) { RF_WORDS_ONE }
+}
+
+/* Philox4x64-10 of n arbitrary counters ctr[n][4] under keys key[n][2] (known-answer tests). */
+RF_KERNEL rf_philox_many(long long n, const rf_u64 *ctr, const rf_u64 *key, rf_u64 *out) {
+    RF_LOOP(n) {
+        const rf_u64 *c = ctr + 4 * idx, *k = key + 2 * idx;
+        rf_philox(c[0], c[1], c[2], c[3], k[0], k[1], out + 4 * idx);
+    }
+}
+"""
+
+
+def kernel_source(target: str = "cuda") -> str:
+    """C source of the generator: ``"cuda"`` (CuPy RawModule) or ``"host"`` (a C compiler).
+
+    Both define ``rf_fill_f32``/``rf_fill_f64(k0, k1, row0, rows, d, sqrt_d, out)`` (V rows
+    ``row0 .. row0+rows-1``, row-major with row stride d) and ``rf_words(k0, k1, row0, rows,
+    groups, out)`` (the raw Philox words). On the host, ``unsigned __int128`` replaces CUDA's
+    ``__umul64hi``; compile without fast-math or FP contraction (``-ffp-contract=off``) so the
+    floating-point operations are those of :func:`box_muller`.
+
+    Examples
+    --------
+    >>> "rf_fill_f32" in kernel_source("host")
+    True
+    """
+    if target not in ("cuda", "host"):
+        raise RFTheoryError(f"target must be 'cuda' or 'host', got {target!r}")
+    head = "#define RF_CUDA 1\n" if target == "cuda" else ""
+    return f"{head}#define RF_PHI_UNIT {_PHI_UNIT!r}\n{_KERNEL}"
+
+
+#: NVRTC options of the kernel: no fused multiply-adds, so its operations are box_muller()'s.
+NVRTC_OPTIONS = ("--fmad=false",)
+_MODULES: dict[int, Any] = {}
+
+
+def _cupy_module() -> Any:
+    import cupy
+
+    dev = cupy.cuda.Device().id
+    mod = _MODULES.get(dev)
+    if mod is None:
+        mod = _MODULES[dev] = cupy.RawModule(code=kernel_source("cuda"), options=NVRTC_OPTIONS)
+    return mod
+
+
+_THREADS_PER_BLOCK = 256
+
+
+def cupy_fill(seed: int, row0: int, out: Any, *, scale_dim: int | None = None) -> Any:
+    """Fill a C-contiguous CuPy array ``out`` of shape (..., d) with rows row0.. of V (or Z).
+
+    ``out`` is viewed as (rows, d); float32 or float64. With ``scale_dim`` it receives
+    V = Z/√scale_dim, else Z. No host draw, no transfer: one kernel launch.
+    """
+    import cupy
+
+    if not out.flags.c_contiguous or out.dtype not in (cupy.float32, cupy.float64) or out.ndim < 1:
+        raise RFTheoryError("out must be a C-contiguous float32/float64 CuPy array")
+    key = philox_key(seed)
+    d = int(out.shape[-1])
+    rows = out.size // d if d else 0
+    if rows == 0:
+        return out
+    kern = _cupy_module().get_function("rf_fill_f32" if out.dtype == cupy.float32 else "rf_fill_f64")
+    n = rows * -(-d // GROUP)
+    blocks = min(-(-n // _THREADS_PER_BLOCK), 2**20)
+    sqrt_d = 1.0 if scale_dim is None else math.sqrt(scale_dim)
+    kern((blocks,), (_THREADS_PER_BLOCK,),
+         (np.uint64(key[0]), np.uint64(key[1]), np.uint64(row0), np.int64(rows), np.int32(d),
+          np.float64(sqrt_d), out))
+    return out
+
+
+def cupy_words(seed: int, row0: int, rows: int, groups: int) -> Any:
+    """The Philox words of counters (row0 + r, g, 0, 0) computed on the device, (rows, groups, 4)."""
+    import cupy
+
+    key = philox_key(seed)
+    out = cupy.empty((rows, groups, 4), dtype=cupy.uint64)
+    n = rows * groups
+    if n:
+        _cupy_module().get_function("rf_words")(
+            (min(-(-n // _THREADS_PER_BLOCK), 2**20),), (_THREADS_PER_BLOCK,),
+            (np.uint64(key[0]), np.uint64(key[1]), np.uint64(row0), np.int64(rows),
+             np.int32(groups), out))
+    return out

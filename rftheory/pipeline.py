@@ -1,0 +1,515 @@
+"""The reconstruction pipeline, end to end: data → RandomFeatures → θ* = Φ⁺Y → reconstruct → ρ.
+
+This is the unit of the law of data reconstruction: for an activation, (d, n, p) and a seed,
+train the RF model by the min-norm interpolator, measure whether labels are fit, reconstruct the
+training inputs from (θ*, V) alone and measure how close they are. It is written once, as two
+steps:
+
+* :func:`fit_model` — the data (:func:`rftheory.data.load_dataset`), the labels, the
+  :class:`~rftheory.features.RandomFeatures` and θ* (:func:`~rftheory.features.train_min_norm`),
+  returned as a :class:`FittedModel`;
+* :func:`recover_training_set` — :func:`rftheory.reconstruct.reconstruct` from (θ*, V) and
+  :func:`rftheory.metrics.match` in every ρ variant, returned as a :class:`ReconstructionRun`;
+
+and :func:`run_reconstruction` does both. Everything in the package that reconstructs the
+training set of an RF model is a summary of a :class:`ReconstructionRun` — the sweep cell
+:func:`reconstruction_cell`, ``rftheory reconstruct`` and the claims ``law``, ``nhat`` and
+``sign`` — so a run computed anywhere is the same run.
+
+Seeds. One seed drives V, the data, the labels and the optimiser's initial candidates through
+independent streams (:mod:`rftheory.data`, :mod:`rftheory.features`, :mod:`rftheory.reconstruct`).
+Every number of a run except its timings is a deterministic function of its parameters (and of
+the BLAS thread count in the last bits, see :func:`rftheory.sweep.limit_blas_threads`).
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable, Mapping
+
+import numpy as np
+
+from .backend import namespace, to_host
+from .data import Dataset, gaussian_labels, load_dataset, sign_labels, sphere_data
+from .errors import RFTheoryError
+from .features import RandomFeatures, TrainedModel, train_min_norm
+from .metrics import VARIANTS, Matching, match
+from .output import save_figure
+from .reconstruct import ReconstructionResult, reconstruct
+
+__all__ = [
+    "DEFAULT_V_CACHE_BYTES",
+    "LABELS",
+    "FittedModel",
+    "ReconstructionRun",
+    "fit_model",
+    "recover_training_set",
+    "run_reconstruction",
+    "reconstruction_cell",
+    "label_fit_cell",
+    "feature_count",
+    "plot_reconstruction",
+]
+
+#: Bytes of V kept in memory between the optimiser's passes over it (1 GiB): reconstruction
+#: revisits V every step. The cache changes speed only, never the numbers.
+DEFAULT_V_CACHE_BYTES = 2**30
+#: Label kinds of :func:`fit_model`.
+LABELS = ("gaussian", "sign")
+
+
+@dataclass(frozen=True, eq=False)
+class FittedModel:
+    """An RF model trained by the min-norm interpolator on seeded data (the pipeline's first half).
+
+    Attributes
+    ----------
+    activation : str
+        φ as it was given (registry name or expression; ``features.activation.name`` is its name).
+    data : str
+        The data set's spec (``"sphere"``, ``"digits"``, ``"cifar10:DIR"``).
+    labels : str
+        ``"gaussian"`` or ``"sign"``.
+    seed : int
+        The seed of V, the data, the labels (and of the optimiser's start, see
+        :func:`recover_training_set`).
+    device : str
+        ``"cpu"`` or ``"gpu"``: the namespace of θ* and of every pass over V.
+    dataset : Dataset
+        The training inputs (host, float64, rows on the √d-sphere) and how to show them.
+    Y : numpy.ndarray
+        The labels (host).
+    features : RandomFeatures
+        The feature map φ(V·).
+    model : TrainedModel
+        θ* = Φ⁺Y (in the device's namespace), the training residual and the Gram solve's
+        diagnostics.
+    seconds : float
+        Wall time of loading the data and training.
+    """
+
+    activation: str
+    data: str
+    labels: str
+    seed: int
+    device: str
+    dataset: Dataset
+    Y: np.ndarray
+    features: RandomFeatures
+    model: TrainedModel
+    seconds: float
+
+    @property
+    def X(self) -> np.ndarray:
+        """The training inputs, shape (n, d), host float64."""
+        return self.dataset.X
+
+    @property
+    def theta(self) -> Any:
+        """θ*, shape (p,), in the device's namespace."""
+        return self.model.theta
+
+    @property
+    def n(self) -> int:
+        return self.dataset.n
+
+    @property
+    def d(self) -> int:
+        return self.dataset.d
+
+    @property
+    def p(self) -> int:
+        return self.features.p
+
+    @property
+    def p_over_dn(self) -> float:
+        return self.p / (self.d * self.n)
+
+    @property
+    def p_over_n(self) -> float:
+        return self.p / self.n
+
+    @property
+    def train_residual(self) -> float:
+        """‖Φθ* − Y‖/‖Y‖: ≈ 0 once p ≥ n (labels fit)."""
+        return self.model.train_residual
+
+
+@dataclass(frozen=True, eq=False)
+class ReconstructionRun:
+    """One pass of the whole pipeline: the fitted model, the reconstruction and its scores.
+
+    Attributes
+    ----------
+    fitted : FittedModel
+        Data, labels, features and θ*.
+    n_hat : int
+        Number of candidates n̂.
+    result : ReconstructionResult
+        The optimiser's result (``X_hat`` and ``coefficients`` in the device's namespace,
+        the loss history, steps, stop reason, rounds, evaluations).
+    X_hat : numpy.ndarray
+        The candidates, shape (n̂, d), on the host.
+    coefficients : numpy.ndarray or None
+        Their projection weights a = G⁺Φ̂θ*, on the host.
+    matchings : mapping
+        ``{variant: Matching}`` for every ρ variant of :data:`rftheory.metrics.VARIANTS`
+        (``"abs"`` is the paper's official ρ).
+    reconstruct_seconds : float
+        Wall time of the optimiser.
+    seconds : float
+        Wall time of the whole pipeline (data, training, reconstruction, matching).
+    """
+
+    fitted: FittedModel
+    n_hat: int
+    result: ReconstructionResult
+    X_hat: np.ndarray
+    coefficients: np.ndarray | None
+    matchings: Mapping[str, Matching]
+    reconstruct_seconds: float
+    seconds: float
+
+    # -- the fitted model's and the optimiser's numbers, for short summaries ------------------
+    @property
+    def X(self) -> np.ndarray:
+        return self.fitted.X
+
+    @property
+    def features(self) -> RandomFeatures:
+        return self.fitted.features
+
+    @property
+    def theta(self) -> Any:
+        return self.fitted.theta
+
+    @property
+    def d(self) -> int:
+        return self.fitted.d
+
+    @property
+    def n(self) -> int:
+        return self.fitted.n
+
+    @property
+    def p(self) -> int:
+        return self.fitted.p
+
+    @property
+    def train_residual(self) -> float:
+        return self.fitted.train_residual
+
+    @property
+    def loss(self) -> float:
+        """Projection loss L(X̂) of the returned candidates."""
+        return self.result.loss
+
+    @property
+    def rho(self) -> dict[str, float]:
+        """ρ of every variant, ``{"abs": ..., "signed": ..., "sign_invariant": ...}``."""
+        return {v: m.rho for v, m in self.matchings.items()}
+
+    def summary(self) -> dict[str, Any]:
+        """The run as plain JSON: parameters, training, optimiser, every ρ and the official match
+        (per-sample ρ, assignment, sign flips) and the loss history (``rftheory reconstruct
+        --json``)."""
+        fitted, official, result = self.fitted, self.matchings["abs"], self.result
+        return {
+            "activation": fitted.features.activation.name, "data": fitted.data, "d": fitted.d,
+            "n": fitted.n, "n_hat": self.n_hat, "p": fitted.p, "p_over_dn": fitted.p_over_dn,
+            "seed": fitted.seed, "device": fitted.device,
+            "train_residual": float(fitted.model.train_residual),
+            "train_rank_deficient": bool(fitted.model.gram.rank_deficient),
+            "loss": float(result.loss), "steps": int(result.steps),
+            "converged": bool(result.converged), "stop_reason": str(result.stop_reason),
+            "seconds": self.reconstruct_seconds,
+            "rho": self.rho,
+            "sign_flips": official.n_flipped,
+            "unmatched": official.n_unmatched,
+            "per_sample_rho": official.per_sample,
+            "assignment": official.assignment,
+            "flipped": official.flipped,
+            "history": tuple(float(v) for v in result.history),
+        }
+
+
+def feature_count(p: int | None = None, *, p_mult: float | None = None, d: int, n: int) -> int:
+    """The number of features: ``p`` itself, or ``round(p_mult·d·n)`` (at least 1).
+
+    Exactly one of ``p`` and ``p_mult`` is given (``rftheory reconstruct --p-mult``, a sweep
+    file's ``p_mult``).
+
+    Examples
+    --------
+    >>> feature_count(p_mult=2.5, d=5, n=4), feature_count(120, d=5, n=4)
+    (50, 120)
+    """
+    if (p is None) == (p_mult is None):
+        raise RFTheoryError("give exactly one of p and p_mult")
+    if p_mult is not None:
+        if not (math.isfinite(p_mult) and p_mult > 0):
+            raise RFTheoryError(f"p_mult must be a positive number, got {p_mult}")
+        return max(1, round(p_mult * d * n))
+    return p
+
+
+def fit_model(*, activation: str, n: int, p: int, d: int | None = None, seed: int = 0,
+              data: str = "sphere", labels: str = "gaussian", device: str = "cpu",
+              v_cache_bytes: int = DEFAULT_V_CACHE_BYTES) -> FittedModel:
+    """Load seeded data and labels, draw V, train θ* = Φ⁺Y: the first half of the pipeline.
+
+    Parameters
+    ----------
+    activation : str
+        Registry name or safe expression in ``z``.
+    n, p : int
+        Training-set size and number of random features.
+    d : int, optional
+        Input dimension (required for sphere data; fixed by image data).
+    seed : int
+        Drives V, the data and the labels (independent streams of the same seed).
+    data : str
+        ``"sphere"`` (default), ``"digits"`` or ``"cifar10:DIR"``
+        (see :func:`rftheory.data.load_dataset`).
+    labels : {"gaussian", "sign"}
+    device : {"cpu", "gpu"}
+        Namespace of θ* and of every pass over V (:func:`rftheory.backend.namespace`).
+    v_cache_bytes : int
+        Keep V in memory when it takes at most this many bytes (speed only).
+    """
+    if labels not in LABELS:
+        raise RFTheoryError(f"labels must be 'gaussian' or 'sign', got {labels!r}")
+    start = time.perf_counter()
+    xp = namespace(device)
+    dataset = load_dataset(data, n, d, seed)
+    features = RandomFeatures(activation, d=dataset.d, p=p, seed=seed, v_cache_bytes=v_cache_bytes)
+    Y = gaussian_labels(n, seed) if labels == "gaussian" else sign_labels(n, seed)
+    model = train_min_norm(features, xp.asarray(dataset.X), xp.asarray(Y))
+    return FittedModel(activation=str(activation), data=data, labels=labels, seed=seed,
+                       device=device, dataset=dataset, Y=Y, features=features, model=model,
+                       seconds=time.perf_counter() - start)
+
+
+def _check_candidates(p: int, n_hat: int) -> None:
+    if p < n_hat:
+        raise RFTheoryError(f"p = {p} is smaller than the number of candidates n̂ = {n_hat}: "
+                            "their features cannot be independent")
+
+
+def recover_training_set(fitted: FittedModel, n_hat: int | None = None, *,
+                         tol: float | None = None, max_steps: int | None = None,
+                         callback: Callable[[int, float, Any], Any] | None = None
+                         ) -> ReconstructionRun:
+    """Reconstruct the training set of ``fitted`` from (θ*, V) alone and score it: the second half.
+
+    Parameters
+    ----------
+    fitted : FittedModel
+    n_hat : int, optional
+        Number of candidates (default n).
+    tol, max_steps : optional
+        Target loss and iteration budget (default: :func:`rftheory.reconstruct.reconstruct`'s).
+    callback : callable, optional
+        Passed to :func:`~rftheory.reconstruct.reconstruct` (``callback(step, loss, X_hat)``).
+
+    Notes
+    -----
+    The optimiser's start is seeded by ``fitted.seed`` (its own stream). ρ is measured in every
+    variant against ``fitted.X`` by the Hungarian matching of :func:`rftheory.metrics.match`.
+    """
+    n_hat = fitted.n if n_hat is None else int(n_hat)
+    _check_candidates(fitted.p, n_hat)
+    start = time.perf_counter()
+    options: dict[str, Any] = {"seed": fitted.seed}
+    if tol is not None:
+        options["tol"] = tol
+    if max_steps is not None:
+        options["max_steps"] = int(max_steps)
+    if callback is not None:
+        options["callback"] = callback
+    result = reconstruct(fitted.features, fitted.theta, n_hat, **options)
+    reconstruct_seconds = time.perf_counter() - start
+    X_hat = to_host(result.X_hat)
+    coefficients = None if result.coefficients is None else to_host(result.coefficients)
+    matchings = {v: match(fitted.X, X_hat, v) for v in VARIANTS}
+    return ReconstructionRun(fitted=fitted, n_hat=n_hat, result=result, X_hat=X_hat,
+                             coefficients=coefficients, matchings=matchings,
+                             reconstruct_seconds=reconstruct_seconds,
+                             seconds=fitted.seconds + time.perf_counter() - start)
+
+
+def run_reconstruction(*, activation: str, n: int, p: int, d: int | None = None, seed: int = 0,
+                       data: str = "sphere", labels: str = "gaussian", n_hat: int | None = None,
+                       tol: float | None = None, max_steps: int | None = None,
+                       device: str = "cpu", v_cache_bytes: int = DEFAULT_V_CACHE_BYTES,
+                       callback: Callable[[int, float, Any], Any] | None = None
+                       ) -> ReconstructionRun:
+    """The whole pipeline: :func:`fit_model`, then :func:`recover_training_set`.
+
+    Parameters are those of the two steps; ``p < n_hat`` is refused before any work.
+
+    Examples
+    --------
+    >>> run = run_reconstruction(activation="relu+tanh", d=4, n=3, p=120, seed=0)
+    >>> run.train_residual < 1e-10, run.rho["abs"] < 1e-3    # labels fit, data recovered
+    (True, True)
+    """
+    _check_candidates(p, n if n_hat is None else int(n_hat))
+    fitted = fit_model(activation=activation, n=n, p=p, d=d, seed=seed, data=data,
+                       labels=labels, device=device, v_cache_bytes=v_cache_bytes)
+    return recover_training_set(fitted, n_hat, tol=tol, max_steps=max_steps, callback=callback)
+
+
+def reconstruction_cell(*, activation: str, d: int, n: int, p: int, seed: int,
+                        data: str = "sphere", n_hat: int | None = None,
+                        max_steps: int | None = None, tol: float = 1e-10) -> dict[str, Any]:
+    """The sweep cell ``reconstruct``: one :func:`run_reconstruction`, summarised in numbers.
+
+    Parameters
+    ----------
+    activation : str
+        Registry name or safe expression in ``z``.
+    d, n, p : int
+        Input dimension, training-set size, number of random features.
+    seed : int
+        Drives V, the data, the labels and the optimiser's initial candidates (independent
+        streams of the same seed).
+    data : str
+        ``"sphere"`` (default), ``"digits"`` or ``"cifar10:DIR"`` (see :func:`rftheory.data.load_dataset`).
+    n_hat : int, optional
+        Number of candidates (default n).
+    max_steps : int, optional
+        Optimiser budget (default: :func:`rftheory.reconstruct.reconstruct`'s).
+    tol : float
+        Target projection loss.
+
+    Returns
+    -------
+    dict
+        The parameters, plus ``train_residual`` (‖Φθ* − Y‖/‖Y‖, labels fit when ≈ 0),
+        ``final_loss`` (projection loss of the reconstruction), ``rho_abs`` (official ρ,
+        elementwise |x|), ``rho_signed``, ``rho_sign_invariant``, ``sign_flips`` (matched samples
+        closer to −x_i, sign-invariant matching), ``steps``, ``converged``, ``stop_reason`` and
+        ``seconds``. Every number except ``seconds`` is a deterministic function of the
+        parameters.
+    """
+    run = run_reconstruction(activation=activation, d=d, n=n, p=p, seed=seed, data=data,
+                             n_hat=n_hat, max_steps=max_steps, tol=tol)
+    m, result = run.matchings, run.result
+    return {
+        "activation": str(activation), "d": run.d, "n": n, "p": p, "seed": seed, "data": data,
+        "n_hat": run.n_hat, "p_over_dn": p / (run.d * n), "p_over_n": p / n,
+        "train_residual": run.train_residual,
+        "final_loss": result.loss,
+        "rho_abs": m["abs"].rho,
+        "rho_signed": m["signed"].rho,
+        "rho_sign_invariant": m["sign_invariant"].rho,
+        "sign_flips": m["sign_invariant"].n_flipped,
+        "steps": result.steps,
+        "converged": result.converged,
+        "stop_reason": result.stop_reason,
+        "seconds": run.seconds,
+    }
+
+
+def label_fit_cell(*, activation: str, d: int, n: int, p: int, seed: int,
+                   labels: str = "gaussian") -> dict:
+    """Fit n seeded labels on the √d-sphere with p random features; how well are they fit?
+
+    The sweep cell ``label_fit``, the label-fitting half of the paper's picture: the min-norm interpolator θ* = Φ⁺Y fits
+    generic labels once p ≥ n (train residual ≈ 0, Gram ΦΦᵀ of full rank), and for p ≫ n the
+    Gram matrix concentrates, λ_min(ΦΦᵀ/p) → λ_min of the RF kernel matrix (> 0 for
+    non-polynomial φ and distinct points).
+
+    Parameters
+    ----------
+    activation : str
+        φ (registry name or expression in z).
+    d, n, p : int
+        Input dimension, training points, features.
+    seed : int
+        Drives V, the data and the labels through separate streams (:mod:`rftheory.data`).
+    labels : {"gaussian", "sign"}
+
+    Returns
+    -------
+    dict
+        ``train_residual`` (‖Φθ*−Y‖/‖Y‖), ``gram_min_eig`` and ``gram_max_eig`` (extreme
+        eigenvalues of ΦΦᵀ/p), ``gram_rank`` and ``rank_deficient`` (from the one Gram solve,
+        :func:`rftheory.gram.solve_gram`), ``theta_norm`` (‖θ*‖).
+
+    Notes
+    -----
+    float64 throughout. The numbers' last bits depend on the BLAS thread count (sweeps pin it,
+    see :func:`rftheory.sweep.limit_blas_threads`). Eigenvalues from LAPACK ``eigh`` have absolute error
+    ~ n·ε·λ_max, so ``gram_min_eig`` below ~1e-14·``gram_max_eig`` means "numerically zero".
+    """
+    if labels not in ("gaussian", "sign"):
+        raise RFTheoryError(f"labels must be 'gaussian' or 'sign', got {labels!r}")
+    # V is kept between the four passes (eigenvalues, fit, Φᵀa, Φθ) when it fits in 256 MiB;
+    # the cache changes speed only, never the numbers
+    features = RandomFeatures(activation, d=d, p=p, seed=seed, v_cache_bytes=2**28)
+    X = sphere_data(n, d, seed)
+    Y = gaussian_labels(n, seed) if labels == "gaussian" else sign_labels(n, seed)
+    eigenvalues = np.linalg.eigvalsh(features.gram(X) / p)
+    model = train_min_norm(features, X, Y)
+    return {
+        "train_residual": float(model.train_residual),
+        "gram_min_eig": float(eigenvalues[0]),
+        "gram_max_eig": float(eigenvalues[-1]),
+        "gram_rank": int(model.gram.rank),
+        "rank_deficient": bool(model.gram.rank_deficient),
+        "theta_norm": float(np.linalg.norm(model.theta)),
+    }
+
+
+def plot_reconstruction(run: ReconstructionRun, path: str | Path, *,
+                        max_images: int = 12) -> list[Path]:
+    """The run's figure as PNG and PDF (a ``.png``/``.pdf`` suffix of ``path`` is replaced).
+
+    Image data: originals (top) above their matched reconstructions (bottom), in training order,
+    each reconstruction shown with the sign of its official-ρ match corrected. Synthetic data:
+    the loss curve L(X̂_t) on a log scale. Returns the paths written.
+    """
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fitted, official = run.fitted, run.matchings["abs"]
+    name, p_over_dn = fitted.features.activation.name, fitted.p_over_dn
+    if fitted.dataset.is_image:
+        shown = [i for i in range(fitted.n) if official.assignment[i] >= 0][:max_images]
+        if not shown:
+            raise RFTheoryError("no training image was matched to a reconstruction")
+        signs = np.where(official.flipped[shown], -1.0, 1.0)[:, None]
+        originals = fitted.dataset.to_images(fitted.X[shown])
+        recon = fitted.dataset.to_images(signs * run.X_hat[official.assignment[shown]])
+        fig, axes = plt.subplots(2, len(shown), figsize=(1.3 * len(shown) + 0.8, 3.2),
+                                 squeeze=False)
+        cmap = "gray_r" if originals.ndim == 3 else None
+        for k, i in enumerate(shown):
+            axes[0, k].imshow(originals[k], cmap=cmap)
+            axes[1, k].imshow(recon[k], cmap=cmap)
+            axes[1, k].set_title(f"{official.per_sample[i]:.2f}", fontsize=7)
+            for ax in axes[:, k]:
+                ax.set_xticks([])
+                ax.set_yticks([])
+        axes[0, 0].set_ylabel(r"$x_i$")
+        axes[1, 0].set_ylabel(r"$\hat{x}_{\pi(i)}$")
+        fig.suptitle(f"{fitted.data}: {name}, n={fitted.n}, p={fitted.p} "
+                     f"(p/dn={p_over_dn:.2g}), ρ={official.rho:.3f}", fontsize=9)
+    else:
+        fig, ax = plt.subplots(figsize=(5, 3.5))
+        hist = np.asarray(run.result.history, dtype=float)
+        # log axis: exact zeros are drawn at the smallest positive double
+        ax.semilogy(np.arange(1, hist.size + 1), np.maximum(hist, np.finfo(float).tiny))
+        ax.set_xlabel("step $t$")
+        ax.set_ylabel(r"$L(\hat{X}_t)$")
+        ax.set_title(f"{name}, d={fitted.d}, n={fitted.n}, p={fitted.p}, "
+                     f"ρ={official.rho:.3f}", fontsize=9)
+    fig.tight_layout()
+    return save_figure(fig, path)

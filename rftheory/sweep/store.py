@@ -1,0 +1,315 @@
+"""The sweep store: one SQLite file, one writer, a checksummed row per finished cell.
+
+See :mod:`rftheory.sweep` for the design (WAL journal, ``synchronous=FULL``, the writer's
+``flock``, row checksums, the integrity check on every open).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import socket
+import sqlite3
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Iterable, Iterator, Mapping
+
+from .. import __version__
+from ..errors import RFTheoryError
+from .spec import Cell, SweepSpec, _sha256, canonical_json, cell_key
+
+__all__ = ["STORE_FILE", "LOCK_FILE", "SCHEMA_VERSION", "SweepStore", "SweepStoreError",
+           "StoredCell", "StoreScan", "record_checksum"]
+
+#: Name of the SQLite store inside a sweep's output directory.
+STORE_FILE = "sweep.sqlite"
+#: Lock file held (``flock``) by the one process that writes the store.
+LOCK_FILE = "sweep.lock"
+#: Version of the store's schema; a store with another version is refused.
+SCHEMA_VERSION = 1
+
+
+class SweepStoreError(RFTheoryError):
+    """A sweep store cannot be used: wrong sweep, locked by another writer, damaged or missing."""
+
+
+def _recover_wal_if_no_writer(directory: Path, path: Path) -> None:
+    """Let SQLite replay the WAL of a writer that was killed, before a read-only open.
+
+    A writer killed between making a commit durable in the WAL and updating the shared WAL index
+    leaves a commit that read-only connections do not see (they cannot rebuild the index), so a
+    report right after a SIGKILL could miss the last finished cell. When no writer holds the lock,
+    a short read-write connection rebuilds the index; it writes no rows. SQLite rebuilds it only
+    for the first connection a process opens to the file (later ones share the process's stale
+    index), so every connection to the store must be closed explicitly: Python's sqlite3 closes
+    a connection left to go out of scope only at the next garbage collection (the connection and
+    its statement cache form a reference cycle), and ``with connect(...)`` does not close it.
+    """
+    import fcntl
+
+    if not (directory / LOCK_FILE).is_file() or not Path(f"{path}-wal").is_file():
+        return
+    with open(directory / LOCK_FILE, "a+") as lock:
+        try:
+            fcntl.flock(lock.fileno(), fcntl.LOCK_SH | fcntl.LOCK_NB)
+        except OSError:
+            return  # a writer is running: its index is current
+        try:
+            with contextlib.closing(sqlite3.connect(path, timeout=60)) as db:
+                db.execute("SELECT count(*) FROM sqlite_master").fetchone()
+        except sqlite3.DatabaseError:
+            pass  # open_reader reports an unusable store itself
+
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS specs (
+    id INTEGER PRIMARY KEY, spec TEXT NOT NULL, total_cells INTEGER NOT NULL,
+    recorded_at TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS runs (
+    id INTEGER PRIMARY KEY, started_at TEXT NOT NULL, finished_at TEXT, status TEXT NOT NULL,
+    executor TEXT NOT NULL, host TEXT NOT NULL, pid INTEGER NOT NULL, version TEXT NOT NULL,
+    planned INTEGER NOT NULL, computed INTEGER NOT NULL DEFAULT 0);
+CREATE TABLE IF NOT EXISTS cells (
+    cell_key TEXT PRIMARY KEY, kind TEXT NOT NULL, params TEXT NOT NULL, seed INTEGER,
+    status TEXT NOT NULL, payload TEXT NOT NULL, version TEXT NOT NULL, checksum TEXT NOT NULL,
+    seconds REAL, worker TEXT, run_id INTEGER, finished_at TEXT);
+"""
+
+
+def _now() -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%S%z")
+
+
+def record_checksum(cell_key_: str, kind: str, params: str, seed: Any, status: str, payload: str,
+                    version: str) -> str:
+    """SHA-256 over the canonical JSON of a row's content (the stored texts, verbatim)."""
+    return _sha256(canonical_json({"cell_key": cell_key_, "kind": kind, "params": params,
+                                   "seed": seed, "status": status, "payload": payload,
+                                   "version": version}))
+
+
+@dataclass(frozen=True)
+class StoredCell:
+    """A verified row of the store."""
+
+    key: str
+    kind: str
+    params: dict
+    seed: int | None
+    status: str
+    result: dict
+    version: str
+    seconds: float | None
+    worker: str | None
+    run_id: int | None
+
+
+@dataclass(frozen=True)
+class StoreScan:
+    """Every row of a store, verified: ``cells`` maps key → row; ``corrupt`` lists the SQLite
+    rowids of rows that failed verification (their key column itself may be damaged)."""
+
+    cells: dict[str, StoredCell]
+    corrupt: tuple[int, ...]
+
+    @property
+    def ok(self) -> int:
+        return sum(c.status == "ok" for c in self.cells.values())
+
+    @property
+    def errors(self) -> int:
+        return sum(c.status == "error" for c in self.cells.values())
+
+
+class SweepStore:
+    """The SQLite file of one sweep (see the module docstring for the design).
+
+    Open with :meth:`open_writer` (creates the directory and file, takes the writer lock) or
+    :meth:`open_reader` (read-only; never creates or changes anything). Use as a context manager.
+    """
+
+    def __init__(self, directory: Path, connection: sqlite3.Connection,
+                 lock: Any = None) -> None:
+        self.directory = directory
+        self.path = directory / STORE_FILE
+        self._db = connection
+        self._lock = lock
+
+    # -- opening ------------------------------------------------------------------------------
+    @classmethod
+    def open_writer(cls, directory: str | Path) -> "SweepStore":
+        directory = Path(directory)
+        directory.mkdir(parents=True, exist_ok=True)
+        lock = open(directory / LOCK_FILE, "a+")
+        try:
+            import fcntl
+
+            fcntl.flock(lock.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except ImportError:  # not POSIX: no cross-process guard, documented limitation
+            pass
+        except OSError:
+            lock.close()
+            raise SweepStoreError(f"another process is writing the sweep store in {directory} "
+                                  "(only one collecting process may write it)") from None
+        try:
+            db = sqlite3.connect(directory / STORE_FILE, isolation_level=None, timeout=60)
+            store = cls(directory, db, lock)
+            store._check_integrity()
+            db.execute("PRAGMA journal_mode=WAL")
+            db.execute("PRAGMA synchronous=FULL")  # a commit is on disk before the next cell
+            db.executescript(_SCHEMA)
+            version = store.meta("schema_version")
+            if version is None:
+                store._set_meta({"schema_version": str(SCHEMA_VERSION), "created_at": _now()})
+            elif version != str(SCHEMA_VERSION):
+                raise SweepStoreError(f"{store.path}: store schema version {version}, this "
+                                      f"rftheory writes version {SCHEMA_VERSION}")
+        except sqlite3.DatabaseError as exc:
+            lock.close()
+            raise SweepStoreError(
+                f"{directory / STORE_FILE}: not a usable SQLite store ({exc})") from None
+        except BaseException:
+            lock.close()
+            raise
+        return store
+
+    @classmethod
+    def open_reader(cls, directory: str | Path) -> "SweepStore":
+        directory = Path(directory)
+        path = directory / STORE_FILE
+        if not path.is_file():
+            raise SweepStoreError(f"no sweep store in {directory} (expected {path})")
+        _recover_wal_if_no_writer(directory, path)
+        try:
+            db = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True,
+                                 isolation_level=None, timeout=60)
+            store = cls(directory, db)
+            store._check_integrity()
+            if store.meta("schema_version") != str(SCHEMA_VERSION):
+                raise SweepStoreError(f"{path}: not a sweep store of this rftheory version")
+        except sqlite3.DatabaseError as exc:
+            raise SweepStoreError(f"{path}: not a usable SQLite store ({exc})") from None
+        return store
+
+    def _check_integrity(self) -> None:
+        """SQLite's own page-level check; row-level damage is caught by the checksums."""
+        problems = [row[0] for row in self._db.execute("PRAGMA integrity_check(5)")]
+        if problems != ["ok"]:
+            raise SweepStoreError(f"{self.path}: SQLite integrity check failed: "
+                                  f"{'; '.join(problems)}. Move the file aside and rerun.")
+
+    def close(self) -> None:
+        self._db.close()
+        if self._lock is not None:
+            self._lock.close()  # releases the flock
+
+    def __enter__(self) -> "SweepStore":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+    # -- metadata -----------------------------------------------------------------------------
+    def meta(self, key: str) -> str | None:
+        try:
+            row = self._db.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
+        except sqlite3.OperationalError:  # no meta table: an empty or foreign database
+            return None
+        return None if row is None else row[0]
+
+    def _set_meta(self, values: Mapping[str, str]) -> None:
+        with self._transaction():
+            self._db.executemany("INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)",
+                                 list(values.items()))
+
+    @contextlib.contextmanager
+    def _transaction(self) -> Iterator[None]:
+        self._db.execute("BEGIN IMMEDIATE")
+        try:
+            yield
+        except BaseException:
+            self._db.execute("ROLLBACK")
+            raise
+        self._db.execute("COMMIT")
+
+    def spec(self) -> dict | None:
+        text = self.meta("spec")
+        return None if text is None else json.loads(text)
+
+    def record_spec(self, spec: SweepSpec, total: int) -> None:
+        text = canonical_json(spec.to_json())
+        if text == self.meta("spec") and self.meta("total_cells") == str(total):
+            return
+        with self._transaction():
+            self._db.execute("INSERT INTO specs (spec, total_cells, recorded_at) VALUES (?, ?, ?)",
+                             (text, total, _now()))
+            self._db.executemany("INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)",
+                                 [("spec", text), ("total_cells", str(total))])
+
+    # -- rows ---------------------------------------------------------------------------------
+    def scan(self) -> StoreScan:
+        """Read and verify every row: JSON parses, key matches the parameters, checksum matches."""
+        cells: dict[str, StoredCell] = {}
+        corrupt: list[int] = []
+        query = ("SELECT rowid, cell_key, kind, params, seed, status, payload, version, checksum, "
+                 "seconds, worker, run_id FROM cells")
+        for rowid, key, kind, params, seed, status, payload, version, checksum, seconds, worker, \
+                run_id in self._db.execute(query):
+            try:
+                if not all(isinstance(v, str) for v in (key, kind, params, status, payload,
+                                                         version, checksum)):
+                    raise ValueError("a text column holds another type")
+                if checksum != record_checksum(key, kind, params, seed, status, payload, version):
+                    raise ValueError("checksum mismatch")
+                if key != cell_key(kind, params) or status not in ("ok", "error"):
+                    raise ValueError("key or status inconsistent")
+                result = json.loads(payload)
+                if not isinstance(result, dict):
+                    raise ValueError("payload is not an object")
+                cells[key] = StoredCell(key, kind, json.loads(params), seed, status, result,
+                                        version, seconds, worker, run_id)
+            except (ValueError, TypeError):
+                corrupt.append(rowid)
+        return StoreScan(cells, tuple(corrupt))
+
+    def delete_rows(self, rowids: Iterable[int]) -> None:
+        """Remove rows (the corrupt ones a scan found) in one transaction."""
+        with self._transaction():
+            self._db.executemany("DELETE FROM cells WHERE rowid = ?", [(r,) for r in rowids])
+
+    def put(self, cell: Cell, outcome: Mapping[str, Any], run_id: int) -> None:
+        """Store one finished cell in its own transaction (replacing a corrupt row of its key)."""
+        params, key, seed = cell.params_json, cell.key, cell.seed
+        checksum = record_checksum(key, cell.kind, params, seed, outcome["status"],
+                                   outcome["payload"], __version__)
+        with self._transaction():
+            self._db.execute(
+                "INSERT OR REPLACE INTO cells (cell_key, kind, params, seed, status, payload, "
+                "version, checksum, seconds, worker, run_id, finished_at) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (key, cell.kind, params, seed, outcome["status"], outcome["payload"], __version__,
+                 checksum, outcome.get("seconds"), outcome.get("worker"), run_id, _now()))
+            self._db.execute("UPDATE runs SET computed = computed + 1 WHERE id = ?", (run_id,))
+
+    # -- runs ---------------------------------------------------------------------------------
+    def start_run(self, executor: str, planned: int) -> int:
+        with self._transaction():
+            cursor = self._db.execute(
+                "INSERT INTO runs (started_at, status, executor, host, pid, version, planned) "
+                "VALUES (?, 'running', ?, ?, ?, ?, ?)",
+                (_now(), executor, socket.gethostname(), os.getpid(), __version__, planned))
+        return int(cursor.lastrowid)
+
+    def finish_run(self, run_id: int, status: str) -> None:
+        with self._transaction():
+            self._db.execute("UPDATE runs SET finished_at = ?, status = ? WHERE id = ?",
+                             (_now(), status, run_id))
+
+    def runs(self) -> list[dict]:
+        columns = ("id", "started_at", "finished_at", "status", "executor", "host", "version",
+                   "planned", "computed")
+        rows = self._db.execute(f"SELECT {', '.join(columns)} FROM runs ORDER BY id").fetchall()
+        return [dict(zip(columns, row)) for row in rows]

@@ -1,0 +1,308 @@
+"""Size guards (rftheory.budget): estimates against measured peaks and counts; limits; refusals."""
+
+from __future__ import annotations
+
+import doctest
+import math
+import time
+import tracemalloc
+
+import numpy as np
+import pytest
+
+import rftheory.budget as budget
+from rftheory.activations import Activation
+from rftheory.data import gaussian_labels, sphere_data
+from rftheory.errors import ResourceLimitError, RFTheoryError
+from rftheory.features import RandomFeatures, train_min_norm
+from rftheory.projection import projection_loss
+from rftheory.reconstruct import reconstruct
+
+#: Stated accuracy of the peak-memory estimates (module Notes): within a factor 2 either way of
+#: the tracemalloc peak, on cases large enough (tens of MiB) that the interpreter's own
+#: allocations do not count. Measured ratios on the development machine: 0.95–1.75.
+PEAK_FACTOR = 2.0
+
+
+@pytest.fixture(autouse=True)
+def one_blas_thread():
+    """These runs issue thousands of tiny batched products; OpenBLAS's threads only contend for
+    them (10-20x slower on a loaded 2-core machine). Memory and counts do not depend on it."""
+    from threadpoolctl import threadpool_limits
+
+    with threadpool_limits(limits=1, user_api="blas"):
+        yield
+
+
+def _peak(job) -> tuple[float, object]:
+    tracemalloc.start()
+    try:
+        tracemalloc.reset_peak()
+        base = tracemalloc.get_traced_memory()[0]
+        out = job()
+        return tracemalloc.get_traced_memory()[1] - base, out
+    finally:
+        tracemalloc.stop()
+
+
+def _assert_within(estimate: budget.Estimate, measured: float) -> None:
+    ratio = estimate.peak_bytes / measured
+    assert 1 / PEAK_FACTOR <= ratio <= PEAK_FACTOR, (estimate.describe(), measured, ratio)
+
+
+@pytest.mark.parametrize("d, n, p, cache, activation, dtype", [
+    (50, 100, 40000, 0, "relu", "float64"),            # V streamed, drawn by threads
+    (50, 100, 40000, 2**30, "relu", "float64"),        # V cached after the first pass
+    (100, 300, 20000, 0, "gelu", "float64"),
+    (10, 1000, 5000, 0, "tanh", "float64"),            # partial Gram blocks dominate (n² terms)
+    (300, 50, 60000, 0, "relu+tanh", "float32"),       # host float64 chunks and float32 casts
+])
+def test_training_peak_memory(d, n, p, cache, activation, dtype):
+    X, Y = sphere_data(n, d, 0).astype(dtype), gaussian_labels(n, 0).astype(dtype)
+    features = RandomFeatures(activation, d=d, p=p, seed=0, v_cache_bytes=cache)
+    measured, _ = _peak(lambda: train_min_norm(features, X, Y))
+    _assert_within(budget.estimate_train(d=d, n=n, p=p, dtype=dtype, v_cache_bytes=cache),
+                   measured)
+
+
+@pytest.mark.parametrize("d, n, p, cache", [
+    (50, 20, 30000, 2**30),   # blocks kept for the second pass, V cached
+    (50, 20, 30000, 0),       # V drawn every pass, kept with the blocks
+    (30, 30, 60000, 0),
+])
+def test_reconstruction_peak_memory(d, n, p, cache):
+    X, Y = sphere_data(n, d, 0), gaussian_labels(n, 0)
+
+    def job():
+        features = RandomFeatures("relu+tanh", d=d, p=p, seed=0, v_cache_bytes=cache)
+        model = train_min_norm(features, X, Y)
+        return reconstruct(features, model.theta, n, seed=0, max_steps=3)
+
+    measured, _ = _peak(job)
+    _assert_within(budget.estimate_reconstruct(d=d, n=n, p=p, max_steps=3, v_cache_bytes=cache),
+                   measured)
+
+
+def _measure_concentration():
+    from rftheory.concentration import measure_concentration
+    return measure_concentration
+
+
+@pytest.mark.parametrize("d, n, p_values, reps", [(20, 200, [1000, 20000], 1),
+                                                   (10, 400, [3000], 1)])
+def test_kernel_measurement_peak_memory(d, n, p_values, reps):
+    measure = _measure_concentration()
+    measured, _ = _peak(lambda: measure("relu", d, n, p_values, reps=reps))
+    _assert_within(budget.estimate_kernel(d=d, n=n, p_values=p_values, reps=reps), measured)
+
+
+@pytest.mark.parametrize("n, p, d", [(100, 50000, 20), (1000, 20000, 10)])
+def test_materialised_features_peak_memory(n, p, d):
+    features = RandomFeatures("relu", d=d, p=p, seed=0)
+    X = sphere_data(n, d, 0)
+    measured, _ = _peak(lambda: features.features(X, allow_large=True))
+    _assert_within(budget.estimate_features(n=n, p=p, d=d), measured)
+
+
+# -- work: Gaussian draws exactly, matrix products exactly ------------------------------------
+
+class _Counter:
+    """Counts matmul flops (2·m·n·k per product), φ/φ′ elements and Gaussian draws of V."""
+
+    def __init__(self, monkeypatch):
+        import array_api_compat.numpy as xpn
+
+        self.matmul = self.elements = self.draws = 0.0
+        matmul, call = xpn.matmul, Activation.__call__
+        both, fill = Activation.value_and_derivative, RandomFeatures._fill_block
+
+        def counted_matmul(a, b):
+            out = matmul(a, b)
+            self.matmul += 2.0 * out.size * a.shape[-1]
+            return out
+
+        def counted_call(act, x):
+            self.elements += x.size
+            return call(act, x)
+
+        def counted_both(act, x):
+            self.elements += 2 * x.size
+            return both(act, x)
+
+        def counted_fill(features, b, out):
+            self.draws += out.size
+            return fill(features, b, out)
+
+        monkeypatch.setattr(xpn, "matmul", counted_matmul)
+        monkeypatch.setattr(Activation, "__call__", counted_call)
+        monkeypatch.setattr(Activation, "value_and_derivative", counted_both)
+        monkeypatch.setattr(RandomFeatures, "_fill_block", counted_fill)
+
+    @property
+    def flops(self) -> float:
+        return self.matmul + budget.ACTIVATION_FLOPS * self.elements
+
+
+@pytest.mark.parametrize("p, cache", [(2000, 0), (50000, 0), (50000, 2**30)])
+def test_training_work_is_counted_exactly(monkeypatch, p, cache):
+    d, n = 20, 30
+    X, Y = sphere_data(n, d, 0), gaussian_labels(n, 0)
+    features = RandomFeatures("relu+tanh", d=d, p=p, seed=0, v_cache_bytes=cache)
+    count = _Counter(monkeypatch)
+    train_min_norm(features, X, Y)
+    est = budget.estimate_train(d=d, n=n, p=p, v_cache_bytes=cache)
+    assert est.draws == count.draws == (1 if cache else 3) * p * d
+    # the estimate adds LAPACK's n³ terms (0.1–1.5 % here) to the exactly counted products
+    assert 1.0 <= est.flops / count.flops <= 1.02
+
+
+@pytest.mark.parametrize("m, cache", [(20, 0), (40, 2**30)])
+def test_one_loss_evaluation_is_counted_exactly(monkeypatch, m, cache):
+    d, n, p = 20, 30, 50000
+    features = RandomFeatures("relu+tanh", d=d, p=p, seed=0, v_cache_bytes=cache)
+    theta = train_min_norm(features, sphere_data(n, d, 0), gaussian_labels(n, 0)).theta
+    count = _Counter(monkeypatch)
+    projection_loss(features, sphere_data(m, d, 1), theta)
+    _, flops, draws = budget._loss_evaluation(m, d, p, 1, 8, bool(cache), 2)
+    assert draws == count.draws
+    assert 1.0 <= flops / count.flops <= 1.01
+
+
+def test_reconstruction_work_is_an_upper_bound_for_the_step_budget(monkeypatch):
+    d, n, p = 20, 10, 4000
+    X, Y = sphere_data(n, d, 0), gaussian_labels(n, 0)
+    features = RandomFeatures("relu+tanh", d=d, p=p, seed=0, v_cache_bytes=2**30)
+    count = _Counter(monkeypatch)
+    model = train_min_norm(features, X, Y)
+    result = reconstruct(features, model.theta, n, seed=0, max_steps=60)
+    est = budget.estimate_reconstruct(d=d, n=n, p=p, max_steps=result.steps,
+                                      max_rounds=result.rounds,
+                                      evaluations_per_step=result.evaluations / result.steps)
+    assert est.draws == count.draws == p * d  # V drawn once, then cached
+    # every step priced at the pool size (the polish phase runs n̂ rows): above, within 3×
+    assert count.flops <= est.flops <= 3 * count.flops
+
+
+# -- limits, messages, machine memory -----------------------------------------------------------
+
+def test_absurd_sizes_are_refused_at_once_in_one_line():
+    cases = [
+        lambda: budget.check_reconstruct(d=100, n=20, p=10**11),
+        lambda: budget.check_reconstruct(d=5, n=3, p=1e300 * 5 * 3),  # --p-mult 1e300
+        lambda: budget.check_kernel(d=10, n=20, p_values=[10**14]),
+        lambda: budget.check_kernel(d=10**8, n=20, p_values=[100, 400]),
+        lambda: budget.check_train(d=100000, n=100000, p=1000),
+        lambda: budget.check_features(n=10**7, p=10**5, d=10),
+    ]
+    tracemalloc.start()
+    try:
+        for case in cases:
+            start = time.perf_counter()
+            with pytest.raises(ResourceLimitError) as info:
+                case()
+            assert time.perf_counter() - start < 0.1
+            message = str(info.value)
+            assert "\n" not in message and "limit" in message
+            assert isinstance(info.value, RFTheoryError) and isinstance(info.value, ValueError)
+        assert tracemalloc.get_traced_memory()[1] < 2**20  # estimated, never allocated
+    finally:
+        tracemalloc.stop()
+
+
+def test_memory_message_names_estimate_limit_and_override(monkeypatch):
+    monkeypatch.delenv("RFTHEORY_MEMORY_LIMIT", raising=False)
+    est = budget.estimate_reconstruct(d=100, n=20, p=200_000)  # V cached: 153 MiB
+    with pytest.raises(ResourceLimitError) as info:
+        budget.check(est, memory_limit=64 * 2**20)
+    message = str(info.value)
+    assert message.startswith("reconstruct (d = 100, n = 20, n̂ = 20, p = 200000, float64) needs ~")
+    assert "over the limit of 64 MiB (64 MiB set by memory_limit)" in message
+    assert "V cached" in message and "RFTHEORY_MEMORY_LIMIT" in message
+    assert budget.check(est, memory_limit="1G", time_limit=math.inf) is est
+    monkeypatch.setenv("RFTHEORY_MEMORY_LIMIT", "64M")
+    with pytest.raises(ResourceLimitError, match="set by RFTHEORY_MEMORY_LIMIT"):
+        budget.check(est, time_limit=math.inf)
+
+
+def test_an_explicit_memory_limit_never_exceeds_the_machine(monkeypatch):
+    monkeypatch.setattr(budget, "_machine", lambda: (8.0 * 2**30, 16.0 * 2**30))
+    assert budget.memory_limit() == (0.8 * 8 * 2**30, "80% of the 8 GiB available")
+    assert budget.memory_limit(12 * 2**30)[0] == 12 * 2**30  # above what is free: allowed
+    limit, source = budget.memory_limit("1T")  # above the machine: capped
+    assert limit == 16 * 2**30 and source == "this machine's total of 16 GiB"
+    with pytest.raises(ResourceLimitError, match=r"\(this machine's total of 16 GiB\); reduce the sizes$"):
+        budget.check(budget.estimate_features(n=10**5, p=10**5, d=10), memory_limit="1T")
+
+
+def test_time_limit_default_override_and_infinity(monkeypatch):
+    monkeypatch.delenv("RFTHEORY_TIME_LIMIT", raising=False)
+    big = budget.estimate_reconstruct(d=100, n=200, p=200_000, v_cache_bytes=0)
+    assert big.seconds > budget.DEFAULT_TIME_LIMIT
+    with pytest.raises(ResourceLimitError, match=r"would take ~.*over the limit of the default "
+                                                 r"1 h; .*RFTHEORY_TIME_LIMIT"):
+        budget.check(big, memory_limit=math.inf)
+    assert budget.check(big, memory_limit=math.inf, time_limit=math.inf) is big
+    monkeypatch.setenv("RFTHEORY_TIME_LIMIT", "inf")
+    assert budget.check(big, memory_limit=math.inf) is big
+    monkeypatch.setenv("RFTHEORY_TIME_LIMIT", "soon")
+    with pytest.raises(RFTheoryError, match="RFTHEORY_TIME_LIMIT must be a number"):
+        budget.check(big, memory_limit=math.inf)
+
+
+def test_available_memory_reads_this_machine_with_a_fallback(monkeypatch):
+    available = budget.available_memory()
+    if available is not None:  # Linux: MemAvailable
+        assert 0 < available <= budget._machine()[1]
+    monkeypatch.setattr(budget, "_meminfo", lambda: {})  # no /proc: os.sysconf
+    monkeypatch.setattr(budget, "_cgroup", lambda: None)
+    fallback = budget.available_memory()
+    assert fallback is None or fallback > 0
+    monkeypatch.setattr(budget, "_cgroup", lambda: (2.0 * 2**30, 1.5 * 2**30))  # a container
+    monkeypatch.setattr(budget, "_meminfo", lambda: {"MemAvailable": 10.0 * 2**30,
+                                                     "MemTotal": 16.0 * 2**30})
+    assert budget._machine() == (0.5 * 2**30, 2.0 * 2**30)
+
+
+@pytest.mark.parametrize("call, message", [
+    (lambda: budget.estimate_train(d=0, n=1, p=1), "d must be >= 1"),
+    (lambda: budget.estimate_train(d=True, n=1, p=1), "d must be a number"),
+    (lambda: budget.estimate_train(d="3", n=1, p=1), "d must be a number"),
+    (lambda: budget.estimate_train(d=3, n=float("nan"), p=1), "n must be >= 1"),
+    (lambda: budget.estimate_train(d=3, n=2, p=4, dtype="int8"), "dtype must be float64"),
+    (lambda: budget.estimate_kernel(d=3, n=2, p_values=[]), "at least one value of p"),
+    (lambda: budget.estimate_kernel(d=3, n=2, p_values=7), "p_values must be a list"),
+    (lambda: budget.estimate_cell("nope", {"d": 1, "n": 1, "p": 1}), "no estimate for cells"),
+    (lambda: budget.estimate_cell("label_fit", {"d": 1, "n": 1}), "missing p"),
+    (lambda: budget.memory_limit("lots"), "must be a size such as 12G"),
+])
+def test_bad_sizes_are_one_line_errors(call, message):
+    with pytest.raises(RFTheoryError, match=message):
+        call()
+
+
+def test_cells_and_large_floats():
+    cell = budget.estimate_cell("reconstruct", {"d": 100, "n": 20, "p": 20000, "seed": 0})
+    assert cell.job.startswith("reconstruct cell (d = 100")
+    assert cell.draws == 20000 * 100  # V cached under 1 GiB in the cell
+    label = budget.estimate_cell("label_fit", {"d": 20, "n": 30, "p": 5000, "seed": 0})
+    assert label.peak_bytes < 2**27
+    huge = budget.estimate_reconstruct(d=5, n=3, p=1.5e301)
+    assert math.isinf(huge.peak_bytes) or huge.peak_bytes > 1e300
+    assert "p = 1.5e+301" in huge.job
+
+
+def test_streaming_constants_agree_with_the_package():
+    from rftheory import features, kernel, projection
+    import inspect
+
+    assert (budget._BLOCK_ROWS, budget._SUM_GROUP, budget._THREADED_DRAW_MIN) == (
+        features.BLOCK_ROWS, features.SUM_GROUP, features.THREADED_DRAW_MIN)
+    assert budget._KEEP_BLOCKS_BYTES == projection.KEEP_BLOCKS_BYTES
+    assert budget._KERNEL_ORDER == kernel.DEFAULT_ORDER
+    assert budget._RECONSTRUCT_MAX_STEPS == \
+        inspect.signature(reconstruct).parameters["max_steps"].default
+
+
+def test_docstring_examples():
+    result = doctest.testmod(budget, optionflags=doctest.ELLIPSIS)
+    assert result.attempted > 0 and result.failed == 0
