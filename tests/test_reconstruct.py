@@ -209,14 +209,44 @@ def test_recovers_at_one_and_a_half_dn():
         assert res.converged and _rho_abs(X, res.X_hat) < 0.01
 
 
+def test_recovers_at_one_and_a_quarter_dn():
+    # Closer still to the counting limit p = dn (nd unknowns, p equations): p = 1.25dn.
+    for s in range(2):
+        rf, X, theta = _problem(d=6, n=4, ratio=1.25, data_seed=500 + s)
+        res = reconstruct(rf, theta, 4, seed=s)
+        assert res.converged and _rho_abs(X, res.X_hat) < 0.01
+
+
+#: Issue #14's targets near the information limit, (d, n, p/(dn), success rate), relu+tanh,
+#: default options; 5 seeds each here (benchmarks/bench_attack.py measures 10 on other seeds).
+NEAR_LIMIT_TARGETS = [
+    (10, 10, 1.5, 0.8), (20, 10, 1.5, 0.8), (10, 10, 1.25, 0.5),
+    pytest.param(20, 10, 1.25, 0.5, marks=pytest.mark.xfail(
+        strict=False, reason="issue #14 target not reached: 3-4/10 measured in "
+                             "benchmarks/bench_attack.py (paper_notes/attack.md)")),
+]
+
+
 @pytest.mark.slow
-def test_recovery_rate_at_one_and_a_half_dn_d10_n10():
-    # Issue #14's target: ≥ 80 % at p = 1.5dn, d = n = 10 (10 seeds).
+@pytest.mark.parametrize("d, n, ratio, rate", NEAR_LIMIT_TARGETS)
+def test_recovery_rate_near_the_information_limit(d, n, ratio, rate):
+    seeds = 5
     ok = 0
-    for s in range(10):
-        rf, X, theta = _problem(d=10, n=10, ratio=1.5, data_seed=400 + s)
-        ok += _rho_abs(X, reconstruct(rf, theta, 10, seed=s).X_hat) < 0.01
-    assert ok >= 8
+    for s in range(seeds):
+        rf, X, theta = _problem(d=d, n=n, ratio=ratio, data_seed=400 + s)
+        ok += _rho_abs(X, reconstruct(rf, theta, n, seed=s).X_hat) < 0.01
+    assert ok >= math.ceil(rate * seeds)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("activation", ["relu+tanh", "relu"])
+def test_recovery_at_scale_d100_n20(activation):
+    # Issue #14's large target: p = 10dn at (d, n) = (100, 20), ≥ 90 % success (3 seeds here,
+    # all must succeed; the wall-time target is the benchmark's, not a test's).
+    for s in range(3):
+        rf, X, theta = _problem(activation, d=100, n=20, data_seed=600 + s)
+        res = reconstruct(rf, theta, 20, seed=s)
+        assert _rho_abs(X, res.X_hat) < 0.01, (s, res.loss, res.stop_reason)
 
 
 @pytest.mark.parametrize("solver", ["dense", "cg"])
