@@ -43,6 +43,8 @@ from rftheory.features import RandomFeatures, train_min_norm
 from rftheory.metrics import rho
 from rftheory.reconstruct import reconstruct
 
+from bench_reconstruct_success import gemm_gflops  # the same GEMM probe (benchmarks/ is on the path)
+
 #: The issue's targets: case → (success rate, median wall seconds on 2 cores) or None. The
 #: k-output cases have no absolute rate: their target is the success of the k = 1 case of the
 #: same data (:data:`K_OUTPUT_REFERENCE`), checked in the final lines.
@@ -64,17 +66,6 @@ K_OUTPUT_REFERENCE = {
     "twolayer:digits:square:10:4": "twolayer:digits:square:1:4",
 }
 _STREAM_CLASSES = 2**41 + 2   # the class labels' stream of verification/twolayer_law.py
-
-
-def gemm_gflops(size: int = 1024, repeats: int = 3) -> float:
-    """Measured float64 matrix-multiply rate of this machine (best of ``repeats``)."""
-    A = np.random.default_rng(0).standard_normal((size, size))
-    best = float("inf")
-    for _ in range(repeats):
-        t = time.perf_counter()
-        A @ A
-        best = min(best, time.perf_counter() - t)
-    return 2 * size**3 / best / 1e9
 
 
 def rf_problem(activation: str, d: int, n: int, ratio: float, seed: int):
