@@ -6,7 +6,16 @@ the loss and its gradient) over X̂ ∈ (√d·S^{d−1})^n̂, with no learning 
 
 Notes
 -----
-Algorithm (default). Rows are parametrised without constraints, x = √d·u/‖u‖, and the loss is
+Algorithm ``method="varpro"`` (default): Levenberg–Marquardt on the variable-projection form of
+L (the linear weights eliminated, Kaufman's Jacobian, dense or matrix-free Gauss–Newton systems)
+with monotonic basin hopping, grow/exchange rounds and restarts; see :mod:`rftheory.varpro`.
+Measured with ``python benchmarks/bench_attack.py`` (sphere data, Gaussian labels, relu+tanh,
+default options, 10 seeds, success = paper's ρ < 0.01; 2026-12-01): 10/10 at p = 1.5dn and
+1.25dn for d = n = 10, 10/10 at 1.5dn and 9/10 at 1.25dn for (d, n) = (20, 10) — where the
+L-BFGS method below recovered 0/4 at 1.5dn (``paper_notes/attack.md`` has the table, the costs
+and what was tried).
+
+Algorithm ``method="lbfgs"`` (the default before issue #14). Rows are parametrised without constraints, x = √d·u/‖u‖, and the loss is
 minimised by scipy's L-BFGS-B (its line search picks every step; the gradient is chained through
 the normalisation, i.e. projected on the sphere's tangent space and scaled by √d/‖u‖). One
 *round* is:
@@ -24,13 +33,13 @@ callback stops the run. From the second round on, the fresh candidates are first
 L-BFGS, other rows fixed) to the residual r = θ − Φ̂ᵀa of the current rows, normalised by ‖r‖:
 a training point of small weight that the first round missed contributes little to L but
 dominates r (measured: d=20, n=10, seed 4 stalls at L ≈ 1.6e-8 with 9 of 10 points found for 10
-rounds without this step, and converges in round 2 with it). Why this is the default: fixed-step (momentum) gradient descent needs a
+rounds without this step, and converges in round 2 with it). Why this design: fixed-step (momentum) gradient descent needs a
 problem-dependent step; plain L-BFGS on n̂ rows converges fast but to non-zero local minima in most
 seeds, whose signature is rows that carry almost no weight; an over-complete pool escapes those
 minima (the extra rows are free directions), and the exact leave-one-out selection turns the pool
-back into n̂ rows without ground truth.
+back into n̂ rows without ground truth. Its threshold is set by the optimiser: near p ≈ 1.5–2dn.
 
-Measured with ``python benchmarks/bench_reconstruct_success.py`` (synthetic sphere data,
+Measured (``method="lbfgs"``, then the default) with ``python benchmarks/bench_reconstruct_success.py`` (synthetic sphere data,
 Gaussian labels, p = 10dn, default options, seeds 0–9, success = paper's ρ < 0.01; 2 cores, one
 benchmark at a time):
 
