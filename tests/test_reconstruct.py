@@ -303,7 +303,7 @@ def test_k_output_two_layer_at_four_dn(loss):
 def test_k_output_two_layer_digits(loss):
     # Issue #14's example: k = 10 outputs on 5 digits (d = 64) at p^(L) = k·width = 4dn, the
     # target being k = 1's success (10/10 in the benchmark). Measured in the benchmark (same
-    # seeds): square 5 of the first 6, seed 0 failing (its θ has rank 3: 3·width = 1.2dn
+    # seeds): square 8/10, seeds 0 and 6 failing (their θ has rank 3: 3·width = 1.2dn
     # equations); cross-entropy 2 of 4. Asserted: at least 2 of seeds 0–2.
     ok = 0
     for seed in range(3):
