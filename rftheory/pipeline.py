@@ -38,7 +38,7 @@ from .errors import RFTheoryError
 from .features import RandomFeatures, TrainedModel, train_min_norm
 from .metrics import VARIANTS, Matching, match
 from .output import save_figure
-from .reconstruct import ReconstructionResult, reconstruct
+from .reconstruct import METHODS, ReconstructionResult, reconstruct
 
 __all__ = [
     "DEFAULT_V_CACHE_BYTES",
@@ -54,6 +54,7 @@ __all__ = [
     "label_fit_cell",
     "law_cell",
     "feature_count",
+    "check_method",
     "plot_reconstruction",
     "matched_images",
     "significant",
@@ -281,7 +282,8 @@ class ReconstructionRun:
             "seed": fitted.seed, "labels": fitted.labels, "device": fitted.device,
             "train_residual": float(fitted.model.train_residual),
             "train_rank_deficient": bool(fitted.model.gram.rank_deficient),
-            "loss": float(result.loss), "steps": int(result.steps),
+            "method": str(result.method), "loss": float(result.loss),
+            "steps": int(result.steps), "passes": int(result.passes),
             "converged": bool(result.converged), "stop_reason": str(result.stop_reason),
             "seconds": self.reconstruct_seconds,
             "rho": self.rho,
@@ -352,6 +354,21 @@ def fit_model(*, activation: str, n: int, p: int, d: int | None = None, seed: in
                        seconds=time.perf_counter() - start)
 
 
+def check_method(method: str | None) -> None:
+    """Refuse a reconstruction method that is not one of :data:`rftheory.reconstruct.METHODS`
+    (None, the default, is accepted), before any work.
+
+    >>> check_method("lbfgs")
+    >>> check_method("adam")
+    Traceback (most recent call last):
+    ...
+    rftheory.errors.RFTheoryError: unknown reconstruction method 'adam'; choose one of varpro, lbfgs
+    """
+    if method is not None and method not in METHODS:
+        raise RFTheoryError(f"unknown reconstruction method {method!r}; choose one of "
+                            f"{', '.join(METHODS)}")
+
+
 def _check_candidates(p: int, n_hat: int) -> None:
     if p < n_hat:
         raise RFTheoryError(f"p = {p} is smaller than the number of candidates n̂ = {n_hat}: "
@@ -359,7 +376,8 @@ def _check_candidates(p: int, n_hat: int) -> None:
 
 
 def recover_training_set(fitted: FittedModel, n_hat: int | None = None, *,
-                         tol: float | None = None, max_steps: int | None = None,
+                         method: str | None = None, tol: float | None = None,
+                         max_steps: int | None = None,
                          callback: Callable[[int, float, Any], Any] | None = None
                          ) -> ReconstructionRun:
     """Reconstruct the training set of ``fitted`` from (θ*, V) alone and score it: the second half.
@@ -369,6 +387,9 @@ def recover_training_set(fitted: FittedModel, n_hat: int | None = None, *,
     fitted : FittedModel
     n_hat : int, optional
         Number of candidates (default n).
+    method : str, optional
+        Reconstruction algorithm, one of :data:`rftheory.reconstruct.METHODS` (default:
+        :func:`rftheory.reconstruct.reconstruct`'s, the strongest attack).
     tol, max_steps : optional
         Target loss and iteration budget (default: :func:`rftheory.reconstruct.reconstruct`'s).
     callback : callable, optional
@@ -381,8 +402,11 @@ def recover_training_set(fitted: FittedModel, n_hat: int | None = None, *,
     """
     n_hat = fitted.n if n_hat is None else int(n_hat)
     _check_candidates(fitted.p, n_hat)
+    check_method(method)
     start = time.perf_counter()
     options: dict[str, Any] = {"seed": fitted.seed}
+    if method is not None:
+        options["method"] = method
     if tol is not None:
         options["tol"] = tol
     if max_steps is not None:
@@ -402,7 +426,8 @@ def recover_training_set(fitted: FittedModel, n_hat: int | None = None, *,
 
 def run_reconstruction(*, activation: str, n: int, p: int, d: int | None = None, seed: int = 0,
                        data: str = "sphere", labels: str = "gaussian", n_hat: int | None = None,
-                       tol: float | None = None, max_steps: int | None = None,
+                       method: str | None = None, tol: float | None = None,
+                       max_steps: int | None = None,
                        device: str = "cpu", v_cache_bytes: int = DEFAULT_V_CACHE_BYTES,
                        callback: Callable[[int, float, Any], Any] | None = None
                        ) -> ReconstructionRun:
@@ -417,14 +442,17 @@ def run_reconstruction(*, activation: str, n: int, p: int, d: int | None = None,
     (True, True)
     """
     _check_candidates(p, n if n_hat is None else int(n_hat))
+    check_method(method)
     fitted = fit_model(activation=activation, n=n, p=p, d=d, seed=seed, data=data,
                        labels=labels, device=device, v_cache_bytes=v_cache_bytes)
-    return recover_training_set(fitted, n_hat, tol=tol, max_steps=max_steps, callback=callback)
+    return recover_training_set(fitted, n_hat, method=method, tol=tol, max_steps=max_steps,
+                                callback=callback)
 
 
 def reconstruction_cell(*, activation: str, d: int, n: int, p: int, seed: int,
                         data: str = "sphere", n_hat: int | None = None,
-                        max_steps: int | None = None, tol: float = 1e-10) -> dict[str, Any]:
+                        method: str | None = None, max_steps: int | None = None,
+                        tol: float = 1e-10) -> dict[str, Any]:
     """The sweep cell ``reconstruct``: one :func:`run_reconstruction`, summarised in numbers.
 
     Parameters
@@ -441,6 +469,8 @@ def reconstruction_cell(*, activation: str, d: int, n: int, p: int, seed: int,
         (see :func:`rftheory.data.load_dataset`).
     n_hat : int, optional
         Number of candidates (default n).
+    method : str, optional
+        Reconstruction algorithm (default: :func:`rftheory.reconstruct.reconstruct`'s).
     max_steps : int, optional
         Optimiser budget (default: :func:`rftheory.reconstruct.reconstruct`'s).
     tol : float
@@ -452,12 +482,12 @@ def reconstruction_cell(*, activation: str, d: int, n: int, p: int, seed: int,
         The parameters, plus ``train_residual`` (‖Φθ* − Y‖/‖Y‖, labels fit when ≈ 0),
         ``final_loss`` (projection loss of the reconstruction), ``rho_abs`` (official ρ,
         elementwise |x|), ``rho_signed``, ``rho_sign_invariant``, ``sign_flips`` (matched samples
-        closer to −x_i, sign-invariant matching), ``steps``, ``converged``, ``stop_reason`` and
-        ``seconds``. Every number except ``seconds`` is a deterministic function of the
+        closer to −x_i, sign-invariant matching), ``method`` (the algorithm that ran), ``steps``,
+        ``passes`` (streams over V), ``converged``, ``stop_reason`` and ``seconds``. Every number except ``seconds`` is a deterministic function of the
         parameters.
     """
     run = run_reconstruction(activation=activation, d=d, n=n, p=p, seed=seed, data=data,
-                             n_hat=n_hat, max_steps=max_steps, tol=tol)
+                             n_hat=n_hat, method=method, max_steps=max_steps, tol=tol)
     m, result = run.matchings, run.result
     return {
         "activation": str(activation), "d": run.d, "n": n, "p": p, "seed": seed, "data": data,
@@ -468,7 +498,9 @@ def reconstruction_cell(*, activation: str, d: int, n: int, p: int, seed: int,
         "rho_signed": m["signed"].rho,
         "rho_sign_invariant": m["sign_invariant"].rho,
         "sign_flips": m["sign_invariant"].n_flipped,
+        "method": result.method,
         "steps": result.steps,
+        "passes": result.passes,
         "converged": result.converged,
         "stop_reason": result.stop_reason,
         "seconds": run.seconds,

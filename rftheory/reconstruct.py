@@ -6,7 +6,16 @@ the loss and its gradient) over X̂ ∈ (√d·S^{d−1})^n̂, with no learning 
 
 Notes
 -----
-Algorithm (default). Rows are parametrised without constraints, x = √d·u/‖u‖, and the loss is
+Algorithm ``method="varpro"`` (default): Levenberg–Marquardt on the variable-projection form of
+L (the linear weights eliminated, Kaufman's Jacobian, dense or matrix-free Gauss–Newton systems)
+with monotonic basin hopping, grow/exchange rounds and restarts; see :mod:`rftheory.varpro`.
+Measured with ``python benchmarks/bench_attack.py`` (sphere data, Gaussian labels, relu+tanh,
+default options, 10 seeds, success = paper's ρ < 0.01; 2026-12-01): 10/10 at p = 1.5dn and
+1.25dn for d = n = 10, 10/10 at 1.5dn and 9/10 at 1.25dn for (d, n) = (20, 10) — where the
+L-BFGS method below recovered 0/4 at 1.5dn (``paper_notes/attack.md`` has the table, the costs
+and what was tried).
+
+Algorithm ``method="lbfgs"`` (the default before issue #14). Rows are parametrised without constraints, x = √d·u/‖u‖, and the loss is
 minimised by scipy's L-BFGS-B (its line search picks every step; the gradient is chained through
 the normalisation, i.e. projected on the sphere's tangent space and scaled by √d/‖u‖). One
 *round* is:
@@ -24,13 +33,13 @@ callback stops the run. From the second round on, the fresh candidates are first
 L-BFGS, other rows fixed) to the residual r = θ − Φ̂ᵀa of the current rows, normalised by ‖r‖:
 a training point of small weight that the first round missed contributes little to L but
 dominates r (measured: d=20, n=10, seed 4 stalls at L ≈ 1.6e-8 with 9 of 10 points found for 10
-rounds without this step, and converges in round 2 with it). Why this is the default: fixed-step (momentum) gradient descent needs a
+rounds without this step, and converges in round 2 with it). Why this design: fixed-step (momentum) gradient descent needs a
 problem-dependent step; plain L-BFGS on n̂ rows converges fast but to non-zero local minima in most
 seeds, whose signature is rows that carry almost no weight; an over-complete pool escapes those
 minima (the extra rows are free directions), and the exact leave-one-out selection turns the pool
-back into n̂ rows without ground truth.
+back into n̂ rows without ground truth. Its threshold is set by the optimiser: near p ≈ 1.5–2dn.
 
-Measured with ``python benchmarks/bench_reconstruct_success.py`` (synthetic sphere data,
+Measured (``method="lbfgs"``, then the default) with ``python benchmarks/bench_reconstruct_success.py`` (synthetic sphere data,
 Gaussian labels, p = 10dn, default options, seeds 0–9, success = paper's ρ < 0.01; 2 cores, one
 benchmark at a time):
 
@@ -70,11 +79,14 @@ from .features import FeatureMap, RandomFeatures, check_data
 from .backend import to_host
 from .data import to_sphere
 from .projection import projection_loss
+from .varpro import HOP_ANGLE, SOLVERS, Problem, loss_passes, minimise, random_points
 
-__all__ = ["ReconstructionResult", "reconstruct", "STOP_REASONS"]
+__all__ = ["ReconstructionResult", "reconstruct", "STOP_REASONS", "METHODS"]
 
 #: Possible values of :attr:`ReconstructionResult.stop_reason`.
 STOP_REASONS = ("tolerance", "stalled", "budget", "callback")
+#: Reconstruction algorithms of :func:`reconstruct`; the first is the default.
+METHODS = ("varpro", "lbfgs")
 
 #: Stream tag of the random candidates: ``default_rng([seed, tag])`` never coincides with the
 #: streams of V's blocks (``[seed, b]``, b < 2**40) nor with rftheory.data's tags (2**40 + 1..4).
@@ -114,6 +126,12 @@ class ReconstructionResult:
         Projection weights a = G⁺Φ̂θ of the returned rows.
     wall_time : float
         Seconds spent in :func:`reconstruct`.
+    method : str
+        The algorithm that ran (one of :data:`METHODS`).
+    passes : int
+        Streams over V in total: every loss evaluation (one pass, or two when its blocks cannot
+        be kept in memory), every Gauss–Newton curvature pass and every matrix-free product —
+        the cost measure comparable across methods (an LM iteration is not an L-BFGS step).
     """
 
     X_hat: Any
@@ -128,6 +146,8 @@ class ReconstructionResult:
     evaluations: int = 0
     coefficients: Any = None
     wall_time: float = 0.0
+    method: str = "lbfgs"
+    passes: int = 0
 
 
 #: Below this many flops per block product (2·n̂_pool·d·BLOCK_ROWS) BLAS runs on one thread during
@@ -149,12 +169,6 @@ def _blas_threads_for(xp: Any, pool_size: int, d: int):
     if is_numpy_namespace(xp) and 2 * pool_size * d * BLOCK_ROWS < _SINGLE_THREAD_FLOPS:
         return threadpool_limits(limits=1, user_api="blas")
     return nullcontext()
-
-
-def _random_sphere_host(n: int, d: int, rng: np.random.Generator) -> np.ndarray:
-    """n uniform points on the √d-sphere (float64, host)."""
-    # The candidates' own stream (not rftheory.data's seeded streams), same normalisation.
-    return to_sphere(rng.standard_normal((n, d)))
 
 
 class _Stop(Exception):
@@ -182,6 +196,7 @@ class _Tracker:
         self.steps = 0
         self.residual_steps = 0
         self.evaluations = 0
+        self.passes = 0
         self.history: list[float] = []
         self._last: tuple[float, np.ndarray] | None = None
 
@@ -190,6 +205,7 @@ class _Tracker:
         X, norms = to_sphere(U, return_norms=True)
         res = projection_loss(self.features, self.xp.asarray(X, device=self.dev), target)
         self.evaluations += 1
+        self.passes += loss_passes(self.features, self.xp, self.dev, m)
         g = to_host(res.gradient, np.float64)
         # Chain rule through x = √d u/‖u‖: project g on the tangent space, scale by √d/‖u‖.
         unit = U / norms
@@ -279,12 +295,14 @@ def _select_rows(features: RandomFeatures, X: np.ndarray, theta: Any, xp: Any, d
     return np.asarray(active)
 
 
-def reconstruct(features: RandomFeatures, theta: Any, n_hat: int, *, seed: int = 0,
-                X_init: Any = None, tol: float = 1e-10, max_steps: int = 20000,
+def reconstruct(features: FeatureMap, theta: Any, n_hat: int, *, method: str = "varpro",
+                seed: int = 0, X_init: Any = None, tol: float = 1e-10, max_steps: int = 20000,
                 callback: Callable[[int, float, Any], Any] | None = None,
-                oversample: float = 2.0, max_rounds: int = 10, memory: int = 20,
-                stall_window: int = 200, stall_factor: float = 0.9,
-                callback_every: int = 10) -> ReconstructionResult:
+                callback_every: int = 10, max_rounds: int | None = None,
+                oversample: float | None = None, memory: int | None = None,
+                stall_window: int | None = None, stall_factor: float | None = None,
+                hop_angle: float = HOP_ANGLE, patience: int = 30,
+                solver: str = "auto") -> ReconstructionResult:
     """Recover n̂ inputs whose features span θ*: minimise L(X̂) = ‖P⊥_{Φ̂}θ‖²/‖θ‖² on the sphere.
 
     Parameters
@@ -298,34 +316,72 @@ def reconstruct(features: RandomFeatures, theta: Any, n_hat: int, *, seed: int =
     n_hat : int
         Number of rows to return (n̂). n̂ = n targets the training set; n̂ > n returns a superset
         (extra rows free), n̂ < n the best n̂-row fit found.
+    method : {"varpro", "lbfgs"}
+        ``"varpro"`` (default): Levenberg–Marquardt on the variable-projection functional with
+        monotonic basin hopping (:mod:`rftheory.varpro`). ``"lbfgs"``: the earlier algorithm,
+        L-BFGS on an over-complete pool with leave-one-out selection (module Notes).
     seed : int
-        Seed of the random initial candidates.
+        Seed of the random initial candidates (and of the basin-hopping perturbations).
     X_init : array, shape (n_hat, d), optional
-        Starting rows (projected onto the sphere); random ones are added to form the pool.
+        Starting rows (projected onto the sphere). ``"lbfgs"`` adds random ones to form the pool.
     tol : float
         Target loss; the run stops as soon as the n̂ returned rows reach it.
     max_steps : int
-        Budget of optimiser iterations over all rounds.
+        Budget of optimiser iterations over all rounds: L-BFGS iterations, or accepted LM
+        iterations (each one linearisation and one or more trial evaluations; see ``passes``
+        in the result for a cost comparable across methods).
     callback : callable, optional
-        ``callback(step, loss, X_hat)`` every ``callback_every`` iterations; X_hat holds the
-        current rows of the running phase, in θ's namespace: the whole pool (``n_candidates``
-        rows) during an over-complete phase, n̂ rows while polishing. Returning True stops the
-        run. Not called while seeding fresh candidates on the residual.
-    oversample : float
-        Pool size factor: each round optimises ⌈oversample·n̂⌉ candidates (capped at p).
-    max_rounds : int
-        Most over-complete rounds.
-    memory : int
-        L-BFGS memory (correction pairs).
-    stall_window, stall_factor : int, float
-        A phase is stalled when its best loss over the last ``stall_window`` iterations did not
-        fall below ``stall_factor`` times the best before them.
+        ``callback(step, loss, X_hat)`` every ``callback_every`` iterations; returning True stops
+        the run. ``"lbfgs"``: the current rows of the running phase (the whole pool during an
+        over-complete phase); not called while seeding candidates on the residual.
+        ``"varpro"``: the best rows found so far and their loss.
+    callback_every : int
+        Iterations between callback calls.
+    max_rounds : int, optional
+        Most rounds: over-complete rounds (``"lbfgs"``, default 10) or LM runs, the first from
+        the start and every further one from a perturbed best point (``"varpro"``, default
+        1000; 1 means a single LM run, free to stop in any local minimum).
+    oversample : float, optional
+        ``"lbfgs"`` only: pool size factor, ⌈oversample·n̂⌉ candidates per round (default 2,
+        capped at p). ``"varpro"`` works on n̂ rows and accepts only 1.
+    memory : int, optional
+        ``"lbfgs"`` only: L-BFGS memory (correction pairs, default 20).
+    stall_window, stall_factor : int, float, optional
+        ``"lbfgs"`` only (defaults 200, 0.9): a phase is stalled when its best loss over the last
+        ``stall_window`` iterations did not fall below ``stall_factor`` times the best before
+        them. (``"varpro"``'s LM runs use :data:`rftheory.varpro.STALL_WINDOW`/``STALL_FACTOR``.)
+    hop_angle : float
+        ``"varpro"`` only: angle (radians, about) by which each candidate is perturbed between
+        LM runs.
+    patience : int
+        ``"varpro"`` only: rounds in a row that do not lower a basin-hopping walk's best loss by
+        more than 10 % before the walk is abandoned for a fresh random start (the best point of
+        all walks is returned; the run itself ends at ``tol``, ``max_steps`` or ``max_rounds``).
+    solver : {"auto", "dense", "cg"}
+        ``"varpro"`` only: how the LM system is solved — dense Gauss–Newton matrix, or matrix-free
+        preconditioned CG; ``"auto"`` picks dense for small n̂·d (see
+        :func:`rftheory.varpro.Problem.dense_for`). Never changes what is computed, only the
+        path (results differ by rounding and CG truncation).
 
     Returns
     -------
     ReconstructionResult
+
+    Examples
+    --------
+    >>> from rftheory.data import gaussian_labels, sphere_data
+    >>> from rftheory.features import RandomFeatures, train_min_norm
+    >>> from rftheory.metrics import rho
+    >>> X = sphere_data(4, 8, seed=1)
+    >>> rf = RandomFeatures("relu+tanh", d=8, p=10 * 8 * 4, seed=1)
+    >>> theta = train_min_norm(rf, X, gaussian_labels(4, seed=1)).theta
+    >>> result = reconstruct(rf, theta, 4, seed=1)
+    >>> result.converged, rho(X, result.X_hat) < 0.01
+    (True, True)
     """
     t0 = time.perf_counter()
+    if method not in METHODS:
+        raise RFTheoryError(f"unknown method {method!r}; choose one of {', '.join(METHODS)}")
     if not isinstance(features, FeatureMap):
         raise RFTheoryError(f"features must be a FeatureMap (RandomFeatures, DenseFeatures), got {type(features).__name__}")
     try:
@@ -346,16 +402,37 @@ def reconstruct(features: RandomFeatures, theta: Any, n_hat: int, *, seed: int =
     if n_hat > features.p:
         raise RFTheoryError(f"n_hat = {n_hat} exceeds p = {features.p}: at most p candidates "
                             "have linearly independent features")
-    for name, value in (("max_steps", max_steps), ("max_rounds", max_rounds), ("memory", memory),
-                        ("stall_window", stall_window), ("callback_every", callback_every)):
+    lbfgs_only = {"oversample": oversample, "memory": memory, "stall_window": stall_window,
+                  "stall_factor": stall_factor}
+    if method == "lbfgs":
+        oversample = 2.0 if oversample is None else oversample
+        memory = 20 if memory is None else memory
+        stall_window = 200 if stall_window is None else stall_window
+        stall_factor = 0.9 if stall_factor is None else stall_factor
+        max_rounds = 10 if max_rounds is None else max_rounds
+    else:
+        for name, value in lbfgs_only.items():
+            if value is not None and not (name == "oversample" and value == 1.0):
+                raise RFTheoryError(f"{name} applies to method='lbfgs' only")
+        max_rounds = 1000 if max_rounds is None else max_rounds
+        if solver not in SOLVERS:
+            raise RFTheoryError(f"unknown solver {solver!r}; choose one of {', '.join(SOLVERS)}")
+        if not (hop_angle > 0.0 and math.isfinite(hop_angle)):
+            raise RFTheoryError(f"hop_angle must be a positive finite number, got {hop_angle!r}")
+    ints = [("max_steps", max_steps), ("max_rounds", max_rounds),
+            ("callback_every", callback_every)]
+    ints += [("memory", memory), ("stall_window", stall_window)] if method == "lbfgs" \
+        else [("patience", patience)]
+    for name, value in ints:
         if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
             raise RFTheoryError(f"{name} must be a positive integer, got {value!r}")
     if not (tol >= 0.0 and math.isfinite(tol)):
         raise RFTheoryError(f"tol must be a finite non-negative number, got {tol!r}")
-    if not (oversample >= 1.0 and math.isfinite(oversample)):
-        raise RFTheoryError(f"oversample must be a finite number ≥ 1, got {oversample!r}")
-    if not (0.0 < stall_factor < 1.0):
-        raise RFTheoryError(f"stall_factor must lie in (0, 1), got {stall_factor!r}")
+    if method == "lbfgs":
+        if not (oversample >= 1.0 and math.isfinite(oversample)):
+            raise RFTheoryError(f"oversample must be a finite number ≥ 1, got {oversample!r}")
+        if not (0.0 < stall_factor < 1.0):
+            raise RFTheoryError(f"stall_factor must lie in (0, 1), got {stall_factor!r}")
     if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
         raise RFTheoryError(f"seed must be a non-negative integer, got {seed!r}")
     dev = array_device(theta)
@@ -368,7 +445,45 @@ def reconstruct(features: RandomFeatures, theta: Any, n_hat: int, *, seed: int =
             raise ShapeError(f"X_init has {X_init.shape[0]} rows but n_hat = {n_hat}")
         current = to_host(to_sphere(X_init, d), np.float64)
     else:
-        current = _random_sphere_host(n_hat, d, rng)
+        current = random_points(rng, n_hat, d)
+    if method == "varpro":
+        theta2 = theta if theta.ndim == 2 else theta[:, None]
+        problem = Problem(features, theta2, xp, dev, solver)
+        with _blas_threads_for(xp, n_hat, d):
+            out = minimise(problem, current, rng, tol=tol, max_steps=max_steps,
+                           max_rounds=max_rounds, patience=patience, hop_angle=hop_angle,
+                           callback=callback, callback_every=callback_every,
+                           to_user=lambda X: xp.asarray(X, device=dev))
+        return _result(features, theta, xp, dev, out.X, tol, out.stop_reason, t0,
+                       method="varpro", history=out.history, steps=out.steps,
+                       rounds=out.rounds, residual_steps=out.pool_steps, n_candidates=n_hat,
+                       evaluations=out.evaluations, passes=out.passes)
+    return _reconstruct_lbfgs(features, theta, n_hat, xp, dev, rng, current, t0, tol=tol,
+                              max_steps=max_steps, callback=callback,
+                              callback_every=callback_every, oversample=oversample,
+                              max_rounds=max_rounds, memory=memory,
+                              stall_window=stall_window, stall_factor=stall_factor)
+
+
+def _result(features: FeatureMap, theta: Any, xp: Any, dev: Any, X: np.ndarray, tol: float,
+            stop: str, t0: float, **fields: Any) -> ReconstructionResult:
+    """The result of a run ending at host rows X: its loss re-evaluated (one more pass)."""
+    final = projection_loss(features, xp.asarray(X, device=dev), theta, gradient=False)
+    if final.loss <= tol:
+        stop = "tolerance"
+    return ReconstructionResult(
+        X_hat=xp.asarray(X, device=dev), loss=final.loss, history=tuple(fields.pop("history")),
+        converged=final.loss <= tol, stop_reason=stop, coefficients=final.coefficients,
+        wall_time=time.perf_counter() - t0, **fields)
+
+
+def _reconstruct_lbfgs(features: FeatureMap, theta: Any, n_hat: int, xp: Any, dev: Any,
+                       rng: np.random.Generator, current: np.ndarray, t0: float, *, tol: float,
+                       max_steps: int, callback: Any, callback_every: int, oversample: float,
+                       max_rounds: int, memory: int, stall_window: int,
+                       stall_factor: float) -> ReconstructionResult:
+    """The over-complete L-BFGS method (module Notes)."""
+    d = features.d
     pool_size = min(features.p, max(n_hat, math.ceil(oversample * n_hat)))
 
     with _blas_threads_for(xp, pool_size, d):
@@ -379,7 +494,7 @@ def reconstruct(features: RandomFeatures, theta: Any, n_hat: int, *, seed: int =
         rounds = 0
         for rounds in range(1, max_rounds + 1):
             if pool_size > n_hat:
-                fresh = _random_sphere_host(pool_size - n_hat, d, rng)
+                fresh = random_points(rng, pool_size - n_hat, d)
                 if rounds > 1:
                     # The current rows stalled above tol: seed the fresh candidates on what they miss,
                     # the residual r = θ − Φ̂ᵀa (normalised, so a missing point of small weight is
@@ -387,18 +502,21 @@ def reconstruct(features: RandomFeatures, theta: Any, n_hat: int, *, seed: int =
                     coeff = projection_loss(features, xp.asarray(current, device=dev), theta,
                                             gradient=False).coefficients
                     resid = theta - features.rmatvec(xp.asarray(current, device=dev), coeff)
+                    tracker.passes += loss_passes(features, xp, dev, n_hat) + 1
                     fresh, _, stop = tracker.minimise(fresh, memory, residual=resid)
                     if stop in ("budget",):
                         break
                 pool = np.concatenate([current, fresh])
                 pool, _, stop = tracker.minimise(pool, memory)
                 chosen = _select_rows(features, pool, theta, xp, dev, n_hat)
+                tracker.passes += 1
                 current = pool[chosen]
                 if stop in ("budget", "callback"):
                     # Stopped inside the pool phase: the selected rows may still beat the best so far
                     # (in round 1 there is no best yet, and returning the random start would be wrong).
                     loss = projection_loss(features, xp.asarray(current, device=dev), theta,
                                            gradient=False).loss
+                    tracker.passes += loss_passes(features, xp, dev, n_hat)
                     if loss < best_loss:
                         best_X, best_loss = current, loss
                     break
@@ -407,14 +525,9 @@ def reconstruct(features: RandomFeatures, theta: Any, n_hat: int, *, seed: int =
                 best_X, best_loss = current, loss
             if stop is not None:
                 break
-    final = projection_loss(features, xp.asarray(best_X, device=dev), theta, gradient=False)
     if stop is None:
         stop = "stalled"
-    if final.loss <= tol:
-        stop = "tolerance"
-    return ReconstructionResult(
-        X_hat=xp.asarray(best_X, device=dev), loss=final.loss, history=tuple(tracker.history),
-        steps=tracker.steps, converged=final.loss <= tol, stop_reason=stop, rounds=rounds,
-        residual_steps=tracker.residual_steps,
-        n_candidates=pool_size, evaluations=tracker.evaluations,
-        coefficients=final.coefficients, wall_time=time.perf_counter() - t0)
+    return _result(features, theta, xp, dev, best_X, tol, stop, t0, method="lbfgs",
+                   history=tracker.history, steps=tracker.steps, rounds=rounds,
+                   residual_steps=tracker.residual_steps, n_candidates=pool_size,
+                   evaluations=tracker.evaluations, passes=tracker.passes)

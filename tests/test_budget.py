@@ -174,7 +174,8 @@ def test_reconstruction_work_is_an_upper_bound_for_the_step_budget(monkeypatch):
     features = RandomFeatures("relu+tanh", d=d, p=p, seed=0, v_cache_bytes=2**30)
     count = _Counter(monkeypatch)
     model = train_min_norm(features, X, Y)
-    result = reconstruct(features, model.theta, n, seed=0, max_steps=60)
+    # The estimate models the over-complete L-BFGS method (reconstruct(method="lbfgs")).
+    result = reconstruct(features, model.theta, n, seed=0, max_steps=60, method="lbfgs")
     est = budget.estimate_reconstruct(d=d, n=n, p=p, max_steps=result.steps,
                                       max_rounds=result.rounds,
                                       evaluations_per_step=result.evaluations / result.steps)

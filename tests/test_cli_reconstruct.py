@@ -1,4 +1,5 @@
 import json
+import re
 import sys
 import types
 
@@ -8,6 +9,7 @@ import pytest
 from rftheory import pipeline
 from rftheory.cli import main
 from rftheory.data import load_dataset
+from rftheory.reconstruct import METHODS
 
 
 def run_json(capsys, argv):
@@ -15,9 +17,12 @@ def run_json(capsys, argv):
     return json.loads(capsys.readouterr().out)
 
 
-def test_end_to_end_with_the_real_optimiser(capsys):
-    pytest.importorskip("rftheory.reconstruct")
-    out = run_json(capsys, ["--d", "5", "--n", "3", "--p-mult", "4", "--max-steps", "2000"])
+@pytest.mark.parametrize("method", [None, *METHODS])
+def test_end_to_end_with_the_real_optimiser(capsys, method):
+    flag = [] if method is None else ["--method", method]
+    out = run_json(capsys, ["--d", "5", "--n", "3", "--p-mult", "4", "--max-steps", "2000", *flag])
+    assert out["method"] == (METHODS[0] if method is None else method)
+    assert out["passes"] >= out["steps"]  # every iteration streams V at least once
     assert out["p"] == 60 and out["p_over_dn"] == 4 and out["n_hat"] == 3
     # p = 20n ≫ n: labels are interpolated (Gram solve in float64, condition ≲ 1e3).
     assert out["train_residual"] < 1e-10
@@ -48,7 +53,8 @@ def fake_optimiser(transform):
                 callback(step, loss, X_hat)
         return types.SimpleNamespace(X_hat=X_hat, loss=history[-1], history=history,
                                      steps=len(history), converged=False, stop_reason="budget",
-                                     coefficients=None)
+                                     coefficients=None, method=options.get("method", "fake"),
+                                     passes=2 * len(history))
 
     return reconstruct, calls
 
@@ -61,6 +67,8 @@ def test_scores_against_the_training_data_with_a_fake(monkeypatch, capsys):
     out = run_json(capsys, ["--d", "6", "--n", "4", "--p", "50", "--seed", "3",
                             "--max-steps", "7"])
     assert calls["options"]["max_steps"] == 7 and calls["seed"] == 3 and calls["n_hat"] == 4
+    # No --method: the pipeline leaves the choice to reconstruct()'s default (never hard-coded).
+    assert "method" not in calls["options"] and out["method"] == "fake" and out["passes"] == 6
     # −X permuted: the official and sign-invariant ρ forgive it, the signed one does not.
     assert out["rho"]["abs"] == pytest.approx(0.0, abs=1e-12)
     assert out["rho"]["sign_invariant"] == pytest.approx(0.0, abs=1e-12)
@@ -68,6 +76,19 @@ def test_scores_against_the_training_data_with_a_fake(monkeypatch, capsys):
     assert out["sign_flips"] == 4 and out["flipped"] == [True] * 4
     assert out["assignment"] == np.argsort(perm).tolist()
     assert out["stop_reason"] == "budget" and out["history"] == [0.5, 0.1, 1e-3]
+
+
+@pytest.mark.parametrize("method", METHODS)
+def test_method_flag_reaches_the_optimiser(monkeypatch, capsys, method):
+    fake, calls = fake_optimiser(lambda X: X)
+    calls.update(spec="sphere", n=3)
+    monkeypatch.setattr(pipeline, "reconstruct", fake)
+    out = run_json(capsys, ["--d", "4", "--n", "3", "--p", "40", "--method", method])
+    assert calls["options"]["method"] == method and out["method"] == method
+    assert main(["reconstruct", "--d", "4", "--n", "3", "--p", "40", "--method", method,
+                 "--no-progress"]) == 0
+    table = capsys.readouterr().out
+    assert re.search(rf"^\s*method\s+{method}$", table, re.MULTILINE)
 
 
 def test_progress_callback_and_plots(monkeypatch, tmp_path, capsys):
@@ -108,6 +129,9 @@ def test_progress_callback_and_plots(monkeypatch, tmp_path, capsys):
     (["--d", "4", "--n", "3", "--p", "40", "--plot", "/no/such/dir/fig.png"], "does not exist"),
     (["--d", "4", "--n", "3", "--p", "40", "--activation", "__import__('os')"], ""),
     (["--d", "4", "--n", "3", "--p", "40", "--seed", "-2"], "--seed must be >= 0"),
+    (["--d", "4", "--n", "3", "--p", "40", "--method", "adam"],
+     "--method must be one of varpro, lbfgs, got 'adam'"),
+    (["--d", "4", "--n", "3", "--p", "40", "--method", "LBFGS"], "--method must be one of"),
 ])
 def test_bad_input_exits_2_with_one_line(capsys, argv, message):
     assert main(["reconstruct", *argv]) == 2

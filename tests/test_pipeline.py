@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 import json
 
 import numpy as np
@@ -16,7 +17,7 @@ from rftheory.metrics import VARIANTS, match
 from rftheory.output import to_jsonable
 from rftheory.pipeline import (DEFAULT_V_CACHE_BYTES, feature_count, fit_model,
                                reconstruction_cell, recover_training_set, run_reconstruction)
-from rftheory.reconstruct import reconstruct
+from rftheory.reconstruct import METHODS, reconstruct
 
 from tests.conftest import cupy_or_skip
 
@@ -101,6 +102,30 @@ def test_feature_count_and_refusals():
         run_reconstruction(activation="relu", d=4, n=3, p=5, n_hat=6)
     with pytest.raises(RFTheoryError, match="labels"):
         fit_model(activation="relu", d=4, n=3, p=5, labels="uniform")
+
+
+def test_method_is_passed_through_and_defaults_to_reconstructs(run):
+    # The default is reconstruct()'s own (the strongest attack), never re-stated by the pipeline.
+    default = inspect.signature(reconstruct).parameters["method"].default
+    assert run.result.method == default == METHODS[0] and run.summary()["method"] == default
+    with threadpool_limits(limits=1, user_api="blas"):
+        cell = reconstruction_cell(**ARGS, method="lbfgs", max_steps=STEPS)
+    assert cell["method"] == "lbfgs" and cell["passes"] >= cell["steps"] > 0
+    assert cell["converged"] and cell["rho_abs"] < 1e-3   # p = 5dn: both methods recover X
+    with pytest.raises(RFTheoryError, match="unknown reconstruction method 'adam'"):
+        run_reconstruction(activation="relu", d=4, n=3, p=60, method="adam")
+
+
+def test_sweep_files_take_the_method_of_the_cell():
+    from rftheory.sweep.spec import SweepSpecError, parse_spec
+
+    spec = parse_spec({"sweep": {"cell": "reconstruct"}, "grid": {"method": list(METHODS)},
+                       "fixed": {"activation": "relu", "d": 4, "n": 3, "p": 60, "seed": 0}})
+    assert [c.params["method"] for c in spec.cells()] == list(METHODS)
+    with pytest.raises(SweepSpecError, match=r"\[fixed\] method: unknown reconstruction method"):
+        parse_spec({"sweep": {"cell": "reconstruct"},
+                    "fixed": {"activation": "relu", "d": 4, "n": 3, "p": 60, "seed": 0,
+                              "method": "adam"}})
 
 
 @pytest.mark.gpu

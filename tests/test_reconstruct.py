@@ -11,7 +11,8 @@ from scipy.optimize import linear_sum_assignment
 from rftheory.errors import RFTheoryError, ShapeError
 from rftheory.features import RandomFeatures, train_min_norm
 from rftheory.projection import projection_loss
-from rftheory.reconstruct import STOP_REASONS, ReconstructionResult, reconstruct
+from rftheory.features import DenseFeatures
+from rftheory.reconstruct import METHODS, STOP_REASONS, ReconstructionResult, reconstruct
 
 
 def _sphere(n, d, rng):
@@ -19,7 +20,7 @@ def _sphere(n, d, rng):
     return U * (math.sqrt(d) / np.linalg.norm(U, axis=1, keepdims=True))
 
 
-def _problem(activation="relu+tanh", d=12, n=4, ratio=10, data_seed=101):
+def _problem(activation="relu+tanh", d=12, n=4, ratio=10.0, data_seed=101):
     """Synthetic sphere data, Gaussian labels, p = ratio·d·n, θ* = Φ⁺Y.
 
     The data seed differs from every reconstruction seed used below, so no candidate pool
@@ -28,7 +29,7 @@ def _problem(activation="relu+tanh", d=12, n=4, ratio=10, data_seed=101):
     rng = np.random.default_rng([data_seed, 7])
     X = _sphere(n, d, rng)
     Y = rng.standard_normal(n)
-    rf = RandomFeatures(activation, d, ratio * d * n, seed=data_seed, v_cache_bytes=2**26)
+    rf = RandomFeatures(activation, d, round(ratio * d * n), seed=data_seed, v_cache_bytes=2**26)
     return rf, X, train_min_norm(rf, X, Y).theta
 
 
@@ -40,11 +41,12 @@ def _rho_abs(X, X_hat):
     return float(cost[r, c].sum() / (X.shape[0] * math.sqrt(X.shape[1])))
 
 
+@pytest.mark.parametrize("method", METHODS)
 @pytest.mark.parametrize("activation", ["relu+tanh", "relu"])
-def test_recovers_training_set(activation):
+def test_recovers_training_set(activation, method):
     rf, X, theta = _problem(activation, d=12, n=4)
-    res = reconstruct(rf, theta, 4, seed=1)
-    assert isinstance(res, ReconstructionResult)
+    res = reconstruct(rf, theta, 4, seed=1, method=method)
+    assert isinstance(res, ReconstructionResult) and res.method == method
     assert res.converged and res.stop_reason == "tolerance"
     # The brief's success criterion; at loss 1e-10 the recovered rows are typically ~1e-4 off.
     assert _rho_abs(X, res.X_hat) < 0.01
@@ -53,6 +55,7 @@ def test_recovers_training_set(activation):
     assert again == pytest.approx(res.loss, rel=1e-6, abs=1e-15)  # same computation, same data
     assert len(res.history) == res.steps - res.residual_steps and res.steps > 0
     assert res.evaluations >= res.steps
+    assert res.passes >= res.evaluations  # every evaluation streams V at least once
 
 
 def test_relu_tanh_recovers_signs():
@@ -65,20 +68,22 @@ def test_relu_tanh_recovers_signs():
     assert cost[r, c].max() < 0.01 * math.sqrt(12)  # ρ threshold applied to the worst point
 
 
-def test_rows_on_sphere_and_deterministic():
+@pytest.mark.parametrize("method", METHODS)
+def test_rows_on_sphere_and_deterministic(method):
     rf, X, theta = _problem(d=10, n=3)
-    a = reconstruct(rf, theta, 3, seed=5, max_steps=40)
-    b = reconstruct(rf, theta, 3, seed=5, max_steps=40)
+    a = reconstruct(rf, theta, 3, seed=5, max_steps=40, method=method)
+    b = reconstruct(rf, theta, 3, seed=5, max_steps=40, method=method)
     Xa = np.asarray(a.X_hat)
     # Rows are √d u/‖u‖ in float64: norm √d to rounding.
     np.testing.assert_allclose(np.linalg.norm(Xa, axis=1), math.sqrt(10), rtol=1e-13)
     np.testing.assert_array_equal(Xa, np.asarray(b.X_hat))
-    assert a.history == b.history and a.steps == b.steps
+    assert a.history == b.history and a.steps == b.steps and a.passes == b.passes
 
 
-def test_overcomplete_n_hat_covers_all_training_points():
+@pytest.mark.parametrize("method", METHODS)
+def test_overcomplete_n_hat_covers_all_training_points(method):
     rf, X, theta = _problem(d=12, n=4)
-    res = reconstruct(rf, theta, 6, seed=3)
+    res = reconstruct(rf, theta, 6, seed=3, method=method)
     assert res.X_hat.shape == (6, 12)
     assert res.converged
     Xh = np.asarray(res.X_hat)
@@ -86,9 +91,11 @@ def test_overcomplete_n_hat_covers_all_training_points():
     assert dist.max() < 0.01 * math.sqrt(12)  # every training point has a row within ρ's threshold
 
 
-def test_undercomplete_n_hat_returns_best_fit():
+@pytest.mark.parametrize("method", METHODS)
+def test_undercomplete_n_hat_returns_best_fit(method):
     rf, X, theta = _problem(d=10, n=5)
-    res = reconstruct(rf, theta, 2, seed=4, max_rounds=1)
+    res = reconstruct(rf, theta, 2, seed=4, max_rounds=1 if method == "lbfgs" else 5,
+                      method=method)
     assert res.X_hat.shape == (2, 10)
     # Two rows cannot span θ* built from five independent feature vectors.
     assert not res.converged and res.loss > 1e-6
@@ -96,11 +103,12 @@ def test_undercomplete_n_hat_returns_best_fit():
     assert 0.0 < res.loss < 1.0
 
 
-def test_stop_reasons():
+@pytest.mark.parametrize("method", METHODS)
+def test_stop_reasons(method):
     rf, X, theta = _problem(d=10, n=3)
-    budget = reconstruct(rf, theta, 3, seed=6, max_steps=7)
+    budget = reconstruct(rf, theta, 3, seed=6, max_steps=7, method=method)
     assert budget.stop_reason == "budget" and budget.steps == 7 and not budget.converged
-    loose = reconstruct(rf, theta, 3, seed=6, tol=0.9)  # a loose target, met within a few iterations
+    loose = reconstruct(rf, theta, 3, seed=6, tol=0.9, method=method)  # met within a few iterations
     assert loose.stop_reason == "tolerance" and loose.converged and loose.loss <= 0.9
     seen = []
 
@@ -108,16 +116,24 @@ def test_stop_reasons():
         seen.append((step, loss, X_hat.shape))
         return step >= 20
 
-    cb = reconstruct(rf, theta, 3, seed=6, callback=stop_at_twenty, callback_every=5)
-    assert cb.stop_reason == "callback" and cb.steps == 20
-    assert [s for s, _, _ in seen] == [5, 10, 15, 20]
+    # tol = 0 (unreachable in float64 for LM, which otherwise converges within 20 iterations).
+    cb = reconstruct(rf, theta, 3, seed=6, callback=stop_at_twenty, callback_every=5,
+                     method=method, tol=0.0)
+    steps = [s for s, _, _ in seen]
+    if method == "lbfgs":
+        assert cb.stop_reason == "callback" and cb.steps == 20
+        assert steps == [5, 10, 15, 20]
+    else:  # every 5 iterations, the iterations of an exchange's grown set not reported
+        assert cb.stop_reason == "callback" and cb.steps == steps[-1] >= 20
+        assert steps[0] == 5 and all(b - a >= 5 for a, b in zip(steps, steps[1:]))
     assert all(0.0 <= loss <= 1.0 for _, loss, _ in seen)
     assert set(STOP_REASONS) >= {budget.stop_reason, loose.stop_reason, cb.stop_reason}
 
 
-def test_x_init_at_the_answer_converges_immediately():
+@pytest.mark.parametrize("method", METHODS)
+def test_x_init_at_the_answer_converges_immediately(method):
     rf, X, theta = _problem(d=10, n=3)
-    res = reconstruct(rf, theta, 3, X_init=2.0 * X)  # scale is removed by the sphere projection
+    res = reconstruct(rf, theta, 3, X_init=2.0 * X, method=method)  # scale is removed by the sphere projection
     assert res.converged and _rho_abs(X, res.X_hat) < 1e-6  # started at the exact optimum
     assert res.steps == 0  # the start already meets tol: no optimiser iteration
 
@@ -136,7 +152,14 @@ def test_array_api_strict_namespace():
     ({"n_hat": 10**6}, RFTheoryError),          # more candidates than features p
     ({"n_hat": 3, "max_steps": 0}, RFTheoryError),
     ({"n_hat": 3, "tol": -1.0}, RFTheoryError),
-    ({"n_hat": 3, "oversample": 0.5}, RFTheoryError),
+    ({"n_hat": 3, "oversample": 0.5, "method": "lbfgs"}, RFTheoryError),
+    ({"n_hat": 3, "oversample": 2.0}, RFTheoryError),         # a pool is lbfgs's only
+    ({"n_hat": 3, "memory": 5}, RFTheoryError),
+    ({"n_hat": 3, "method": "adam"}, RFTheoryError),
+    ({"n_hat": 3, "solver": "qr"}, RFTheoryError),
+    ({"n_hat": 3, "hop_angle": 0.0}, RFTheoryError),
+    ({"n_hat": 3, "patience": 0}, RFTheoryError),
+    ({"n_hat": 3, "max_rounds": 0}, RFTheoryError),
     ({"n_hat": 3, "seed": -1}, RFTheoryError),
     ({"n_hat": 3, "X_init": np.ones((2, 10))}, ShapeError),
     ({"n_hat": 3, "X_init": np.ones((3, 9))}, ShapeError),
@@ -165,15 +188,135 @@ def test_bad_theta():
 
 
 @pytest.mark.slow
+@pytest.mark.parametrize("method", METHODS)
 @pytest.mark.parametrize("activation", ["relu+tanh", "relu"])
-def test_recovery_rate_d20_n10(activation):
+def test_recovery_rate_d20_n10(activation, method):
     # The brief's target at its small setting: ρ < 0.01 in ≥ 90 % of seeds; 5 seeds here, all must
     # pass except possibly one (the benchmark measures the rate over more seeds).
     ok = 0
     for s in range(5):
         rf, X, theta = _problem(activation, d=20, n=10, data_seed=200 + s)
-        ok += _rho_abs(X, reconstruct(rf, theta, 10, seed=s).X_hat) < 0.01
+        ok += _rho_abs(X, reconstruct(rf, theta, 10, seed=s, method=method).X_hat) < 0.01
     assert ok >= 4
+
+
+def test_recovers_at_one_and_a_half_dn():
+    # Near the counting threshold (p = 1.5dn, where the L-BFGS method of earlier versions
+    # recovered 0 of 4 seeds at d = n = 10): basin-hopping LM recovers every seed tried here.
+    for s in range(3):
+        rf, X, theta = _problem(d=8, n=6, ratio=1.5, data_seed=300 + s)
+        res = reconstruct(rf, theta, 6, seed=s)
+        assert res.converged and _rho_abs(X, res.X_hat) < 0.01
+
+
+def test_recovers_at_one_and_a_quarter_dn():
+    # Closer still to the counting limit p = dn (nd unknowns, p equations): p = 1.25dn.
+    for s in range(2):
+        rf, X, theta = _problem(d=6, n=4, ratio=1.25, data_seed=500 + s)
+        res = reconstruct(rf, theta, 4, seed=s)
+        assert res.converged and _rho_abs(X, res.X_hat) < 0.01
+
+
+#: Issue #14's targets near the information limit, (d, n, p/(dn), success rate), relu+tanh,
+#: default options; 5 seeds each here (benchmarks/bench_attack.py measures 10 on other seeds).
+NEAR_LIMIT_TARGETS = [
+    (10, 10, 1.5, 0.8), (20, 10, 1.5, 0.8), (10, 10, 1.25, 0.5), (20, 10, 1.25, 0.5),
+]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("d, n, ratio, rate", NEAR_LIMIT_TARGETS)
+def test_recovery_rate_near_the_information_limit(d, n, ratio, rate):
+    seeds = 5
+    ok = 0
+    for s in range(seeds):
+        rf, X, theta = _problem(d=d, n=n, ratio=ratio, data_seed=400 + s)
+        ok += _rho_abs(X, reconstruct(rf, theta, n, seed=s).X_hat) < 0.01
+    assert ok >= math.ceil(rate * seeds)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("activation", ["relu+tanh", "relu"])
+def test_recovery_at_scale_d100_n20(activation):
+    # Issue #14's large target: p = 10dn at (d, n) = (100, 20), ≥ 90 % success (3 seeds here,
+    # all must succeed; the wall-time target is the benchmark's, not a test's).
+    for s in range(3):
+        rf, X, theta = _problem(activation, d=100, n=20, data_seed=600 + s)
+        res = reconstruct(rf, theta, 20, seed=s)
+        assert _rho_abs(X, res.X_hat) < 0.01, (s, res.loss, res.stop_reason)
+
+
+@pytest.mark.parametrize("solver", ["dense", "cg"])
+def test_multi_output_theta(solver):
+    # k = 3 outputs share the candidates (θ of shape (p, 3)); both LM solvers recover them.
+    rng = np.random.default_rng([5, 7])
+    X = _sphere(4, 10, rng)
+    rf = RandomFeatures("relu+tanh", 10, 3 * 10 * 4, seed=5, v_cache_bytes=2**26)
+    theta = train_min_norm(rf, X, rng.standard_normal((4, 3))).theta
+    assert theta.shape == (120, 3)
+    res = reconstruct(rf, theta, 4, seed=2, solver=solver)
+    assert res.converged and _rho_abs(X, res.X_hat) < 0.01
+    assert res.coefficients.shape == (4, 3)
+
+
+def _two_layer(data, loss, k, ratio, seed):
+    """A GD-trained two-layer net with W₁ frozen (relu+tanh, W₂(0) = 0) at p^(L) = k·width =
+    ratio·dn: (features, θ = ΔW₂ᵀ of shape (width, k), X). Sphere data: d = n = 6, k random
+    classes; digits: 5 images, k = 10 classes."""
+    from rftheory.data import load_dataset
+    from rftheory.twolayer import train_two_layer
+
+    if data == "sphere":
+        ds = load_dataset("sphere", 6, 6, seed)
+        classes = np.random.default_rng([seed, 2**41 + 2]).integers(0, k, ds.n)
+    else:
+        ds = load_dataset("digits", 5, None, seed)
+        classes = np.asarray(ds.classes, dtype=np.int64)
+    n, d = ds.X.shape
+    Y, tol = (classes, 1e-2) if loss == "cross_entropy" else (np.eye(k)[classes], 1e-16)
+    trained = train_two_layer(ds.X, Y, width=round(ratio * d * n / k), activation="relu+tanh",
+                              loss=loss, train_first_layer=False, steps=20000, tol=tol, seed=seed,
+                              n_classes=k if loss == "cross_entropy" else None)
+    return trained.features(), trained.theta, ds.X
+
+
+@pytest.mark.parametrize("loss", ["cross_entropy", "square"])
+def test_k_output_two_layer_at_four_dn(loss):
+    # Issue #14: k outputs of a GD-trained net (W₁ frozen) are one problem with weights a of
+    # shape (n̂, k); at p^(L) = 4dn the k = 3 net is recovered like a k = 1 model.
+    for seed in range(2):
+        features, theta, X = _two_layer("sphere", loss, 3, 4.0, seed)
+        assert theta.shape == (features.p, 3)
+        res = reconstruct(features, theta, X.shape[0], seed=seed)
+        assert res.converged and _rho_abs(X, res.X_hat) < 0.01
+        assert res.coefficients.shape == (X.shape[0], 3)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("loss", [
+    pytest.param("cross_entropy", marks=pytest.mark.xfail(
+        strict=False, reason="issue #14's k = 10 digits target not reached: 2 of 4 seeds in "
+                             "benchmarks/bench_attack.py, seeds 0 and 3 fail "
+                             "(paper_notes/attack.md)")),
+    "square",
+])
+def test_k_output_two_layer_digits(loss):
+    # Issue #14's example: k = 10 outputs on 5 digits (d = 64) at p^(L) = k·width = 4dn, the
+    # target being k = 1's success (10/10 in the benchmark). Measured in the benchmark (same
+    # seeds): square 8/10, seeds 0 and 6 failing (their θ has rank 3: 3·width = 1.2dn
+    # equations); cross-entropy 2 of 4. Asserted: at least 2 of seeds 0–2.
+    ok = 0
+    for seed in range(3):
+        features, theta, X = _two_layer("digits", loss, 10, 4.0, seed)
+        ok += _rho_abs(X, reconstruct(features, theta, X.shape[0], seed=seed).X_hat) < 0.01
+    assert ok >= 2
+
+
+def test_dense_features():
+    rf, X, theta = _problem(d=10, n=3, ratio=3)
+    dense = DenseFeatures("relu+tanh", rf.weights())
+    res = reconstruct(dense, theta, 3, seed=1)
+    assert res.converged and _rho_abs(X, res.X_hat) < 0.01
 
 
 def test_budget_exhausted_in_the_first_pool_phase_returns_the_selected_rows():
@@ -183,13 +326,14 @@ def test_budget_exhausted_in_the_first_pool_phase_returns_the_selected_rows():
     from rftheory.data import gaussian_labels, sphere_data
     from rftheory.features import RandomFeatures, train_min_norm
     from rftheory.projection import projection_loss
-    from rftheory.reconstruct import _STREAM_CANDIDATES, _random_sphere_host, reconstruct
+    from rftheory.reconstruct import _STREAM_CANDIDATES, reconstruct
+    from rftheory.varpro import random_points
 
     d, n = 8, 4
     rf = RandomFeatures("relu+tanh", d=d, p=10 * d * n, seed=11)
     theta = train_min_norm(rf, sphere_data(n, d, 11), gaussian_labels(n, 11)).theta
-    result = reconstruct(rf, theta, n, seed=3, max_steps=15)
-    start = _random_sphere_host(n, d, np.random.default_rng([3, _STREAM_CANDIDATES]))
+    result = reconstruct(rf, theta, n, seed=3, max_steps=15, method="lbfgs")
+    start = random_points(np.random.default_rng([3, _STREAM_CANDIDATES]), n, d)
     assert result.stop_reason == "budget"
     assert not np.allclose(np.asarray(result.X_hat), start)
     assert result.loss < projection_loss(rf, start, theta, gradient=False).loss

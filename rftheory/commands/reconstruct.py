@@ -18,6 +18,7 @@ import time
 from typing import Any
 
 from ..errors import RFTheoryError
+from ..reconstruct import METHODS
 from ..output import format_table
 from ._common import (add_limit_options, at_least, figure_paths, finite_at_least, limits,
                       print_result, progress_bar_wanted)
@@ -48,6 +49,10 @@ def register(subparsers: Any) -> None:
                         help="sphere | digits | patches[:standardised] | cifar10:DIR")
     parser.add_argument("--labels", choices=("gaussian", "sign"), default="gaussian")
     parser.add_argument("--device", choices=("cpu", "gpu"), default="cpu")
+    parser.add_argument("--method", metavar="{" + ",".join(METHODS) + "}",
+                        help=f"reconstruction algorithm (default: {METHODS[0]}, Levenberg–Marquardt "
+                             "on the variable-projection loss; lbfgs: the earlier over-complete "
+                             "L-BFGS)")
     parser.add_argument("--max-steps", type=int, help="optimiser iteration budget")
     parser.add_argument("--tol", type=float, help="target loss")
     parser.add_argument("--v-cache-mb", type=int, default=DEFAULT_V_CACHE_MB,
@@ -74,6 +79,8 @@ def handle(args: argparse.Namespace) -> int:
     max_steps = None if args.max_steps is None else at_least(args.max_steps, "max-steps")
     tol = None if args.tol is None else finite_at_least(args.tol, "tol")
     v_cache_mb = at_least(args.v_cache_mb, "v-cache-mb", 0)
+    if args.method is not None and args.method not in METHODS:
+        raise RFTheoryError(f"--method must be one of {', '.join(METHODS)}, got {args.method!r}")
     if args.p_mult is not None and not (math.isfinite(args.p_mult) and args.p_mult > 0):
         raise RFTheoryError(f"--p-mult must be a positive number, got {args.p_mult}")
     d = dataset_dimension(args.data, d)
@@ -89,7 +96,8 @@ def handle(args: argparse.Namespace) -> int:
                        labels=args.labels, device=args.device, v_cache_bytes=v_cache_mb * 2**20)
     bar = _ProgressBar(fitted.X, resolved["max_steps"]) if progress_bar_wanted(args) else None
     try:
-        run = recover_training_set(fitted, n_hat, tol=tol, max_steps=max_steps, callback=bar)
+        run = recover_training_set(fitted, n_hat, method=args.method, tol=tol,
+                                   max_steps=max_steps, callback=bar)
     finally:
         if bar is not None:
             bar.close()
@@ -157,8 +165,9 @@ def _table(run: Any) -> str:
         ("d", fitted.d), ("n", fitted.n), ("n_hat", run.n_hat), ("p", fitted.p),
         ("p/(dn)", f"{fitted.p_over_dn:.3g}"),
         ("train residual ‖Φθ*−Y‖/‖Y‖", f"{fitted.train_residual:.3e}"),
-        ("final loss L(X̂)", f"{run.loss:.3e}"),
-        ("steps", run.result.steps), ("stop reason", run.result.stop_reason),
+        ("final loss L(X̂)", f"{run.loss:.3e}"), ("method", run.result.method),
+        ("steps", run.result.steps), ("passes over V", run.result.passes),
+        ("stop reason", run.result.stop_reason),
         ("time [s]", f"{run.reconstruct_seconds:.2f}"),
         ("ρ official (|x|, Hungarian)", f"{m['abs'].rho:.4f}"),
         ("ρ signed", f"{m['signed'].rho:.4f}"),

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterator, Mapping
 
 from ..errors import RFTheoryError
-from ..pipeline import feature_count
+from ..pipeline import check_method, feature_count
 from .cells import CELL_KINDS, CellKind
 
 __all__ = ["MAX_CELLS", "Cell", "SweepSpec", "SweepSpecError", "canonical_json", "cell_key",
@@ -377,6 +377,11 @@ def parse_spec(document: Mapping[str, Any], *, source: str = "<sweep>") -> Sweep
             raise fail(where, f"must be >= 0, got {value!r}")
         if name == "p_mult" and value <= 0:
             raise fail(where, f"must be > 0, got {value!r}")
+        if name == "method":
+            try:
+                check_method(value)
+            except RFTheoryError as exc:
+                raise fail(where, str(exc)) from None
         if name == "activation":
             from ..activations import get_activation
 

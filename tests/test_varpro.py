@@ -1,0 +1,140 @@
+"""Tests of rftheory.varpro: the Gauss–Newton model of the projection loss and its LM solver."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from rftheory.activations import get_activation
+from rftheory.data import gaussian_labels, sphere_data
+from rftheory.features import DenseFeatures, RandomFeatures, train_min_norm
+from rftheory.varpro import Problem, _tangent, least_useful, retract
+
+
+def _model(d=6, n=4, ratio=3, k=1, seed=3, activation="relu+tanh"):
+    X = sphere_data(n, d, seed)
+    rf = RandomFeatures(activation, d, ratio * d * n, seed=seed, v_cache_bytes=2**26)
+    Y = gaussian_labels(n, seed) if k == 1 else \
+        np.random.default_rng([seed, 9]).standard_normal((n, k))
+    theta = train_min_norm(rf, X, Y).theta
+    return rf, X, theta if theta.ndim == 2 else theta[:, None]
+
+
+def _random_rows(m, d, seed):
+    U = np.random.default_rng([seed, 77]).standard_normal((m, d))
+    return U * (math.sqrt(d) / np.linalg.norm(U, axis=1, keepdims=True))
+
+
+def _explicit_jacobian(rf, theta, X):
+    """Kaufman's J = −(I_k ⊗ P⊥)B built column by column from the materialised V (independent
+    of the streamed assembly in rftheory.varpro)."""
+    V = rf.weights()
+    act = get_activation(rf.activation)
+    Z = X @ V.T
+    F, D = act(Z), act.derivative(Z)
+    Q, _ = np.linalg.qr(F.T)
+    A = np.linalg.lstsq(F.T, theta, rcond=None)[0]                  # (m, k)
+    m, d = X.shape
+    p, k = theta.shape
+    U = X / math.sqrt(d)
+    J = np.zeros((p * k, m * d))
+    for i in range(m):
+        W = V - np.outer(V @ U[i], U[i])                            # V P_i
+        for c in range(k):
+            B = A[i, c] * D[i][:, None] * W                         # (p, d)
+            J[c * p:(c + 1) * p, i * d:(i + 1) * d] = -(B - Q @ (Q.T @ B))
+    r = theta - F.T @ A
+    return J, r.T.ravel()                                           # rows ordered (c, v)
+
+
+@pytest.mark.parametrize("k", [1, 3])
+@pytest.mark.parametrize("solver", ["dense", "cg"])
+def test_gauss_newton_matrix_and_gradient_match_an_explicit_jacobian(k, solver):
+    rf, X, theta = _model(k=k)
+    Xh = _random_rows(4, 6, 1)
+    lin = Problem(rf, theta, np, None, solver).linearise(Xh)
+    J, r = _explicit_jacobian(rf, theta, Xh)
+    theta_sq = float(np.sum(theta * theta))
+    H = J.T @ J / theta_sq
+    g = (J.T @ r) / theta_sq
+    w = _tangent(Xh, np.random.default_rng(5).standard_normal(Xh.shape))
+    Hw = (lin.hessian @ w.ravel()).reshape(w.shape) if solver == "dense" else lin.product(w)
+    # Same quantity by two computations: float64 (dense) agrees to ~1e-12 (relative); the
+    # matrix-free products run in float32 (rftheory.varpro.PRODUCT_DTYPE), ~1e-7.
+    np.testing.assert_allclose(Hw.ravel(), H @ w.ravel(), rtol=1e-10 if solver == "dense" else 1e-5,
+                               atol=(1e-12 if solver == "dense" else 1e-6) * np.abs(H).max())
+    np.testing.assert_allclose(lin.gradient.ravel(), g, rtol=1e-9, atol=1e-12 * np.abs(g).max())
+    assert lin.loss == pytest.approx(float(r @ r) / theta_sq, rel=1e-10)
+
+
+def test_gradient_matches_finite_differences_of_the_loss():
+    rf, X, theta = _model()
+    Xh = _random_rows(4, 6, 2)
+    problem = Problem(rf, theta, np, None)
+    lin = problem.linearise(Xh)
+    rng = np.random.default_rng(0)
+    for _ in range(3):
+        w = _tangent(Xh, rng.standard_normal(Xh.shape))
+        eps = 1e-6
+        fd = (problem.loss(retract(Xh, eps * w)) - problem.loss(retract(Xh, -eps * w))) / (2 * eps)
+        # dL/dε = 2 gᵀw (the model is L + 2gᵀδ + δᵀHδ); central differences: error O(ε²).
+        assert fd == pytest.approx(2 * float(np.sum(lin.gradient * w)), rel=1e-6)
+
+
+@pytest.mark.parametrize("solver", ["dense", "cg"])
+def test_gauss_newton_is_the_exact_curvature_at_a_zero(solver):
+    # At the training set r = 0, so L(retract(X, εw)) = ε² wᵀHw + O(ε³) with H the Gauss–Newton
+    # matrix (Kaufman's J is exact there).
+    rf, X, theta = _model()
+    problem = Problem(rf, theta, np, None, solver)
+    lin = problem.linearise(X)
+    assert lin.loss < 1e-25
+    w = _tangent(X, np.random.default_rng(1).standard_normal(X.shape))
+    Hw = (lin.hessian @ w.ravel()).reshape(w.shape) if solver == "dense" else lin.product(w)
+    quad = float(np.sum(w * Hw))
+    for eps in (1e-3, 1e-4):
+        assert problem.loss(retract(X, eps * w)) / eps**2 == pytest.approx(quad, rel=20 * eps)
+
+
+def test_restricted_model_is_the_submatrix():
+    rf, X, theta = _model()
+    Xh = _random_rows(4, 6, 3)
+    full = Problem(rf, theta, np, None, "dense").linearise(Xh)
+    rows = np.array([2])
+    sub_dense = Problem(rf, theta, np, None, "dense").linearise(Xh, free=rows)
+    sub_cg = Problem(rf, theta, np, None, "cg").linearise(Xh, free=rows)
+    cols = np.arange(2 * 6, 3 * 6)
+    np.testing.assert_allclose(sub_dense.hessian, full.hessian[np.ix_(cols, cols)], rtol=1e-10,
+                               atol=1e-13 * np.abs(full.hessian).max())
+    w = _tangent(Xh[rows], np.random.default_rng(2).standard_normal((1, 6)))
+    # The matrix-free products run in float32 (rftheory.varpro.PRODUCT_DTYPE): ~1e-7 relative.
+    np.testing.assert_allclose(sub_cg.product(w).ravel(), sub_dense.hessian @ w.ravel(),
+                               rtol=1e-5, atol=1e-6 * np.abs(full.hessian).max())
+    np.testing.assert_array_equal(sub_dense.gradient, full.gradient[rows])
+
+
+def test_dense_features_give_the_same_model():
+    rf, X, theta = _model()
+    dense = DenseFeatures(rf.activation, rf.weights())
+    Xh = _random_rows(4, 6, 4)
+    a = Problem(rf, theta, np, None, "dense").linearise(Xh)
+    b = Problem(dense, theta, np, None, "dense").linearise(Xh)
+    np.testing.assert_allclose(a.hessian, b.hessian, rtol=1e-12, atol=1e-15)
+    np.testing.assert_allclose(a.gradient, b.gradient, rtol=1e-12, atol=1e-15)
+
+
+def test_least_useful_is_the_exact_leave_one_out():
+    rf, X, theta = _model()
+    Xh = np.concatenate([X, _random_rows(1, 6, 5)])   # the training set plus a useless row
+    problem = Problem(rf, theta, np, None)
+    j = least_useful(problem, Xh)
+    losses = [problem.loss(np.delete(Xh, i, axis=0)) for i in range(Xh.shape[0])]
+    assert j == int(np.argmin(losses)) == 4
+
+
+def test_retract_stays_on_the_sphere():
+    X = _random_rows(5, 7, 6)
+    Y = retract(X, np.random.default_rng(0).standard_normal(X.shape))
+    np.testing.assert_allclose(np.linalg.norm(Y, axis=1), math.sqrt(7), rtol=1e-14)
