@@ -22,6 +22,6 @@ atomically with package versions, and plots; it serves ``rftheory verify <claim>
 verification.<claim>`` (the thin scripts of the top-level ``verification/`` folder).
 """
 
-from ._common import CLAIMS, ClaimConfig, claim_module, main_for, run_claim
+from ._common import ALL, CLAIMS, ClaimConfig, claim_module, main_for, run_claim
 
-__all__ = ["CLAIMS", "ClaimConfig", "claim_module", "run_claim", "main_for"]
+__all__ = ["ALL", "CLAIMS", "ClaimConfig", "claim_module", "run_claim", "main_for"]
