@@ -129,17 +129,33 @@ def sparse_log_ticks(ax: Any) -> None:
             axis.set_minor_locator(NullLocator())
 
 
-def save_figure(fig: Any, stem: str | Path, dpi: int = 150) -> list[Path]:
+def save_figure(fig: Any, stem: str | Path, dpi: float | None = None) -> list[Path]:
     """Save a matplotlib figure as ``stem.png`` and ``stem.pdf``, close it, return the paths.
 
-    A suffix of ``stem`` (``.png``, ``.pdf``) is replaced: both files are always written.
+    Parameters
+    ----------
+    fig : Figure
+        The figure (closed afterwards).
+    stem : path
+        Where to write; a suffix (``.png``, ``.pdf``) is replaced: both files are always
+        written. Missing parent directories are created.
+    dpi : float, optional
+        Resolution of the PNG (default: the style's ``savefig.dpi``, 300 under
+        :func:`rftheory.plotting.paper_style`; 150 where no style sets it).
+
+    Returns
+    -------
+    list of Path
+        The PNG's and the PDF's paths.
     """
     import matplotlib.pyplot as plt
 
+    if dpi is None and plt.rcParams["savefig.dpi"] == "figure":
+        dpi = 150
     stem = Path(stem)
     stem.parent.mkdir(parents=True, exist_ok=True)
     paths = [stem.with_suffix(".png"), stem.with_suffix(".pdf")]
     for path in paths:
-        fig.savefig(path, dpi=dpi)
+        fig.savefig(path, **({} if dpi is None else {"dpi": dpi}))
     plt.close(fig)
     return paths
