@@ -12,7 +12,7 @@ freedom and θ* ∈ span Φ̂ imposes p − n conditions, so for p < dn the zero
 dimension nd − p containing spurious solutions; for p > dn it is a finite set, which the theorem
 says is just the training set once p ≫ dn.
 
-*Recover one* (:func:`gap`). The relative distance of a single candidate's feature to the span
+*Recover one* (:func:`span_residual`). The relative distance of a single candidate's feature to the span
 of the training features,
 
     r(x̂) = ‖P⊥_{span Φ} φ(x̂)‖ / ‖φ(x̂)‖,
@@ -452,72 +452,114 @@ def run(config: Config = FULL, *, progress: Callable[[str], None] | None = None)
 
 
 def plot(result: dict[str, Any], stem: str | Path) -> list[Path]:
-    """(a) zero-loss solutions' ρ against p/(dn); (b) g(ε) against p with n + d and dn marked;
-    (c) g(ε)/g_∞(ε) against p/(dn). PNG + PDF."""
+    """Draw Theorem 1's figure: (a) zero-loss uniqueness, (b) the single-candidate gap g(ε)
+    against p, (c) g(ε) against its kernel limit.
+
+    (a) ρ of every reconstruction against p/(dn): zeros of the loss (loss ≤ the zero threshold)
+    that are the training set (ρ below the dotted line), spurious zeros (ρ above it), and runs
+    that stopped at a non-zero loss (open grey); circles are plain L-BFGS runs from random starts,
+    squares full over-complete ``reconstruct`` runs. Spurious zeros exist below p = dn and none
+    are found well above it. (b) The gap g(ε) = min ‖P⊥_Φ φ(x̂)‖/‖φ(x̂)‖ over candidates at
+    distance ≥ ε√d from every ±x_i, against p (p = n + d dashed, p = dn solid); black dots: the
+    numerical floor max_i r(x_i); the dotted line is the threshold below which a gap counts as
+    closed. The gap opens at p ≈ n + d, far below dn. (c) g(ε)/g_∞(ε), g_∞ the kernel limit p → ∞ (legend), against p/(dn): the
+    finite-p gap approaches its limit.
+
+    Parameters
+    ----------
+    result : dict
+        A result of :func:`run` (or its JSON).
+    stem : path
+        Where to write ``stem.png`` and ``stem.pdf``.
+
+    Returns
+    -------
+    list of Path
+        The PNG's and the PDF's paths.
+    """
     import matplotlib
 
     matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    from matplotlib.lines import Line2D
+
+    from rftheory.plotting import (PALETTE, SYMBOLS, legend_above, log_ticks, log_values,
+                                   panel_label, paper_figure, paper_style, tidy_log_axis)
 
     stem = Path(stem)
     stem.parent.mkdir(parents=True, exist_ok=True)
     d, n = result["d"], result["n"]
-    fig, axes = plt.subplots(1, 3, figsize=(15, 4.4), constrained_layout=True)
     floor = 1e-16
+    good, spurious, grey = PALETTE[2], PALETTE[1], "0.6"
+    with paper_style():
+        fig, axes = paper_figure(2, ncols=3, aspect=0.95)
+        ax = axes[0]
+        for row in result["uniqueness"]:
+            for r in row["runs"]:
+                zero = r["loss"] <= result["zero_loss"]
+                kind = ("zero loss, training set" if zero and r["rho"] <= result["rho_same"]
+                        else "zero loss, spurious" if zero else "loss > 0")
+                colour = {"zero loss, training set": good, "zero loss, spurious": spurious,
+                          "loss > 0": grey}[kind]
+                marker = "o" if r["method"] == "local" else "s"
+                ax.plot(row["p_over_dn"], max(r["rho"], 1e-8), marker, color=colour,
+                        mfc="none" if not zero else colour, ms=4)
+        ax.axhline(result["rho_same"], color="k", ls=":", lw=0.8)
+        ax.axvline(1.0, color="0.5", lw=0.6)
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        tidy_log_axis(ax, "y")
+        log_ticks(ax, [row["p_over_dn"] for row in result["uniqueness"]], "x")
+        ax.set_xlabel(SYMBOLS["p_over_dn"])
+        ax.set_ylabel(SYMBOLS["rho"])
+        panel_label(ax, "a")
 
-    ax = axes[0]
-    for row in result["uniqueness"]:
-        for r in row["runs"]:
-            zero = r["loss"] <= result["zero_loss"]
-            marker = "o" if r["method"] == "local" else "s"
-            ax.plot(row["p_over_dn"], max(r["rho"], 1e-8), marker, ms=5,
-                    color="tab:red" if zero and r["rho"] > result["rho_same"] else
-                    ("tab:green" if zero else "lightgrey"),
-                    mfc="none" if not zero else None)
-    ax.axhline(result["rho_same"], color="k", ls=":", lw=1)
-    ax.axvline(1.0, color="grey", lw=0.8)
-    ax.set_xscale("log")
-    ax.set_yscale("log")
-    ax.set_xlabel(r"$p/(dn)$")
-    ax.set_ylabel(r"$\rho$")
-    ax.set_title(f"reconstructions (d = {d}, n = {n}); red: zero loss & spurious,\n"
-                 "green: zero loss & training set, grey: non-zero loss; o local, s over-complete",
-                 fontsize=8)
+        ax = axes[1]
+        ps = np.asarray([r["p"] for r in result["gaps"]], dtype=float)
+        for j, eps in enumerate(result["epsilons"]):
+            gaps = [r["gap"][j] for r in result["gaps"]]
+            ax.plot(ps, log_values(gaps, floor)[0], "o-", color=PALETTE[j])
+        ax.plot(ps, [max(r["residual_floor"], floor) for r in result["gaps"]], ".", color="k",
+                ms=3)
+        ax.axhline(result["gap_zero"], color="k", ls=":", lw=0.8)
+        for x in (n + d, d * n):
+            ax.axvline(x, color="0.5", lw=0.6, ls="--" if x == n + d else "-")
+        ax.set_xscale("log")
+        top = ax.secondary_xaxis("top")
+        top.set_xticks([n + d, d * n], [r"$n+d$", r"$dn$"])
+        top.tick_params(length=2, pad=1)
+        ax.set_yscale("log")
+        tidy_log_axis(ax, "y")
+        ax.set_xlabel(SYMBOLS["p"])
+        ax.set_ylabel(r"$g(\varepsilon)$")
+        panel_label(ax, "b")
 
-    ax = axes[1]
-    ps = [r["p"] for r in result["gaps"]]
-    for j, eps in enumerate(result["epsilons"]):
-        ax.plot(ps, [max(r["gap"][j], floor) for r in result["gaps"]], "o-", ms=4,
-                label=rf"$g(\varepsilon)$, $\varepsilon$ = {eps:g}")
-    ax.plot(ps, [max(r["residual_floor"], floor) for r in result["gaps"]], "k.", ms=4,
-            label=r"floor $\max_i r(x_i)$")
-    ax.axvline(n + d, color="tab:purple", ls="--", lw=1, label="$p = n + d$")
-    ax.axvline(d * n, color="grey", lw=1, label="$p = dn$")
-    ax.axhline(result["gap_zero"], color="k", ls=":", lw=1)
-    ax.set_xscale("log")
-    ax.set_yscale("log")
-    ax.set_xlabel(r"$p$")
-    ax.set_ylabel(r"$g(\varepsilon) = \min\, \|P^\perp_{\Phi}\varphi(\hat x)\|/\|\varphi(\hat x)\|$")
-    ax.legend(fontsize=7)
-
-    ax = axes[2]
-    for j, eps in enumerate(result["epsilons"]):
-        g_inf = result["kernel_limit"][j]["gap"]
-        rows = [r for r in result["gaps"] if r["p"] >= n + d]
-        ax.plot([r["p_over_dn"] for r in rows], [r["gap"][j] / g_inf for r in rows], "o-", ms=4,
-                label=rf"$\varepsilon$ = {eps:g} ($g_\infty$ = {g_inf:.3f})")
-    ax.axhline(1.0, color="k", lw=1)
-    ax.axvline(1.0, color="grey", lw=0.8)
-    ax.set_xscale("log")
-    ax.set_xlabel(r"$p/(dn)$")
-    ax.set_ylabel(r"$g(\varepsilon)/g_\infty(\varepsilon)$")
-    ax.set_title(r"$g_\infty$: kernel limit $p\to\infty$", fontsize=9)
-    ax.legend(fontsize=7)
-    for ax in np.ravel(axes):
-        sparse_log_ticks(ax)
-    ratios = [row["p_over_dn"] for row in result["uniqueness"]]
-    axes[0].set_xticks(ratios, [f"{r:g}" for r in ratios])
-    return save_figure(fig, stem)
+        ax = axes[2]
+        ratios = {1.0}
+        for j, eps in enumerate(result["epsilons"]):
+            g_inf = result["kernel_limit"][j]["gap"]
+            rows = [r for r in result["gaps"] if r["p"] >= n + d]
+            ratios.update(r["p_over_dn"] for r in rows)
+            ax.plot([r["p_over_dn"] for r in rows], [r["gap"][j] / g_inf for r in rows], "o-",
+                    color=PALETTE[j])
+        ax.axhline(1.0, color="k", lw=0.6)
+        ax.axvline(1.0, color="0.5", lw=0.6)
+        ax.set_xscale("log")
+        log_ticks(ax, ratios, "x", fmt="{:.2g}")
+        ax.set_xlabel(SYMBOLS["p_over_dn"])
+        ax.set_ylabel(r"$g(\varepsilon)/g_\infty(\varepsilon)$")
+        panel_label(ax, "c")
+        key = [Line2D([], [], ls="", marker="o", color=good, label="zero loss, training set"),
+               Line2D([], [], ls="", marker="o", color=spurious, label="zero loss, spurious"),
+               Line2D([], [], ls="", marker="o", color=grey, mfc="none", label="loss > 0"),
+               Line2D([], [], ls="", marker="o", color="k", mfc="none", label="local start"),
+               Line2D([], [], ls="", marker="s", color="k", mfc="none", label="over-complete")]
+        key += [Line2D([], [], marker="o", color=PALETTE[j],
+                       label=rf"$\varepsilon = {eps:g}$ ($g_\infty = "
+                             rf"{result['kernel_limit'][j]['gap']:.3f}$)")
+                for j, eps in enumerate(result["epsilons"])]
+        key.append(Line2D([], [], ls="", marker=".", color="k", label=r"floor $\max_i r(x_i)$"))
+        legend_above(fig, key, [k.get_label() for k in key], ncol=4)
+        return save_figure(fig, stem)
 
 
 def _fmt(value: float | None, spec: str = ".2e") -> str:
