@@ -180,7 +180,20 @@ def analyse(X: np.ndarray, X_hat: np.ndarray, coefficients: np.ndarray) -> dict[
 
 def run_case(task: dict[str, Any]) -> dict[str, Any]:
     """Train, reconstruct with n̂ candidates, analyse (one n̂, one seed): a summary of one
-    :func:`rftheory.pipeline.run_reconstruction` (the model of the sweep cell, same streams)."""
+    :func:`rftheory.pipeline.run_reconstruction` (the model of the sweep cell, same streams).
+
+    Parameters
+    ----------
+    task : dict
+        One run's arguments, as :func:`run` makes them (activation, d, n, p, n̂, seed,
+        optimiser budget).
+
+    Returns
+    -------
+    dict
+        JSON-serialisable: final loss, ρ, how many training points are covered, and per
+        candidate its nearest training point and relative weight.
+    """
     from threadpoolctl import threadpool_limits
 
     from rftheory.pipeline import run_reconstruction
@@ -203,7 +216,20 @@ def run(config: Config = FULL, *, progress: Callable[[str], None] | None = None,
         workers: int | None = None) -> dict[str, Any]:
     """Reconstruct with n̂ = factor·n candidates for several factors; coverage and extras.
 
-    ``config``, ``progress`` and ``workers`` as in the protocol (:mod:`rftheory.claims`).
+    Parameters
+    ----------
+    config : Config
+        The sizes and seeds (:data:`FULL` by default, :data:`QUICK` for ``--quick``).
+    progress : callable, optional
+        Called with one line of text per finished step.
+    workers : int, optional
+        Processes for the independent runs (default: one per core, at most the runs).
+
+    Returns
+    -------
+    dict
+        JSON-serialisable: the parameters, every run (``runs``), per n̂ the coverage
+        and the extras' statistics, and the ``verdict``.
     """
     check_activations(config.activation)
     workers = default_workers(workers)
@@ -265,7 +291,18 @@ def run(config: Config = FULL, *, progress: Callable[[str], None] | None = None,
 
 
 def summary(result: dict[str, Any]) -> str:
-    """Per n̂: loss, ρ, coverage and the extras' character, as a table."""
+    """Per n̂: loss, ρ, coverage and the extras' character, as a table.
+
+    Parameters
+    ----------
+    result : dict
+        A result of :func:`run` (or its JSON).
+
+    Returns
+    -------
+    str
+        The table, ready to print.
+    """
     n = result["n"]
     rows = []
     for r in result["rows"]:

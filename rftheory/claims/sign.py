@@ -123,6 +123,15 @@ def flipped_truth_losses(features: Any, theta: Any, X: np.ndarray) -> dict[str, 
 
     Evaluates L at X (sanity: ≈ 0), at X with row i negated for every i, and at −X.
 
+    Parameters
+    ----------
+    features : RandomFeatures
+        The model's features (V and φ).
+    theta : array_like
+        The trained weights θ*, shape (p,) or (p, k).
+    X : numpy.ndarray
+        The training set, shape (n, d).
+
     Returns
     -------
     dict
@@ -149,6 +158,18 @@ def run_case(task: dict[str, Any]) -> dict[str, Any]:
     A summary of one :func:`rftheory.pipeline.run_reconstruction` (the model and optimiser call
     of the sweep cell for the same arguments): the sign analysis needs the candidates and the
     model themselves, which the run keeps.
+
+    Parameters
+    ----------
+    task : dict
+        One run's arguments, as :func:`run` makes them (activation, d, n, p, seed, optimiser
+        budget).
+
+    Returns
+    -------
+    dict
+        JSON-serialisable: success, ρ variants, the fraction of samples recovered as −x_i and
+        the losses of :func:`flipped_truth_losses`.
     """
     from threadpoolctl import threadpool_limits
 
@@ -187,6 +208,16 @@ def antipodal_slope(activation: str) -> float:
     single-sample overlap and a gradient method can stall there. ±1 means an exact symmetry (φ odd:
     +1, φ even: −1).
 
+    Parameters
+    ----------
+    activation : str
+        A registry name or an expression in ``z`` (:func:`rftheory.activations.get_activation`).
+
+    Returns
+    -------
+    float
+        K'(−1)/K'(1), in [−1, 1].
+
     Notes
     -----
     Adaptive quadrature (:func:`scipy.integrate.quad`) on [−40, 40] split at ± the kinks of φ, where
@@ -215,7 +246,19 @@ def antipodal_slope(activation: str) -> float:
 
 def hermite_verdict(activation: str) -> dict[str, Any]:
     """The sign-identifiability verdict of :func:`rftheory.verdicts.activation_report`, with μ_1
-    and the symmetry of φ (parity verdict)."""
+    and the symmetry of φ (parity verdict).
+
+    Parameters
+    ----------
+    activation : str
+        A registry name or an expression in ``z``.
+
+    Returns
+    -------
+    dict
+        ``sign_identifiable`` (True, False or None when undecided), ``symmetry`` (``"odd"``,
+        ``"even"`` or ``"neither"``), ``mu_1`` and the ``antipodal_slope``.
+    """
     from rftheory.verdicts import activation_report
 
     report = activation_report(activation, order=9)
@@ -233,13 +276,20 @@ def run(config: Config = FULL, *, progress: Callable[[str], None] | None = None,
         workers: int | None = None) -> dict[str, Any]:
     """Flip fraction per activation at p = ratio·dn, next to the Hermite verdict.
 
-    ``config``, ``progress`` and ``workers`` as in the protocol (:mod:`rftheory.claims`).
+    Parameters
+    ----------
+    config : Config
+        The sizes and seeds (:data:`FULL` by default, :data:`QUICK` for ``--quick``).
+    progress : callable, optional
+        Called with one line of text per finished step.
+    workers : int, optional
+        Processes for the independent runs (default: one per core, at most the runs).
 
     Returns
     -------
     dict
-        JSON-serialisable: parameters, every run, per activation the flip statistics, the
-        Hermite verdict and the agreement, and the overall verdict.
+        JSON-serialisable: parameters, every run, per activation the flip statistics,
+        the Hermite verdict and the agreement, and the overall verdict.
     """
     activations, d, n, p, seed = config.activations, config.d, config.n, config.p, config.seed
     seeds, max_steps, ratio = config.seeds, config.max_steps, config.ratio
@@ -328,7 +378,18 @@ def _fmt(x: Any, spec: str = ".2f") -> str:
 
 
 def summary(result: dict[str, Any]) -> str:
-    """Flip fractions, losses of the flipped truth and the verdicts, as a table."""
+    """Flip fractions, losses of the flipped truth and the verdicts, as a table.
+
+    Parameters
+    ----------
+    result : dict
+        A result of :func:`run` (or its JSON).
+
+    Returns
+    -------
+    str
+        The table, ready to print.
+    """
     rows = [[e["activation"], f"{e['successes']}/{e['runs']}", _fmt(e["flip_fraction_successful"]),
              f"{e['recovered_minus']}/{e['recovered_plus'] + e['recovered_minus']}",
              e["recovered_minus_failed_runs"],

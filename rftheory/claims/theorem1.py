@@ -135,7 +135,18 @@ QUICK = Config(d=6, n=3, ratios=(0.5, 1.0, 2.0, 8.0), local_starts=4, reconstruc
 
 
 def feature_seed(seed: int) -> int:
-    """Seed of V (the same for every p: models are nested in p)."""
+    """Seed of V (the same for every p: models are nested in p).
+
+    Parameters
+    ----------
+    seed : int
+        The check's base seed.
+
+    Returns
+    -------
+    int
+        The seed of the random features.
+    """
     return int(np.random.SeedSequence([seed, _STREAM]).generate_state(1, np.uint32)[0])
 
 
@@ -150,6 +161,7 @@ def span_residual(features: FeatureMap, X: Any, x_hat: Any, *,
     Parameters
     ----------
     features : FeatureMap
+        The random features (V and φ).
     X : array, shape (n, d)
         Training points (their features span the subspace).
     x_hat : array, shape (d,)
@@ -159,7 +171,10 @@ def span_residual(features: FeatureMap, X: Any, x_hat: Any, *,
 
     Returns
     -------
-    (float, numpy.ndarray or None)
+    value : float
+        r(x̂)².
+    gradient : numpy.ndarray or None
+        ∂r²/∂x̂, or None when ``gradient`` is false.
 
     Notes
     -----
@@ -243,6 +258,19 @@ def min_span_residual(features: FeatureMap, X: Any, eps: float, *, starts: int =
                       seed: int = 0) -> dict[str, Any]:
     """g(ε) = min r(x̂) over the √d-sphere minus the balls ‖x̂ ∓ x_i‖ < ε√d (multi-start SLSQP).
 
+    Parameters
+    ----------
+    features : FeatureMap
+        The random features (V and φ).
+    X : array_like
+        Training points, shape (n, d), on the √d-sphere.
+    eps : float
+        The radius of the excluded balls, in units of √d.
+    starts : int
+        Random starts.
+    seed : int
+        Seed of the starts.
+
     Returns
     -------
     dict
@@ -269,8 +297,27 @@ def kernel_span_residual(series: KernelSeries, X: np.ndarray, x_hat: np.ndarray,
     """p → ∞ limit of r(x̂)²: 1 − k̂ᵀK⁻¹k̂/K(1), k̂_i = K(⟨x̂, x_i⟩/d), with its gradient.
 
     K(t) = Σ_k μ_k² t^k is the truncated Hermite series; the diagonal uses the exact second
-    moment K(1) = E[φ(g)²]. This is a Gram-difference formula: its floor is ~1e-8 in r, ample
-    for the limiting gaps (~1e-1).
+    moment K(1) = E[φ(g)²].
+
+    Parameters
+    ----------
+    series : KernelSeries
+        The kernel's Hermite series (:func:`rftheory.kernel.rf_kernel_series`).
+    X : numpy.ndarray
+        Training points, shape (n, d).
+    x_hat : numpy.ndarray
+        The candidate, shape (d,).
+
+    Returns
+    -------
+    value : float
+        The limit of r(x̂)².
+    gradient : numpy.ndarray
+        Its gradient with respect to x̂, shape (d,).
+
+    Notes
+    -----
+    A Gram-difference formula: its floor is ~1e-8 in r, ample for the limiting gaps (~1e-1).
     """
     d = X.shape[1]
     # Evaluated at x̂ rescaled onto the sphere (the series is only valid for |t| ≤ 1, and SLSQP
@@ -294,7 +341,29 @@ def kernel_span_residual(series: KernelSeries, X: np.ndarray, x_hat: np.ndarray,
 
 def kernel_gap(activation: str, X: Any, eps: float, *, starts: int = 10, seed: int = 0,
                order: int = KERNEL_ORDER) -> dict[str, Any]:
-    """g_∞(ε): the minimum of the kernel-limit residual (:func:`kernel_span_residual`)."""
+    """g_∞(ε): the minimum of the kernel-limit residual (:func:`kernel_span_residual`).
+
+    Parameters
+    ----------
+    activation : str
+        A registry name or an expression in ``z``.
+    X : array_like
+        Training points, shape (n, d), on the √d-sphere.
+    eps : float
+        Candidates keep a distance ≥ ε√d from every ±x_i.
+    starts : int
+        Random starts of the minimisation (multi-start SLSQP).
+    seed : int
+        Seed of the starts.
+    order : int
+        Truncation order of the Hermite series of K.
+
+    Returns
+    -------
+    dict
+        ``eps``, ``gap`` (the smallest limit residual found: an upper bound on g_∞(ε)),
+        ``order`` and ``series_tail_bound`` (the truncation bound of the series).
+    """
     X = np.asarray(X, dtype=np.float64)
     series = kernel_series(activation, order)
     rng = np.random.default_rng([seed, _STREAM, 7, int(round(eps * 1e6))])
@@ -318,6 +387,29 @@ def zero_loss_search(features: RandomFeatures, X: np.ndarray, theta: Any, *, loc
     ``local``: one L-BFGS run from a random start (``reconstruct(..., oversample=1,
     max_rounds=1)``), free to stop in any minimum, spurious zeros included. ``reconstruct``: the
     default over-complete reconstruction. Seeds of the starts: ``seed·1000 + k``.
+
+    Parameters
+    ----------
+    features : RandomFeatures
+        The trained model's features.
+    X : numpy.ndarray
+        The training set, shape (n, d).
+    theta : array_like
+        The trained weights θ*.
+    local_starts : int
+        How many plain L-BFGS runs.
+    reconstruct_starts : int
+        How many over-complete ``reconstruct`` runs.
+    seed : int
+        Base seed of the starts.
+    max_steps : int
+        Step budget of each run.
+
+    Returns
+    -------
+    list of dict
+        Per run: ``method``, ``seed``, ``loss``, ``rho`` (official), ``rho_sign_invariant``,
+        ``steps`` and ``stop_reason``.
     """
     n = X.shape[0]
     runs = []
@@ -345,8 +437,21 @@ def _gap_p_values(config: Config) -> list[int]:
 
 
 def run(config: Config = FULL, *, progress: Callable[[str], None] | None = None) -> dict[str, Any]:
-    """Both faces of Theorem 1 (see the module docstring), for ``config`` (:data:`FULL` by
-    default, :data:`QUICK` for ``--quick``)."""
+    """Both faces of Theorem 1 (see the module docstring), for ``config``.
+
+    Parameters
+    ----------
+    config : Config
+        The sizes and seeds (:data:`FULL` by default, :data:`QUICK` for ``--quick``).
+    progress : callable, optional
+        Called with one line of text per finished step.
+
+    Returns
+    -------
+    dict
+        JSON-serialisable: the parameters, the zero-loss runs per p (``uniqueness``), g(ε) per
+        p (``gaps``), the kernel limits (``kernel_limit``) and the ``verdict``.
+    """
     cfg, seed = config, config.seed
     d, n = cfg.d, cfg.n
     X = sphere_data(n, d, seed)
@@ -567,7 +672,18 @@ def _fmt(value: float | None, spec: str = ".2e") -> str:
 
 
 def summary(result: dict[str, Any]) -> str:
-    """Tables: zero-loss solutions per p; g(ε) per p; the kernel limit; the verdict."""
+    """Tables: zero-loss solutions per p; g(ε) per p; the kernel limit; the verdict.
+
+    Parameters
+    ----------
+    result : dict
+        A result of :func:`run` (or its JSON).
+
+    Returns
+    -------
+    str
+        The tables, ready to print.
+    """
     d, n = result["d"], result["n"]
     rows = [[r["p"], f"{r['p_over_dn']:g}", f"{r['zero_loss_count']}/{len(r['runs'])}",
              r["spurious_count"], _fmt(r["max_rho_zero_loss"]), _fmt(r["min_loss"])]

@@ -114,7 +114,31 @@ def _labels(dataset: str, setup: str, n: int, seed: int, ds: Any) -> tuple[np.nd
 
 def run_case(dataset: str, setup: str, ratio: float, seed: int, *, activation: str,
              max_steps: int, max_rounds: int = MAX_ROUNDS) -> dict[str, Any]:
-    """Train one network at p^(L) ≈ ratio·dn, reconstruct its training set, measure ρ."""
+    """Train one network at p^(L) ≈ ratio·dn, reconstruct its training set, measure ρ.
+
+    Parameters
+    ----------
+    dataset : str
+        One of :data:`DATASETS`.
+    setup : str
+        One of :data:`SETUPS` (which layers train, how many outputs k).
+    ratio : float
+        The target p^(L)/(dn), p^(L) = k·width.
+    seed : int
+        Seed of the data, the initialisation and the reconstruction's starts.
+    activation : str
+        The network's activation.
+    max_steps : int
+        Steps of the reconstruction per round.
+    max_rounds : int
+        Restarts of the reconstruction from new starts while it has not succeeded.
+
+    Returns
+    -------
+    dict
+        JSON-serialisable: the sizes, ρ, the training loss and the span residual of ΔW₂ at the
+        training data.
+    """
     from threadpoolctl import threadpool_limits
 
     from rftheory.data import load_dataset
@@ -252,13 +276,20 @@ def run(config: Config = FULL, *, progress: Callable[[str], None] | None = None,
         workers: int | None = None) -> dict[str, Any]:
     """Sweep ρ against p^(L)/(dn) for two-layer networks trained by gradient descent.
 
-    ``config``, ``progress`` and ``workers`` as in the protocol (:mod:`rftheory.claims`).
+    Parameters
+    ----------
+    config : Config
+        The sizes and seeds (:data:`FULL` by default, :data:`QUICK` for ``--quick``).
+    progress : callable, optional
+        Called with one line of text per finished step.
+    workers : int, optional
+        Processes for the independent runs (default: one per core, at most the runs).
 
     Returns
     -------
     dict
-        JSON-serialisable: the grid, every run (``cases``), per-setup medians and thresholds
-        (``summary``) and the verdict.
+        JSON-serialisable: the grid, every run (``cases``), per-setup medians and
+        thresholds (``summary``) and the verdict.
     """
     check_activations(config.activation)
     ratios, seeds, setups, datasets = config.ratios, config.seeds, config.setups, config.datasets
@@ -316,7 +347,18 @@ def run(config: Config = FULL, *, progress: Callable[[str], None] | None = None,
 
 
 def summary(result: dict[str, Any]) -> str:
-    """Median ρ per setup and ratio, the measured thresholds and the verdict, as a table."""
+    """Median ρ per setup and ratio, the measured thresholds and the verdict, as a table.
+
+    Parameters
+    ----------
+    result : dict
+        A result of :func:`run` (or its JSON).
+
+    Returns
+    -------
+    str
+        The table, ready to print.
+    """
     ratios = result["ratios"]
     verdicts = result["verdict"]["per_setup"]
     headers = ["data", "setup", "k"] + [f"{r:g}" for r in ratios] + ["threshold", "law"]
