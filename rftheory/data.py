@@ -6,9 +6,9 @@ downloaded: the digits images ship inside scikit-learn, and CIFAR-10 is read onl
 user already has.
 
 Seeds. Each random object here is a function of an explicit ``seed``. Data draws use the numpy
-stream ``default_rng([seed, stream])`` with a fixed ``stream`` tag per purpose (≥ 2**40), so they
-never coincide with the streams ``default_rng([seed, b])`` of the blocks b of V in
-:mod:`rftheory.features`: one user seed can drive the features, the data and the labels
+stream ``default_rng([seed, stream])`` with a fixed ``stream`` tag per purpose (≥ 2**40); V in
+:mod:`rftheory.features` comes from a counter-based generator (:mod:`rftheory.philox`) that uses
+no numpy stream at all, so one user seed can drive the features, the data and the labels
 independently.
 """
 

@@ -21,8 +21,8 @@ Conventions (all choices documented here, once)
   that random-features model, and ``train_min_norm`` on it gives the GD limit's θ*.
 * W₂(0): ``"zero"`` (default; GD on the square loss then converges to the min-norm interpolator
   when W₁ is frozen) or ``"normal"``: i.i.d. N(0, s²/width) entries (s = ``last_layer_scale``),
-  drawn from ``default_rng([seed, 2**41 + 1])``, a stream disjoint from V's blocks and from
-  :mod:`rftheory.data`'s streams.
+  drawn from ``default_rng([seed, 2**41 + 1])``, a stream disjoint from :mod:`rftheory.data`'s
+  streams (V itself uses no numpy stream: :mod:`rftheory.philox`).
 * Output scale c (``scaling``): ``"standard"`` c = 1 (the RF model's convention, θ = W₂ᵀ),
   ``"ntk"`` c = 1/√width, ``"mean_field"`` c = 1/width. With the automatic step size below and W₁
   frozen and W₂(0) = 0, the outputs follow the same GD path for every c (W₂ absorbs 1/c); with W₁

@@ -72,7 +72,7 @@ def test_dataset_dimension_without_loading():
 
 
 def test_data_streams_are_independent_of_v():
-    # The same user seed must not reproduce the rows of V (block 0 uses default_rng([seed, 0])).
+    # The same user seed must not reproduce the rows of V (Philox counter stream vs numpy's).
     rf = RandomFeatures("relu", d=5, p=3, seed=0)
     V = rf.weights()
     X = sphere_data(3, 5, seed=0)
