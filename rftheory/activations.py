@@ -1231,6 +1231,11 @@ def get_activation(spec: "str | Activation") -> Activation:
         A registry name (``"relu+tanh"``), or an expression in ``z`` such as
         ``"relu(z) + 0.5*tanh(z)"``. An :class:`Activation` is returned unchanged.
 
+    Returns
+    -------
+    Activation
+        The activation: its name, its numpy, sympy and derivative forms.
+
     Raises
     ------
     ActivationError

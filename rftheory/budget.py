@@ -420,11 +420,13 @@ def estimate_reconstruct(*, d: float, n: float, p: float, n_hat: float | None = 
         As in :func:`rftheory.reconstruct.reconstruct` (the pool has ⌈oversample·n̂⌉ rows,
         capped at p; L-BFGS keeps ``memory`` pairs of vectors).
     dtype : str or numpy dtype
+        Of the features.
     v_cache_bytes : number
         V is cached when p·d entries fit (the CLI's ``--v-cache-mb``, 1 GiB by default).
     evaluations_per_step : float
         Loss evaluations per optimiser step (L-BFGS's line search; 1.1 is typical).
     threads : int, optional
+        Threads drawing V (default: all cores).
     include_training : bool
         Also count the min-norm fit that produces θ* (the CLI and the sweep cell both do).
 
@@ -485,6 +487,24 @@ def estimate_kernel(*, d: float, n: float, p_values: Any, reps: float = 4,
     eigenvalue problems; once: the kernel matrix, its eigen-decomposition and the Hadamard-power
     bounds (up to ``order + 1`` eigenvalue problems of size n).
 
+    Parameters
+    ----------
+    d, n : float
+        Input dimension and points.
+    p_values : sequence of float
+        The widths measured.
+    reps : float
+        Draws of V per width.
+    order : float
+        Truncation order of the Hermite series.
+    threads : int, optional
+        Threads drawing V (default: all cores).
+
+    Returns
+    -------
+    Estimate
+        Peak memory, work and random draws.
+
     Examples
     --------
     >>> est = estimate_kernel(d=10, n=20, p_values=[100, 400], reps=4)
@@ -526,6 +546,20 @@ def estimate_features(*, n: float, p: float, d: float, dtype: Any = "float64",
     """Estimate a materialised Φ(X) (:meth:`RandomFeatures.features`): the n×p matrix, the
     blocks it is assembled from, and one stream.
 
+    Parameters
+    ----------
+    n, p, d : float
+        Points, random features, input dimension.
+    dtype : str or numpy dtype
+        Of Φ.
+    threads : int, optional
+        Threads drawing V (default: all cores).
+
+    Returns
+    -------
+    Estimate
+        Peak memory, work and random draws.
+
     Examples
     --------
     >>> estimate_features(n=1000, p=10**6, d=100).peak_bytes > 2 * 8e9
@@ -551,6 +585,20 @@ def estimate_cell(kind: str, params: Mapping[str, Any], *, threads: int | None =
     ``label_fit``: a streamed Gram with its eigenvalues, then the min-norm fit (V cached under
     256 MiB). ``reconstruct``: :func:`rftheory.pipeline.reconstruction_cell` (V cached under
     1 GiB, the reconstruction's default step budget unless ``max_steps`` is given).
+
+    Parameters
+    ----------
+    kind : {"label_fit", "reconstruct"}
+        The cell's kind.
+    params : mapping
+        The cell's parameters (``d``, ``n``, ``p``, …).
+    threads : int, optional
+        Threads drawing V.
+
+    Returns
+    -------
+    Estimate
+        Peak memory, work and random draws of the cell.
 
     Examples
     --------
@@ -641,6 +689,11 @@ def available_memory() -> float | None:
     ``MemAvailable`` of ``/proc/meminfo`` (free memory plus what the kernel can reclaim), capped
     by the remaining allowance of a cgroup v2 memory limit (containers, CI runners);
     ``os.sysconf`` free pages where ``/proc`` does not exist.
+
+    Returns
+    -------
+    float or None
+        Bytes, or None.
     """
     return _machine()[0]
 
@@ -664,6 +717,18 @@ def memory_limit(explicit: float | str | None = None) -> tuple[float, str]:
 
     ``explicit`` (bytes, or a size string) or ``RFTHEORY_MEMORY_LIMIT`` replaces the default
     :data:`MEMORY_FRACTION` of the available memory; neither may exceed the machine's total.
+
+    Parameters
+    ----------
+    explicit : float or str, optional
+        A limit given by the caller (``--memory-limit``).
+
+    Returns
+    -------
+    limit : float
+        Bytes.
+    source : str
+        Where it comes from, for messages.
     """
     available, total = _machine()
     source = None
@@ -682,7 +747,20 @@ def memory_limit(explicit: float | str | None = None) -> tuple[float, str]:
 
 
 def time_limit(explicit: float | str | None = None) -> tuple[float, str]:
-    """The time limit in seconds and where it comes from (``RFTHEORY_TIME_LIMIT`` or default)."""
+    """The time limit in seconds and where it comes from (``RFTHEORY_TIME_LIMIT`` or default).
+
+    Parameters
+    ----------
+    explicit : float or str, optional
+        A limit given by the caller (``--time-limit``).
+
+    Returns
+    -------
+    limit : float
+        Seconds.
+    source : str
+        Where it comes from, for messages.
+    """
     source = "time_limit"
     if explicit is None and os.environ.get("RFTHEORY_TIME_LIMIT"):
         explicit, source = os.environ["RFTHEORY_TIME_LIMIT"], "RFTHEORY_TIME_LIMIT"
@@ -704,6 +782,25 @@ def check(estimate: Estimate, *, memory_limit: float | str | None = None,
 
     The message is one line: the job, the estimate and its main parts, the limit and where it
     comes from, and how to change it.
+
+    Parameters
+    ----------
+    estimate : Estimate
+        What the job needs.
+    memory_limit : float or str, optional
+        Bytes, or a size string (``"8GiB"``); default :func:`memory_limit`.
+    time_limit : float or str, optional
+        Seconds, or a duration string (``"10min"``); default :func:`time_limit`.
+
+    Returns
+    -------
+    Estimate
+        The estimate, when it fits.
+
+    Raises
+    ------
+    ResourceLimitError
+        When it does not fit.
     """
     mem, mem_source = _limit_memory(memory_limit)
     if not estimate.peak_bytes <= mem:
@@ -732,13 +829,52 @@ _limit_time = time_limit
 
 def check_train(*, memory_limit: float | str | None = None, time_limit: float | str | None = None,
                 **sizes: Any) -> Estimate:
-    """:func:`estimate_train` (same keywords), then :func:`check`."""
+    """:func:`estimate_train` (same keywords), then :func:`check`.
+
+    Parameters
+    ----------
+    memory_limit : float or str, optional
+        Bytes, or a size string (``"8GiB"``); default :func:`memory_limit`.
+    time_limit : float or str, optional
+        Seconds, or a duration string (``"10min"``); default :func:`time_limit`.
+    **sizes
+        The keywords of :func:`estimate_train`.
+
+    Returns
+    -------
+    Estimate
+        The estimate, when it fits.
+
+    Raises
+    ------
+    ResourceLimitError
+        When it does not fit.
+    """
     return check(estimate_train(**sizes), memory_limit=memory_limit, time_limit=time_limit)
 
 
 def check_reconstruct(*, memory_limit: float | str | None = None,
                       time_limit: float | str | None = None, **sizes: Any) -> Estimate:
     """:func:`estimate_reconstruct` (same keywords), then :func:`check`.
+
+    Parameters
+    ----------
+    memory_limit : float or str, optional
+        Bytes, or a size string (``"8GiB"``); default :func:`memory_limit`.
+    time_limit : float or str, optional
+        Seconds, or a duration string (``"10min"``); default :func:`time_limit`.
+    **sizes
+        The keywords of :func:`estimate_reconstruct`.
+
+    Returns
+    -------
+    Estimate
+        The estimate, when it fits.
+
+    Raises
+    ------
+    ResourceLimitError
+        When it does not fit.
 
     Examples
     --------
@@ -750,19 +886,83 @@ def check_reconstruct(*, memory_limit: float | str | None = None,
 
 def check_kernel(*, memory_limit: float | str | None = None, time_limit: float | str | None = None,
                  **sizes: Any) -> Estimate:
-    """:func:`estimate_kernel` (same keywords), then :func:`check`."""
+    """:func:`estimate_kernel` (same keywords), then :func:`check`.
+
+    Parameters
+    ----------
+    memory_limit : float or str, optional
+        Bytes, or a size string (``"8GiB"``); default :func:`memory_limit`.
+    time_limit : float or str, optional
+        Seconds, or a duration string (``"10min"``); default :func:`time_limit`.
+    **sizes
+        The keywords of :func:`estimate_kernel`.
+
+    Returns
+    -------
+    Estimate
+        The estimate, when it fits.
+
+    Raises
+    ------
+    ResourceLimitError
+        When it does not fit.
+    """
     return check(estimate_kernel(**sizes), memory_limit=memory_limit, time_limit=time_limit)
 
 
 def check_features(*, memory_limit: float | str | None = None,
                    time_limit: float | str | None = None, **sizes: Any) -> Estimate:
-    """:func:`estimate_features` (same keywords), then :func:`check`."""
+    """:func:`estimate_features` (same keywords), then :func:`check`.
+
+    Parameters
+    ----------
+    memory_limit : float or str, optional
+        Bytes, or a size string (``"8GiB"``); default :func:`memory_limit`.
+    time_limit : float or str, optional
+        Seconds, or a duration string (``"10min"``); default :func:`time_limit`.
+    **sizes
+        The keywords of :func:`estimate_features`.
+
+    Returns
+    -------
+    Estimate
+        The estimate, when it fits.
+
+    Raises
+    ------
+    ResourceLimitError
+        When it does not fit.
+    """
     return check(estimate_features(**sizes), memory_limit=memory_limit, time_limit=time_limit)
 
 
 def check_cell(kind: str, params: Mapping[str, Any], *, memory_limit: float | str | None = None,
                time_limit: float | str | None = None, threads: int | None = 1) -> Estimate:
     """:func:`estimate_cell`, then :func:`check` (a sweep checks each cell's sizes before it
-    starts; the total time of a grid is the caller's sum)."""
+    starts; the total time of a grid is the caller's sum).
+
+    Parameters
+    ----------
+    kind : str
+        The cell's kind (``"label_fit"`` or ``"reconstruct"``).
+    params : mapping
+        The cell's parameters.
+    memory_limit : float or str, optional
+        Bytes, or a size string (``"8GiB"``); default :func:`memory_limit`.
+    time_limit : float or str, optional
+        Seconds, or a duration string (``"10min"``); default :func:`time_limit`.
+    threads : int, optional
+        Threads drawing V (workers use one).
+
+    Returns
+    -------
+    Estimate
+        The estimate, when it fits.
+
+    Raises
+    ------
+    ResourceLimitError
+        When it does not fit.
+    """
     return check(estimate_cell(kind, params, threads=threads), memory_limit=memory_limit,
                  time_limit=time_limit)

@@ -62,13 +62,40 @@ _V_STREAM = 0x4B434F4E
 # ---------------------------------------------------------------------------------------------
 
 def feature_seed(seed: int, rep: int, index: int) -> int:
-    """Seed of V for repetition ``rep`` at the ``index``-th value of p (independent draws)."""
+    """Seed of V for repetition ``rep`` at the ``index``-th value of p (independent draws).
+
+    Parameters
+    ----------
+    seed : int
+        The measurement's base seed.
+    rep : int
+        The repetition.
+    index : int
+        The position of p in the list of widths.
+
+    Returns
+    -------
+    int
+        The seed of V.
+    """
     state = np.random.SeedSequence([seed, _V_STREAM, rep, index]).generate_state(1, np.uint32)
     return int(state[0])
 
 
 def fit_loglog_slope(p: Sequence[float], error: Sequence[float]) -> tuple[float, float]:
-    """Least-squares fit ``log error = slope · log p + intercept``; returns (slope, intercept).
+    """Least-squares fit ``log error = slope · log p + intercept``.
+
+    Parameters
+    ----------
+    p : sequence of float
+        The widths.
+    error : sequence of float
+        The errors (positive).
+
+    Returns
+    -------
+    slope, intercept : float
+        Of the fitted line.
 
     Raises
     ------
@@ -88,10 +115,26 @@ def fit_loglog_slope(p: Sequence[float], error: Sequence[float]) -> tuple[float,
 def kernel_on_sphere(series: KernelSeries, X: np.ndarray) -> tuple[np.ndarray, float]:
     """K = Σ_k μ_k² (XXᵀ/d)^{∘k} from the series, with its exact diagonal ``E[φ(g)²]``.
 
-    Returns the matrix and a bound on ``‖K_true − K‖_op`` (``n`` times the off-diagonal
-    entrywise bound of :func:`rftheory.kernel.kernel_matrix`). On the sphere ``K_ii = K(1)
-    = E[φ(g)²]`` exactly, whereas the truncated series misses the whole Parseval tail there
-    (8e-5 for ReLU at order 64), which would shift λ_min(K) by that much.
+    Parameters
+    ----------
+    series : KernelSeries
+        The kernel's Hermite series (:func:`rftheory.kernel.rf_kernel_series`).
+    X : numpy.ndarray
+        Points on the √d-sphere, shape (n, d).
+
+    Returns
+    -------
+    K : numpy.ndarray
+        The n×n kernel matrix.
+    error_bound : float
+        A bound on ``‖K_true − K‖_op``.
+
+    Notes
+    -----
+    The bound is ``n`` times the off-diagonal entrywise bound of
+    :func:`rftheory.kernel.kernel_matrix`. On the sphere ``K_ii = K(1) = E[φ(g)²]`` exactly,
+    whereas the truncated series misses the whole Parseval tail there (8e-5 for ReLU at order
+    64), which would shift λ_min(K) by that much.
     """
     km = kernel_matrix(series, X)
     K = np.array(km.values, dtype=np.float64)
@@ -252,6 +295,30 @@ def measure_concentration(activation: str, d: int, n: int, p_values: Sequence[in
                           progress: Callable[[str], None] | None = None) -> dict:
     """Sample X (n Gaussian rows normalised to norm √d, seed ``seed``) and run :func:`concentration`.
 
+    Parameters
+    ----------
+    activation : str
+        A registry name or an expression in ``z``.
+    d, n : int
+        Input dimension and points.
+    p_values : sequence of int
+        The widths.
+    seed : int
+        Seed of the data and, through :func:`feature_seed`, of each V.
+    reps : int
+        Independent draws of V per width.
+    order : int
+        Truncation order of the kernel's Hermite series.
+    progress : callable, optional
+        Called with one line of text per width.
+
+    Returns
+    -------
+    dict
+        The result of :func:`concentration`: per width the operator-norm errors and λ_min of
+        every draw, the CLT standard deviations, λ_min(K), its Hermite bounds and the fitted
+        slope.
+
     Raises
     ------
     RFTheoryError
@@ -281,6 +348,21 @@ def lambda_min_vs_d(activations: Sequence[str], n: int, d_values: Sequence[int],
 
     For each d, X = ``sphere_data(n, d, seed)``; the Hadamard-power bounds are computed once per
     d and shared by the activations.
+
+    Parameters
+    ----------
+    activations : sequence of str
+        Registry names or expressions in ``z``.
+    n : int
+        Points.
+    d_values : sequence of int
+        Input dimensions.
+    seed : int
+        Seed of the data.
+    order : int
+        Truncation order of the Hermite series.
+    progress : callable, optional
+        Called with one line of text per finished d.
 
     Returns
     -------

@@ -77,7 +77,24 @@ THREADED_DRAW_MIN = 2**21
 def check_data(X: Any, d: int, name: str = "X") -> Any:
     """Validate a data matrix: 2-D, ``d`` columns, real floating dtype, finite entries.
 
-    Returns the array namespace of ``X``.
+    Parameters
+    ----------
+    X : array
+        The data.
+    d : int
+        The columns it must have.
+    name : str
+        Its name in error messages.
+
+    Returns
+    -------
+    module
+        The array namespace of ``X``.
+
+    Raises
+    ------
+    RFTheoryError
+        When ``X`` is not such a matrix.
     """
     try:
         xp = array_namespace(X)
@@ -631,6 +648,7 @@ class DenseFeatures(FeatureMap):
     Parameters
     ----------
     activation : Activation or str
+        φ.
     weights : array, shape (p, d)
         W, in the namespace and on the device where the features will be computed. It is cast to
         the data's dtype per call.
@@ -704,10 +722,18 @@ def train_min_norm(features: FeatureMap, X: Any, Y: Any, *, rcond: float | None 
     Parameters
     ----------
     features : FeatureMap
+        The feature map (V and φ).
     X : array, shape (n, d)
+        Training inputs.
     Y : array, shape (n,) or (n, k)
+        Labels.
     rcond : float, optional
         Eigenvalue cut-off for a rank-deficient Gram (see :func:`rftheory.gram.solve_gram`).
+
+    Returns
+    -------
+    TrainedModel
+        θ*, the Gram's solve (``gram``) and the relative training residual ‖Φθ* − Y‖/‖Y‖.
 
     Notes
     -----

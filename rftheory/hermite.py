@@ -757,6 +757,11 @@ def piecewise_regions(expr: sp.Expr) -> list[tuple[sp.Expr, list[tuple[sp.Expr, 
     folded; each piece gets the disjoint open/closed intervals (exact sympy endpoints, ``±oo``
     allowed) where it applies. Points (sets of measure zero) are dropped.
 
+    Parameters
+    ----------
+    expr : sympy.Expr
+        An expression in ``z``.
+
     Returns
     -------
     list of (piece, [(a, b), ...]) or None

@@ -863,7 +863,23 @@ def _recognise(expr: sp.Expr) -> _ClosedForm | None:
 
 
 def has_closed_form(activation: "str | Activation") -> bool:
-    """Whether :func:`closed_form_kernel` knows ``activation``'s kernel exactly."""
+    """Whether :func:`closed_form_kernel` knows ``activation``'s kernel exactly.
+
+    Parameters
+    ----------
+    activation : str or Activation
+        A registry name, an expression in ``z`` or an activation.
+
+    Returns
+    -------
+    bool
+        True for the activations with a closed-form kernel (ReLU, erf, …).
+
+    Examples
+    --------
+    >>> has_closed_form("relu"), has_closed_form("tanh")
+    (True, False)
+    """
     return _recognise(get_activation(activation).expr) is not None
 
 

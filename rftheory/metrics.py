@@ -165,5 +165,30 @@ def match(X: Any, X_hat: Any, variant: str = "abs") -> Matching:
 
 
 def rho(X: Any, X_hat: Any, variant: str = "abs") -> float:
-    """The reconstruction error ρ of ``X_hat`` for ``X`` (see :func:`match`)."""
+    """The reconstruction error ρ of ``X_hat`` for ``X`` (see :func:`match`).
+
+    Parameters
+    ----------
+    X : array_like
+        Training points, shape (n, d).
+    X_hat : array_like
+        Candidates, shape (n̂, d), n̂ ≥ n.
+    variant : {"abs", "sign_invariant", "signed"}
+        The cost (``"abs"``: the paper's official ρ).
+
+    Returns
+    -------
+    float
+        ρ = the mean matched cost per sample, divided by √d.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> X = np.array([[1.0, 1.0], [1.0, -1.0]])  # two points on the √d-sphere, d = 2
+    >>> rho(X, X[::-1])  # the order of the candidates does not matter
+    0.0
+    >>> x = X[:1]  # one point, recovered as its antipode
+    >>> rho(x, -x, "signed"), rho(x, -x, "sign_invariant"), rho(x, -x)
+    (2.0, 0.0, 0.0)
+    """
     return match(X, X_hat, variant).rho

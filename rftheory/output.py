@@ -40,6 +40,11 @@ def to_jsonable(value: Any, *, finite_only: bool = True, strict: bool = False,
     where : str
         Name of ``value`` in that error message (nested keys are appended, ``result.rho``).
 
+    Returns
+    -------
+    any
+        Dicts, lists, floats, ints, strings, booleans and None only.
+
     Examples
     --------
     >>> import numpy as np
@@ -76,13 +81,31 @@ def to_jsonable(value: Any, *, finite_only: bool = True, strict: bool = False,
 
 
 def print_json(payload: Any) -> None:
-    """Print ``payload`` as indented JSON on stdout."""
+    """Print ``payload`` as indented JSON on stdout.
+
+    Parameters
+    ----------
+    payload : any
+        Converted by :func:`to_jsonable` first.
+    """
     json.dump(to_jsonable(payload), sys.stdout, indent=2)
     sys.stdout.write("\n")
 
 
 def format_table(headers: Sequence[str], rows: Iterable[Sequence[Any]]) -> str:
     """A plain-text table with right-aligned columns.
+
+    Parameters
+    ----------
+    headers : sequence of str
+        Column titles.
+    rows : iterable of sequence
+        The rows (any values; formatted with ``str``).
+
+    Returns
+    -------
+    str
+        The table, one line per row, without a final newline.
 
     Examples
     --------
@@ -102,7 +125,15 @@ def format_table(headers: Sequence[str], rows: Iterable[Sequence[Any]]) -> str:
 
 def write_json_atomic(path: Path, payload: Any) -> None:
     """Write JSON to ``path`` via a temporary file and ``os.replace``: a crash or a bad value
-    never leaves a truncated or corrupted result behind."""
+    never leaves a truncated or corrupted result behind.
+
+    Parameters
+    ----------
+    path : Path
+        Where to write (the parent directory must exist).
+    payload : any
+        Converted by :func:`to_jsonable` first (strict JSON: non-finite numbers as strings).
+    """
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     text = json.dumps(to_jsonable(payload), indent=2)  # serialise fully before touching the disk
@@ -120,7 +151,13 @@ def write_json_atomic(path: Path, payload: Any) -> None:
 
 def sparse_log_ticks(ax: Any) -> None:
     """At most ~6 major and no minor ticks on log axes: the default locators put hundreds of
-    ticks on axes spanning 15 decades, which makes drawing take tens of seconds."""
+    ticks on axes spanning 15 decades, which makes drawing take tens of seconds.
+
+    Parameters
+    ----------
+    ax : Axes
+        The panel (its linear axes are left alone).
+    """
     from matplotlib.ticker import LogLocator, NullLocator
 
     for axis in (ax.xaxis, ax.yaxis):

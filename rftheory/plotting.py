@@ -246,12 +246,17 @@ def paper_figure(columns: int = 1, *, aspect: float = 0.65, nrows: int = 1, ncol
         when ``height`` (inches) is given.
     nrows, ncols : int
         Panels.
+    height : float, optional
+        Height of the figure in inches (instead of ``aspect``).
     **subplots
         Passed to :func:`matplotlib.pyplot.subplots` (``sharex``, ``squeeze``, ...).
 
     Returns
     -------
-    (Figure, Axes or array of Axes)
+    fig : Figure
+        The figure.
+    axes : Axes or array of Axes
+        Its panels, as :func:`matplotlib.pyplot.subplots` returns them.
 
     Examples
     --------

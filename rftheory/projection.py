@@ -156,12 +156,19 @@ def projection_residuals(features: FeatureMap, X_hat: Any, X: Any, *,
 
     Parameters
     ----------
+    features : FeatureMap
+        The feature map (V and φ).
     X_hat : array, shape (n̂, d)
+        Candidates (their features span the subspace).
     X : array, shape (n, d)
+        Training points.
+    rcond : float, optional
+        Eigenvalue cut-off of the candidates' Gram (see :func:`rftheory.gram.solve_gram`).
 
     Returns
     -------
     array, shape (n,)
+        The relative residual of each training point's features.
 
     Notes
     -----
