@@ -79,6 +79,7 @@ intersphinx_mapping = {
         "mpmath": "https://mpmath.org/doc/current/",
         "matplotlib": "https://matplotlib.org/stable/",
         "sklearn": "https://scikit-learn.org/stable/",
+        "cupy": "https://docs.cupy.dev/en/stable/",
     }.items()
 }
 intersphinx_timeout = 1

@@ -1240,6 +1240,13 @@ def get_activation(spec: "str | Activation") -> Activation:
     ------
     ActivationError
         If the string is neither a registered name nor a safe, valid expression.
+
+    Examples
+    --------
+    >>> get_activation("relu+tanh").expr
+    tanh(z) + Max(0, z)
+    >>> get_activation("log(1+exp(z))").expr  # an expression a theorist types
+    log(exp(z) + 1)
     """
     if isinstance(spec, Activation):
         return spec

@@ -324,6 +324,14 @@ def measure_concentration(activation: str, d: int, n: int, p_values: Sequence[in
     RFTheoryError
         For d, n, reps, order not positive integers, p values not positive integers, or a
         negative seed.
+
+    Examples
+    --------
+    >>> from rftheory.concentration import measure_concentration
+    >>> c = measure_concentration("relu", d=10, n=8, p_values=[256, 4096], reps=2)
+    >>> err = c["op_error_mean"]
+    >>> bool(err[1] < err[0]), -1.0 < c["slope"] < 0.0  # the error falls roughly as p^(-1/2)
+    (True, True)
     """
     for name, value, low in (("d", d, 1), ("n", n, 1), ("reps", reps, 1), ("order", order, 0),
                              ("seed", seed, 0)):

@@ -740,6 +740,21 @@ def train_min_norm(features: FeatureMap, X: Any, Y: Any, *, rcond: float | None 
     When p < n the Gram matrix is singular: θ* is then the least-squares solution of minimum
     norm and ``train_residual`` is typically far from 0 — the label-fitting threshold p ≈ n is
     read off this number. ``gram.rank_deficient`` flags the case.
+
+    Examples
+    --------
+    With p ≫ n the labels are fit exactly, and θ* is a zero of the projection loss at the
+    training set:
+
+    >>> from rftheory.data import gaussian_labels, sphere_data
+    >>> from rftheory.features import RandomFeatures, train_min_norm
+    >>> from rftheory.projection import projection_loss
+    >>> X, Y = sphere_data(4, 10, seed=0), gaussian_labels(4, seed=0)
+    >>> model = train_min_norm(RandomFeatures("relu", d=10, p=200, seed=1), X, Y)
+    >>> model.theta.shape, bool(model.train_residual < 1e-12)
+    ((200,), True)
+    >>> bool(projection_loss(model.features, X, model.theta).loss < 1e-20)
+    True
     """
     xp = check_data(X, features.d)
     if Y.ndim not in (1, 2) or Y.shape[0] != X.shape[0]:

@@ -133,6 +133,15 @@ def match(X: Any, X_hat: Any, variant: str = "abs") -> Matching:
     The assignment is computed in float64 on the host: O(n·n̂·d) for the costs and
     O(max(n, n̂)³) for the assignment — negligible next to a reconstruction for n up to a few
     thousand. Ties (e.g. duplicated candidates) are broken by SciPy; ρ does not depend on how.
+
+    Examples
+    --------
+    >>> from rftheory.data import sphere_data
+    >>> from rftheory.metrics import match
+    >>> X = sphere_data(4, 10, seed=0)
+    >>> m = match(X, -X[::-1], "sign_invariant")  # reversed and negated
+    >>> m.rho, m.assignment.tolist(), bool(m.flipped.all())
+    (0.0, [3, 2, 1, 0], True)
     """
     if variant not in VARIANTS:
         raise RFTheoryError(f"unknown ρ variant {variant!r}; choose one of {', '.join(VARIANTS)}")

@@ -545,6 +545,18 @@ def train_two_layer(X: Any, Y: Any, *, width: int | None = None, activation: "st
     converge (η ≤ 2/curvature) to the min-norm interpolator θ* = Φ⁺Y at the linear rate
     1 − η·λ_min⁺(ΦᵀΦ)/n per step (the smallest non-zero eigenvalue): the number of steps needed
     grows with the Gram matrix's condition number.
+
+    Examples
+    --------
+    With W₁ frozen and W₂(0) = 0, gradient descent converges to the RF model's min-norm
+    interpolator:
+
+    >>> from rftheory.data import gaussian_labels, sphere_data
+    >>> from rftheory.twolayer import train_two_layer
+    >>> X, Y = sphere_data(4, 5, seed=0), gaussian_labels(4, seed=0)
+    >>> out = train_two_layer(X, Y, width=64, train_first_layer=False, steps=3000, tol=1e-10)
+    >>> out.stop_reason, bool(out.train_loss <= 1e-10)
+    ('tolerance', True)
     """
     if loss not in LOSSES:
         raise RFTheoryError(f"unknown loss {loss!r}; choose one of {', '.join(LOSSES)}")

@@ -465,6 +465,15 @@ def activation_report(
     (the other part only feeds the other parity). This is what proves ReLU's odd coefficients of
     order >= 3 vanish (its odd part is z/2). For piecewise-polynomial φ the exact closed-form odd
     coefficients are also reported.
+
+    Examples
+    --------
+    >>> from rftheory.verdicts import activation_report
+    >>> report = activation_report("relu", order=8)
+    >>> report.lipschitz.holds, report.nonlinearity.holds, report.sign_identifiability.holds
+    (True, True, False)
+    >>> report.parity.numbers["symmetry"]
+    'neither'
     """
     act = get_activation(activation)
     coeffs = hermite_coefficients(act, order, method, dps=dps, time_budget=time_budget)

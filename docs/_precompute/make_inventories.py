@@ -30,6 +30,7 @@ PROJECTS = {
     "mpmath": ("mpmath", "1.3"),
     "matplotlib": ("Matplotlib", "3.10"),
     "sklearn": ("scikit-learn", "1.7"),
+    "cupy": ("CuPy", "13"),
 }
 
 #: project key -> [(name, domain:role, page#anchor — ``$`` stands for the name, display name)]
@@ -129,6 +130,11 @@ OBJECTS: dict[str, list[tuple[str, str, str, str]]] = {
 OBJECTS["sklearn"] = [
     ("sklearn.datasets.load_digits", "py:function",
      "modules/generated/sklearn.datasets.load_digits.html#$", "-"),
+]
+
+
+OBJECTS["cupy"] = [
+    ("cupy.ndarray", "py:class", "reference/generated/cupy.ndarray.html#$", "-"),
 ]
 
 

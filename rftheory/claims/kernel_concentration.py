@@ -94,6 +94,17 @@ def run(config: Config = FULL, *, progress: Callable[[str], None] | None = None)
     dict
         JSON-serialisable: the parameters, one concentration curve per activation
         (``curves``), λ_min(K) against d (``lambda_min_vs_d``) and the ``verdict``.
+
+    Examples
+    --------
+    A small run (seconds): one activation, two widths.
+
+    >>> from rftheory.claims import kernel_concentration as claim
+    >>> config = claim.QUICK.replace(n=5, d=5, p=(64, 1024), reps=2, sweep_n=8, sweep_d=(5, 10),
+    ...                              activations=("relu",))
+    >>> result = claim.run(config)
+    >>> result["verdict"]["supported"], -0.8 < result["curves"][0]["slope"] < -0.2
+    (True, True)
     """
     seed, activations = config.seed, config.activations
     X = sphere_data(config.n, config.d, seed)

@@ -230,6 +230,16 @@ def run(config: Config = FULL, *, progress: Callable[[str], None] | None = None,
     dict
         JSON-serialisable: the parameters, every run (``runs``), per n̂ the coverage
         and the extras' statistics, and the ``verdict``.
+
+    Examples
+    --------
+    The grid of the quick run (``rftheory verify nhat --quick``) against the full one:
+
+    >>> from rftheory.claims import nhat
+    >>> nhat.QUICK.n_hat_factors, nhat.FULL.n_hat_factors
+    ((0.5, 1.0, 1.5), (0.5, 0.75, 1.0, 1.25, 1.5, 2.0))
+    >>> nhat.QUICK.replace(seeds=1).seeds
+    1
     """
     check_activations(config.activation)
     workers = default_workers(workers)

@@ -223,6 +223,14 @@ def antipodal_slope(activation: str) -> float:
     Adaptive quadrature (:func:`scipy.integrate.quad`) on [−40, 40] split at ± the kinks of φ, where
     φ' may jump; the Gaussian tail beyond 40 is below 1e-300. Absolute error ≲ 1e-10 for the
     registry activations.
+
+    Examples
+    --------
+    0 for ReLU (φ'(z)φ'(−z) = 0), the exact symmetries ±1 for odd and even φ:
+
+    >>> from rftheory.claims.sign import antipodal_slope
+    >>> [round(antipodal_slope(name), 8) for name in ("relu", "tanh", "abs")]
+    [0.0, 1.0, -1.0]
     """
     from scipy.integrate import quad
 
@@ -258,6 +266,13 @@ def hermite_verdict(activation: str) -> dict[str, Any]:
     dict
         ``sign_identifiable`` (True, False or None when undecided), ``symmetry`` (``"odd"``,
         ``"even"`` or ``"neither"``), ``mu_1`` and the ``antipodal_slope``.
+
+    Examples
+    --------
+    >>> from rftheory.claims.sign import hermite_verdict
+    >>> v = hermite_verdict("tanh")
+    >>> v["sign_identifiable"], v["symmetry"]
+    (True, 'odd')
     """
     from rftheory.verdicts import activation_report
 

@@ -186,6 +186,20 @@ def span_residual(features: FeatureMap, X: Any, x_hat: Any, *,
 
     chained to x̂ by the streamed vector–Jacobian product
     :meth:`~rftheory.features.FeatureMap.vjp`. Floor: see the module docstring (~1e-15 in r).
+
+    Examples
+    --------
+    A training point lies in the span of the training features; a fresh point does not:
+
+    >>> from rftheory.data import sphere_data
+    >>> from rftheory.features import RandomFeatures
+    >>> from rftheory.claims.theorem1 import span_residual
+    >>> X = sphere_data(3, 6, seed=0)
+    >>> features = RandomFeatures("relu+tanh", d=6, p=200, seed=0)
+    >>> on, _ = span_residual(features, X, X[0], gradient=False)
+    >>> off, grad = span_residual(features, X, sphere_data(1, 6, seed=5)[0])
+    >>> bool(on < 1e-20), bool(off > 1e-3), grad.shape
+    (True, True, (6,))
     """
     x_hat = np.asarray(x_hat, dtype=np.float64)
     if x_hat.ndim != 1 or x_hat.shape[0] != features.d:

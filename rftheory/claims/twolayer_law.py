@@ -290,6 +290,16 @@ def run(config: Config = FULL, *, progress: Callable[[str], None] | None = None,
     dict
         JSON-serialisable: the grid, every run (``cases``), per-setup medians and
         thresholds (``summary``) and the verdict.
+
+    Examples
+    --------
+    The setups and data sets of the quick run (``rftheory verify twolayer_law --quick``):
+
+    >>> from rftheory.claims import twolayer_law
+    >>> twolayer_law.QUICK.setups, twolayer_law.QUICK.datasets
+    (('rf_gd', 'square', 'cross_entropy'), ('sphere', 'digits'))
+    >>> sorted(twolayer_law.DATASETS) == sorted(twolayer_law.FULL.datasets)
+    True
     """
     check_activations(config.activation)
     ratios, seeds, setups, datasets = config.ratios, config.seeds, config.setups, config.datasets
