@@ -170,7 +170,8 @@ def _provenance(claim: str) -> str:
     manifest = CACHE / "MANIFEST.json"
     runs = json.loads(manifest.read_text())["runs"] if manifest.is_file() else {}
     run = runs.get(claim, {})
-    made = (f" on {run['date'][:10]} at commit `{run['commit']}`" if run.get("commit") else "")
+    made = f" on {run['date'][:10]}" if run.get("date") else ""
+    made += f" at commit `{run['commit']}`" if run.get("commit") else ""
     return (f"Drawn while these pages were built, by `rftheory.claims.{claim}.plot`, from the "
             f"result of `rftheory verify {claim} --quick` kept in `docs/_gallery/`{made}")
 

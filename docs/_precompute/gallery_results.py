@@ -12,7 +12,8 @@ claim's numbers change — the optimiser, a claim's QUICK config::
 
 Each result is stored as the command wrote it, less its ``figures`` (paths on the machine that
 ran it); ``MANIFEST.json`` records, per claim, the command, the commit it ran at (with
-``+dirty`` when the tree had changes), the date and its wall time. Same command, same seed →
+``+dirty`` when the tree had changes; null for results kept with ``--from``), the date and its
+wall time. Same command, same seed →
 same numbers on the same machine; other machines may differ in the last digits (BLAS).
 """
 
@@ -41,8 +42,9 @@ def _commit() -> str | None:
     return head + ("+dirty" if dirty.strip() else "")
 
 
-def store(claim: str, source: Path, wall: float | None) -> None:
-    """Copy ``source`` (a claim's JSON result) into :data:`OUT` and record it in the manifest."""
+def store(claim: str, source: Path, wall: float | None, commit: str | None) -> None:
+    """Copy ``source`` (a claim's JSON result) into :data:`OUT` and record it in the manifest
+    (``commit``: where it ran, None when not known)."""
     result = json.loads(source.read_text())
     if result.get("claim") != claim or not result.get("quick"):
         raise SystemExit(f"{source} is not a --quick result of {claim}")
@@ -52,7 +54,7 @@ def store(claim: str, source: Path, wall: float | None) -> None:
     manifest = json.loads(manifest_path.read_text()) if manifest_path.is_file() else {"runs": {}}
     manifest["runs"][claim] = {
         "command": f"rftheory verify {claim} --quick",
-        "commit": _commit(),
+        "commit": commit,
         "date": result.get("environment", {}).get("date"),
         "wall_seconds": result.get("wall_seconds", wall),
     }
@@ -77,13 +79,14 @@ def main(argv: list[str] | None = None) -> int:
     OUT.mkdir(exist_ok=True)
     for claim in claims:
         if args.source:
-            store(claim, args.source / f"{claim}.json", None)
+            store(claim, args.source / f"{claim}.json", None, None)
             continue
         with tempfile.TemporaryDirectory() as tmp:
             start = time.perf_counter()
             subprocess.run([sys.executable, "-m", "rftheory.cli", "verify", claim, "--quick",
                             "--out", tmp, "--no-figures"], cwd=ROOT, check=True)
-            store(claim, Path(tmp) / f"{claim}.json", round(time.perf_counter() - start, 1))
+            store(claim, Path(tmp) / f"{claim}.json", round(time.perf_counter() - start, 1),
+                  _commit())
     return 0
 
 

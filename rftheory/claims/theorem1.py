@@ -56,7 +56,7 @@ from rftheory.kernel import KernelSeries, kernel_series
 from rftheory.metrics import match
 from rftheory.projection import projection_loss
 from rftheory.reconstruct import reconstruct
-from rftheory.output import format_table, save_figure, sparse_log_ticks
+from rftheory.output import format_table, save_figure
 
 CLAIM = "theorem1"
 
