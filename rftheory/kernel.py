@@ -596,6 +596,10 @@ def rf_kernel_series(activation: "str | Activation | KernelSeries", t: Any, *,
     -----
     The bound (see :class:`KernelSeries`) is ``Σ ε_k |t|^k + T |t|^{K+1} + γ Σ c_k |t|^k``,
     with ``T`` the Parseval tail bound; it does not cover errors already present in ``t``.
+    Against the closed forms of :func:`closed_form_kernel` the series agrees to 1e-12 for
+    |t| ≤ 0.9 once the order makes ``T·0.9^{K+1}`` < 1e-12; near |t| = 1 the bound is dominated
+    by the Parseval tail (8e-5 for ReLU at order 64), which decays only like a power of K for a
+    kinked φ.
 
     Examples
     --------
@@ -939,6 +943,14 @@ def closed_form_kernel(activation: "str | Activation", t: Any, *,
     ------
     NoClosedFormError
         If the activation is not one of the known families.
+
+    Notes
+    -----
+    The formulas (ReLU's arc-cosine kernel, erf's arcsine kernel, polynomials, sin/cos, …) are
+    evaluated in double precision, or with mpmath at ``dps`` digits. Checked against the
+    independent Hermite series of :func:`rf_kernel_series` (``tests/test_kernel.py``): agreement
+    to 1e-12 for |t| ≤ 0.9 in double precision (at orders where the series' Parseval bound is
+    below 1e-12), and to 25 digits with ``dps=30``.
 
     Examples
     --------

@@ -501,7 +501,7 @@ def plot_reconstruction(run: ReconstructionRun, path: str | Path, *,
         axes[0, 0].set_ylabel(r"$x_i$")
         axes[1, 0].set_ylabel(r"$\hat{x}_{\pi(i)}$")
         fig.suptitle(f"{fitted.data}: {name}, n={fitted.n}, p={fitted.p} "
-                     f"(p/dn={p_over_dn:.2g}), ρ={official.rho:.3f}", fontsize=9)
+                     f"(p/dn={p_over_dn:.2g}), ρ={official.rho:.2g}", fontsize=9)
     else:
         fig, ax = plt.subplots(figsize=(5, 3.5))
         hist = np.asarray(run.result.history, dtype=float)
@@ -510,6 +510,6 @@ def plot_reconstruction(run: ReconstructionRun, path: str | Path, *,
         ax.set_xlabel("step $t$")
         ax.set_ylabel(r"$L(\hat{X}_t)$")
         ax.set_title(f"{name}, d={fitted.d}, n={fitted.n}, p={fitted.p}, "
-                     f"ρ={official.rho:.3f}", fontsize=9)
+                     f"ρ={official.rho:.2g}", fontsize=9)
     fig.tight_layout()
     return save_figure(fig, path)
