@@ -389,6 +389,7 @@ def _fmt(x: Any, spec: str = ".2f") -> str:
         return "?"
     if isinstance(x, bool):
         return "yes" if x else "no"
+    x = float(x)  # a result read back from JSON holds non-finite numbers as "nan", "inf"
     return "—" if not math.isfinite(x) else format(x, spec)
 
 
