@@ -189,9 +189,17 @@ def _caption(claim: str) -> str:
     return re.split(r"\n\s*Parameters\n\s*-{3,}", text)[0].strip()
 
 
+def _escape_bars_in(text: str) -> str:
+    """Escape ``|`` outside inline code: captions write |x| and ‖x‖ as in print, which reST
+    would read as substitutions."""
+    return "\n".join("".join(part if k % 2 else part.replace("|", r"\|")
+                             for k, part in enumerate(_CODE.split(line)))
+                     for line in text.splitlines())
+
+
 def _figure_block(stem: str, caption: str, *, target: str | None = None) -> str:
     """A MyST ``figure`` of ``_generated/gallery/<stem>.png`` with an rST caption."""
-    caption = textwrap.indent(caption.strip(), "   ")
+    caption = textwrap.indent(_escape_bars_in(caption.strip()), "   ")
     link = f"   (:doc:`{target}`)\n" if target else ""
     return (f"```{{eval-rst}}\n.. figure:: /_generated/gallery/{stem}.png\n"
             f"   :alt: {stem}\n   :width: 100%\n\n{caption}\n{link}```\n")
