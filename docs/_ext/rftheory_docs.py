@@ -49,8 +49,8 @@ RFT = [sys.executable, "-m", "rftheory.cli"]
 
 #: Where the gallery's claim results are kept: ``<claim>.json`` of ``rftheory verify <claim>
 #: --quick`` and ``MANIFEST.json`` (the command, commit and time of each run), written by
-#: ``_precompute/gallery_results.py``. The claims' quick runs take ~10 min on two cores, too long
-#: for every build; the figures are drawn from these results at build time by the claims' own
+#: ``_precompute/gallery_results.py``. The claims' quick runs took 19 min on the shared two
+#: cores, too long for every build; the figures are drawn from these results at build time by the claims' own
 #: ``plot`` functions, so a change of a figure's code shows in the next build.
 CACHE = DOCS / "_gallery"
 

@@ -1,8 +1,9 @@
 """Write ``docs/_gallery/``: the results of ``rftheory verify CLAIM --quick`` the docs draw from.
 
 The docs build draws every claim's figure with the claim's own ``plot`` function from these
-results (``docs/_ext/rftheory_docs.py``), because running the claims takes ~10 min on two cores
-(the law alone ~6 min), too long for every CI build. Rerun this script (kept, run by hand) when a
+results (``docs/_ext/rftheory_docs.py``), because running the claims took 19 min one after
+another on the shared two-core machine (the law and theorem2 ~5 min each), too long for every CI
+build. Rerun this script (kept, run by hand) when a
 claim's numbers change — the optimiser, a claim's QUICK config::
 
     python docs/_precompute/gallery_results.py                 # every claim
