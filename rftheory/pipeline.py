@@ -242,6 +242,20 @@ def feature_count(p: int | None = None, *, p_mult: float | None = None, d: int, 
     Exactly one of ``p`` and ``p_mult`` is given (``rftheory reconstruct --p-mult``, a sweep
     file's ``p_mult``).
 
+    Parameters
+    ----------
+    p : int, optional
+        The number itself.
+    p_mult : float, optional
+        Or a multiple of dn.
+    d, n : int
+        Input dimension and training points.
+
+    Returns
+    -------
+    int
+        p.
+
     Examples
     --------
     >>> feature_count(p_mult=2.5, d=5, n=4), feature_count(120, d=5, n=4)
@@ -279,6 +293,11 @@ def fit_model(*, activation: str, n: int, p: int, d: int | None = None, seed: in
         Namespace of θ* and of every pass over V (:func:`rftheory.backend.namespace`).
     v_cache_bytes : int
         Keep V in memory when it takes at most this many bytes (speed only).
+
+    Returns
+    -------
+    FittedModel
+        The data, the labels, the features and the trained model.
     """
     if labels not in LABELS:
         raise RFTheoryError(f"labels must be 'gaussian' or 'sign', got {labels!r}")
@@ -308,12 +327,18 @@ def recover_training_set(fitted: FittedModel, n_hat: int | None = None, *,
     Parameters
     ----------
     fitted : FittedModel
+        A result of :func:`fit_model`.
     n_hat : int, optional
         Number of candidates (default n).
     tol, max_steps : optional
         Target loss and iteration budget (default: :func:`rftheory.reconstruct.reconstruct`'s).
     callback : callable, optional
         Passed to :func:`~rftheory.reconstruct.reconstruct` (``callback(step, loss, X_hat)``).
+
+    Returns
+    -------
+    ReconstructionRun
+        The candidates X̂, the optimiser's result, ρ in every variant and the matchings.
 
     Notes
     -----
@@ -349,7 +374,19 @@ def run_reconstruction(*, activation: str, n: int, p: int, d: int | None = None,
                        ) -> ReconstructionRun:
     """The whole pipeline: :func:`fit_model`, then :func:`recover_training_set`.
 
-    Parameters are those of the two steps; ``p < n_hat`` is refused before any work.
+    ``p < n_hat`` is refused before any work.
+
+    Parameters
+    ----------
+    activation, n, p, d, seed, data, labels, device, v_cache_bytes
+        As in :func:`fit_model`.
+    n_hat, tol, max_steps, callback
+        As in :func:`recover_training_set`.
+
+    Returns
+    -------
+    ReconstructionRun
+        As :func:`recover_training_set` returns it.
 
     Examples
     --------
@@ -472,7 +509,21 @@ def plot_reconstruction(run: ReconstructionRun, path: str | Path, *,
 
     Image data: originals (top) above their matched reconstructions (bottom), in training order,
     each reconstruction shown with the sign of its official-ρ match corrected. Synthetic data:
-    the loss curve L(X̂_t) on a log scale. Returns the paths written.
+    the loss curve L(X̂_t) on a log scale.
+
+    Parameters
+    ----------
+    run : ReconstructionRun
+        A result of :func:`run_reconstruction`.
+    path : path
+        Where to write (``.png`` and ``.pdf``).
+    max_images : int
+        Images shown at most (image data).
+
+    Returns
+    -------
+    list of Path
+        The PNG's and the PDF's paths.
     """
     import matplotlib
 

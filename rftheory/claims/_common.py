@@ -47,6 +47,11 @@ class ClaimConfig:
     ``seed`` is the base seed of a run (each claim documents which streams it drives). Subclasses
     check their fields in ``__post_init__`` (bad values raise
     :class:`~rftheory.errors.RFTheoryError`) and normalise sequences to tuples.
+
+    Attributes
+    ----------
+    seed : int
+        The base seed (non-negative).
     """
 
     seed: int = 0
@@ -74,7 +79,18 @@ class ClaimConfig:
 
 
 def claim_module(name: str) -> Any:
-    """Import ``rftheory.claims.<name>``; unknown names raise a clear RFTheoryError."""
+    """Import ``rftheory.claims.<name>``; unknown names raise a clear RFTheoryError.
+
+    Parameters
+    ----------
+    name : str
+        A claim of :data:`CLAIMS` or an alias (``kernel``, ``twolayer``).
+
+    Returns
+    -------
+    module
+        The claim's module (``Config``, ``QUICK``, ``FULL``, ``run``, ``plot``, ``summary``).
+    """
     name = _ALIASES.get(name, name)
     if name not in CLAIMS:
         raise RFTheoryError(f"unknown claim {name!r}; choose from: {', '.join(CLAIMS)}, all")
@@ -85,12 +101,33 @@ def default_workers(workers: int | None = None) -> int:
     """Worker processes of a claim's run: ``workers`` (at least 1), or min(2, CPUs).
 
     Two by default: the claims' tasks are small, and results never depend on the count.
+
+    Parameters
+    ----------
+    workers : int, optional
+        The count asked for.
+
+    Returns
+    -------
+    int
+        The count to use.
     """
     return min(2, os.cpu_count() or 1) if workers is None else max(1, int(workers))
 
 
 def check_activations(*names: str) -> None:
-    """Refuse a bad activation before any worker starts (one clear error, not one per task)."""
+    """Refuse a bad activation before any worker starts (one clear error, not one per task).
+
+    Parameters
+    ----------
+    *names : str
+        Registry names or expressions in ``z``.
+
+    Raises
+    ------
+    ActivationError
+        For the first name that is refused.
+    """
     from rftheory.activations import get_activation
 
     for name in names:
@@ -113,6 +150,11 @@ def run_tasks(calls: Sequence[Callable[[], T]], *, workers: int,
         that no long call is left alone at the end while the other workers idle.
     on_result : callable, optional
         ``on_result(index, result)``, in this process as each call finishes (progress lines).
+
+    Returns
+    -------
+    list
+        The calls' results, in call order.
     """
     order = list(range(len(calls))) if order is None else list(order)
     results: list[Any] = [None] * len(calls)
@@ -134,7 +176,15 @@ def run_tasks(calls: Sequence[Callable[[], T]], *, workers: int,
 
 
 class TaskProgress:
-    """The progress line of a claim's run: ``[k/total] <what finished>``, one per finished task."""
+    """The progress line of a claim's run: ``[k/total] <what finished>``, one per finished task.
+
+    Parameters
+    ----------
+    progress : callable or None
+        Receives each line (None: lines are dropped).
+    total : int
+        The number of tasks.
+    """
 
     def __init__(self, progress: Callable[[str], None] | None, total: int) -> None:
         self.progress, self.total, self.done = progress, total, 0
@@ -152,6 +202,16 @@ def source_digests(modules: Sequence[str] = SOURCE_MODULES) -> dict[str, str]:
     Stored with every reconstruction result so that numbers obtained with different versions of
     the optimiser are never silently compared (package versions alone do not change when the code
     does). Take them before any work: they describe the code the workers run.
+
+    Parameters
+    ----------
+    modules : sequence of str
+        Module names under ``rftheory`` (default :data:`SOURCE_MODULES`).
+
+    Returns
+    -------
+    dict
+        Module name → 12 hex digits.
     """
     out = {}
     for name in modules:
@@ -161,7 +221,14 @@ def source_digests(modules: Sequence[str] = SOURCE_MODULES) -> dict[str, str]:
 
 
 def environment() -> dict:
-    """Versions of the packages a result depends on, for provenance."""
+    """Versions of the packages a result depends on, for provenance.
+
+    Returns
+    -------
+    dict
+        rftheory's version and V's definition, numpy, scipy, sympy, Python, the machine type
+        and the date.
+    """
     import numpy
     import scipy
     import sympy
@@ -196,6 +263,11 @@ def run_claim(name: str, *, quick: bool = False, seed: int | None = None,
         Draw the figures (PNG + PDF) from the result.
     progress : callable, optional
         Receives the run's progress lines.
+
+    Returns
+    -------
+    dict
+        The claim's result (as saved), with ``wall_seconds``, ``environment`` and ``figures``.
     """
     module = claim_module(name)
     if config is None:
@@ -218,7 +290,22 @@ def run_claim(name: str, *, quick: bool = False, seed: int | None = None,
 
 
 def main_for(claim: str, argv: list[str] | None = None, *, prog: str | None = None) -> int:
-    """``python -m rftheory.claims.<claim> [--quick] [--seed S] [--out DIR]``."""
+    """``python -m rftheory.claims.<claim> [--quick] [--seed S] [--out DIR]``.
+
+    Parameters
+    ----------
+    claim : str
+        The claim.
+    argv : list of str, optional
+        The arguments (default: ``sys.argv[1:]``).
+    prog : str, optional
+        The program's name in the usage line.
+
+    Returns
+    -------
+    int
+        The exit status.
+    """
     parser = argparse.ArgumentParser(prog=prog or f"python -m rftheory.claims.{claim}")
     parser.add_argument("--quick", action="store_true", help="small, fast version of the check")
     parser.add_argument("--seed", type=int, default=0)
