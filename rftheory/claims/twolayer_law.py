@@ -434,7 +434,6 @@ def plot(result: dict[str, Any], stem: str | Path) -> list[Path]:
     ncol = len(datasets) + 1
     floor = 1e-14  # for log axes: residuals at rounding level (frozen W₁) are drawn here
     span_label = r"$\|P^\perp_{\Phi(X)}\Delta W_2^\top\|^2/\|\Delta W_2\|^2$"
-    letters = iter("abcdefghijklmnop")
     with paper_style():
         fig, axes = paper_figure(2, nrows=2, ncols=ncol, aspect=0.8, squeeze=False)
         for j, dataset in enumerate(datasets):
@@ -466,9 +465,6 @@ def plot(result: dict[str, Any], stem: str | Path) -> list[Path]:
             ax_rho.set_ylabel(SYMBOLS["rho"])
             ax_span.set_ylabel(span_label)
             ax_span.set_xlabel(SYMBOLS["width_ratio"])
-            panel_label(ax_rho, next(letters))
-        for j in range(len(datasets)):
-            panel_label(axes[1, j], next(letters))
         ax_rs, ax_sw = axes[0, -1], axes[1, -1]
         for c in cases:
             kw = dict(color=colours.get(c["setup"]), marker=markers.get(c["dataset"], "o"),
@@ -488,8 +484,8 @@ def plot(result: dict[str, Any], stem: str | Path) -> list[Path]:
             tidy_log_axis(ax, "x")
             tidy_log_axis(ax, "y")
         ax_rs.xaxis.set_major_locator(LogLocator(base=10, numticks=5))  # 12 decades: labels fit
-        panel_label(ax_rs, next(letters))
-        panel_label(ax_sw, next(letters))
+        for k, ax in enumerate(axes.flat):  # row by row: (a), (b), … along the top row
+            panel_label(ax, "abcdefghijklmnop"[k])
         key = [Line2D([], [], marker="o", color=colours.get(setup),
                       label=result["setups"][setup]["label"]) for setup in setups]
         key += [Line2D([], [], ls="", marker=markers.get(dataset, "o"), color="0.4",
