@@ -24,3 +24,26 @@ echo "== GPU tests"
 timeout 150 python3 -m pytest -q -m gpu -p no:cacheprovider tests 2>&1 | tee "$OUT/pytest_gpu.log" | tail -8
 echo "== gpu_check.py"
 timeout 360 python3 benchmarks/gpu_check.py "$@" 2>&1 | tee "$OUT/gpu_check.log"
+
+# == The headline table at the paper's size (issue #15; rftheory.claims.headline.LARGE):
+# n = 100 patches of scikit-image's photographs (d = 3072), ReLU and relu+tanh, p = n, dn, 10·dn
+# (100, 307 200, 3 072 000 features), 3000 steps per reconstruction, V drawn on the device.
+# Opt-in, and in a call of its own (the parts above take ~8 of a call's 10 minutes):
+#   run(command="HEADLINE=1 bash benchmarks/gpu_session.sh", carry=[".whl"], timeout_s=590)
+# with the lead's one-line guard around the parts above, or as the bare commands below. The
+# patches need scikit-image on the device; its wheels travel in .whl/ with the others:
+#   pip download --no-deps --only-binary=:all: --python-version 3.12 -d .whl \
+#       scikit-image==0.26.0 imageio==2.38.2 lazy_loader==0.6 networkx==3.6.1 tifffile==2026.3.3
+# (pillow is in the machine's image; add pillow==13.0.0 if it is not). Unmeasured so far: the
+# CPU budget (rftheory.budget) puts the 10·dn cells at ~3.8e16 flops each, i.e. minutes per cell
+# on an H200 at best; one cell line per finished cell goes to headline.log as it ends, so a run
+# the timeout stops still records the cells it finished (the JSON is written only at the end).
+if [ "${HEADLINE:-0}" = 1 ]; then
+    echo "== headline table, n = 100 (verify headline --large)"
+    if python3 -c "import skimage" 2>/dev/null; then
+        timeout "${HEADLINE_TIMEOUT:-560}" python3 -m rftheory.claims.headline --large \
+            --out "$OUT/headline" 2>&1 | tee "$OUT/headline.log"
+    else
+        echo "skipped: scikit-image is not installed (put its wheels in .whl/, see above)"
+    fi
+fi

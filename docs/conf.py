@@ -118,6 +118,9 @@ numpydoc_validation_overrides = {"PR01": [r"Attributes\n\s*-{3,}"]}
 VALIDATION_PENDING = [
     "reconstruct", "sweep", "report", "testing", "claims.law", "claims.theorem2",
     "claims.single_sample", "claims.headline",
+    # changed on main after this branch documented them (cli2, law15): docstrings to redo
+    "budget", "pipeline", "claims._common",
+    "claims.ClaimConfig", "claims.claim_module", "claims.run_claim", "claims.main_for",
 ]
 numpydoc_validation_exclude = {"^rftheory\\." + re.escape(m) + r"(\.|$)" for m in VALIDATION_PENDING}
 # Type aliases carry their documentation in a ``#:`` comment, which numpydoc cannot see.

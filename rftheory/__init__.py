@@ -5,14 +5,26 @@ Reference: Iurada, Bombari, Tommasi, Mondelli, "A Law of Data Reconstruction for
 """
 
 from importlib.metadata import PackageNotFoundError, version as _version
+from typing import Any
 
-from .activations import ACTIVATIONS, Activation, get_activation, parse_activation
 from .errors import ActivationError, BackendError, RFTheoryError, ShapeError
 
 try:
     __version__ = _version("rftheory")
 except PackageNotFoundError:  # running from a source tree without installation
     __version__ = "0+unknown"
+
+_LAZY = {"ACTIVATIONS", "Activation", "get_activation", "parse_activation"}
+
+
+def __getattr__(name: str) -> Any:
+    # rftheory.activations imports sympy and scipy (~1 s): imported when first used, so that
+    # `import rftheory` (and the CLI's --help, --version and refused arguments) stays fast
+    if name in _LAZY:
+        from . import activations
+
+        return getattr(activations, name)
+    raise AttributeError(f"module 'rftheory' has no attribute {name!r}")
 
 __all__ = [
     "ACTIVATIONS", "Activation", "get_activation", "parse_activation",

@@ -87,6 +87,8 @@ __all__ = [
     "check_features",
     "check_cell",
     "available_memory",
+    "format_bytes",
+    "format_duration",
     "memory_limit",
     "time_limit",
     "FLOP_RATE",
@@ -146,6 +148,8 @@ class Estimate:
         ``"float64"`` or ``"float32"``: selects the flop rate.
     parts : tuple of (str, float)
         The largest terms of ``peak_bytes``, largest first, for messages.
+    overhead_seconds : float
+        Time that is neither arithmetic nor drawing (e.g. a sweep's per-cell bookkeeping).
     """
 
     job: str
@@ -154,12 +158,13 @@ class Estimate:
     draws: float
     dtype: str = "float64"
     parts: tuple[tuple[str, float], ...] = ()
+    overhead_seconds: float = 0.0
 
     @property
     def seconds(self) -> float:
         """Estimated time at :data:`FLOP_RATE` and :data:`DRAW_RATE` (drawing and arithmetic
-        share the same cores, so the two times add)."""
-        return self.flops / FLOP_RATE[self.dtype] + self.draws / DRAW_RATE
+        share the same cores, so the two times add), plus ``overhead_seconds``."""
+        return self.flops / FLOP_RATE[self.dtype] + self.draws / DRAW_RATE + self.overhead_seconds
 
     def describe(self) -> str:
         """One line: memory (with its main parts), work and time."""
@@ -191,6 +196,11 @@ def _duration(seconds: float) -> str:
         if seconds >= size:
             return f"{seconds / size:.3g} {unit}"
     return f"{seconds:.2g} s"
+
+
+#: Public names of the formatters (messages of other modules use the same units).
+format_bytes = _bytes
+format_duration = _duration
 
 
 def _size(name: str, value: Any, minimum: float = 1) -> float:
@@ -305,10 +315,12 @@ def _train_parts(n: float, d: float, p: float, k: float, itemsize: int, cached: 
     theta = p * k * itemsize
     solve = 3 * n * n * itemsize + 2 * n * k * itemsize
     # rmatvec keeps its per-chunk parts (p·k) and concatenates them into θ
-    transient = max(first.peak, later.peak + theta, solve + n * n * itemsize)
+    data = n * d * 8.0  # the training inputs X (host float64) and their labels
+    transient = max(first.peak, later.peak + theta, solve + n * n * itemsize) + data
     flops = first.flops + 2 * later.flops + (_EIGH_FLOPS + _CHOLESKY_FLOPS) * n**3
     draws = first.draws + 2 * later.draws
-    parts = {"streamed chunks": max(first.peak, later.peak), "θ": theta, "Gram and solve": solve}
+    parts = {"streamed chunks": max(first.peak, later.peak), "θ": theta, "Gram and solve": solve,
+             "data X": data}
     return transient, flops, draws, parts
 
 
@@ -420,13 +432,11 @@ def estimate_reconstruct(*, d: float, n: float, p: float, n_hat: float | None = 
         As in :func:`rftheory.reconstruct.reconstruct` (the pool has ⌈oversample·n̂⌉ rows,
         capped at p; L-BFGS keeps ``memory`` pairs of vectors).
     dtype : str or numpy dtype
-        Of the features.
     v_cache_bytes : number
         V is cached when p·d entries fit (the CLI's ``--v-cache-mb``, 1 GiB by default).
     evaluations_per_step : float
         Loss evaluations per optimiser step (L-BFGS's line search; 1.1 is typical).
     threads : int, optional
-        Threads drawing V (default: all cores).
     include_training : bool
         Also count the min-norm fit that produces θ* (the CLI and the sweep cell both do).
 
@@ -487,24 +497,6 @@ def estimate_kernel(*, d: float, n: float, p_values: Any, reps: float = 4,
     eigenvalue problems; once: the kernel matrix, its eigen-decomposition and the Hadamard-power
     bounds (up to ``order + 1`` eigenvalue problems of size n).
 
-    Parameters
-    ----------
-    d, n : float
-        Input dimension and points.
-    p_values : sequence of float
-        The widths measured.
-    reps : float
-        Draws of V per width.
-    order : float
-        Truncation order of the Hermite series.
-    threads : int, optional
-        Threads drawing V (default: all cores).
-
-    Returns
-    -------
-    Estimate
-        Peak memory, work and random draws.
-
     Examples
     --------
     >>> est = estimate_kernel(d=10, n=20, p_values=[100, 400], reps=4)
@@ -522,7 +514,8 @@ def estimate_kernel(*, d: float, n: float, p_values: Any, reps: float = 4,
     threads = _threads(threads)
     itemsize = 8
     dense = 6 * n * n * itemsize  # K and its eigenvectors, T and its powers, E = G/p − K
-    peak = dense + _OVERHEAD
+    data = n * d * itemsize  # the points X
+    peak = dense + data + _OVERHEAD
     flops = (_EIGH_FLOPS + (order + 1) * _EIGVALSH_FLOPS) * n**3 + 4 * (order + 1) * n * n
     flops += 2 * n * n * d
     draws = 0.0
@@ -538,27 +531,14 @@ def estimate_kernel(*, d: float, n: float, p_values: Any, reps: float = 4,
     job = (f"kernel (d = {_show(d)}, n = {_show(n)}, p up to {_show(biggest)}, "
            f"{_show(reps)} draws per p)")
     return Estimate(job, peak, flops, draws, "float64",
-                    _sorted({"n × n matrices": dense, "streamed chunks": stream_peak}))
+                    _sorted({"n × n matrices": dense, "streamed chunks": stream_peak,
+                             "data X": data}))
 
 
 def estimate_features(*, n: float, p: float, d: float, dtype: Any = "float64",
                       threads: int | None = None) -> Estimate:
     """Estimate a materialised Φ(X) (:meth:`RandomFeatures.features`): the n×p matrix, the
     blocks it is assembled from, and one stream.
-
-    Parameters
-    ----------
-    n, p, d : float
-        Points, random features, input dimension.
-    dtype : str or numpy dtype
-        Of Φ.
-    threads : int, optional
-        Threads drawing V (default: all cores).
-
-    Returns
-    -------
-    Estimate
-        Peak memory, work and random draws.
 
     Examples
     --------
@@ -586,20 +566,6 @@ def estimate_cell(kind: str, params: Mapping[str, Any], *, threads: int | None =
     256 MiB). ``reconstruct``: :func:`rftheory.pipeline.reconstruction_cell` (V cached under
     1 GiB, the reconstruction's default step budget unless ``max_steps`` is given).
 
-    Parameters
-    ----------
-    kind : {"label_fit", "reconstruct"}
-        The cell's kind.
-    params : mapping
-        The cell's parameters (``d``, ``n``, ``p``, …).
-    threads : int, optional
-        Threads drawing V.
-
-    Returns
-    -------
-    Estimate
-        Peak memory, work and random draws of the cell.
-
     Examples
     --------
     >>> estimate_cell("label_fit", {"d": 5, "n": 8, "p": 16}).draws == 16 * 5
@@ -609,6 +575,8 @@ def estimate_cell(kind: str, params: Mapping[str, Any], *, threads: int | None =
         d, n, p = params["d"], params["n"], params["p"]
     except KeyError as exc:
         raise RFTheoryError(f"a {kind} cell needs d, n and p (missing {exc.args[0]})") from None
+    if kind == "law":  # rftheory.pipeline.law_cell: a label fit below p = n, else a reconstruction
+        kind = "reconstruct" if p >= n else "label_fit"
     if kind == "label_fit":
         train = estimate_train(d=d, n=n, p=p, v_cache_bytes=_CELL_V_CACHE[kind], threads=threads)
         gram = _stream(float(n), float(d), float(p), 8, cached=train.draws == float(p) * float(d),
@@ -622,7 +590,8 @@ def estimate_cell(kind: str, params: Mapping[str, Any], *, threads: int | None =
                                    v_cache_bytes=_CELL_V_CACHE[kind], threads=threads)
         return Estimate(f"reconstruct cell ({est.job.split('(', 1)[1]}", est.peak_bytes,
                         est.flops, est.draws, est.dtype, est.parts)
-    raise RFTheoryError(f"no estimate for cells of kind {kind!r} (known: label_fit, reconstruct)")
+    raise RFTheoryError(f"no estimate for cells of kind {kind!r} (known: label_fit, reconstruct, "
+                       "law)")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -689,11 +658,6 @@ def available_memory() -> float | None:
     ``MemAvailable`` of ``/proc/meminfo`` (free memory plus what the kernel can reclaim), capped
     by the remaining allowance of a cgroup v2 memory limit (containers, CI runners);
     ``os.sysconf`` free pages where ``/proc`` does not exist.
-
-    Returns
-    -------
-    float or None
-        Bytes, or None.
     """
     return _machine()[0]
 
@@ -712,56 +676,35 @@ def _parse_bytes(text: str, where: str) -> float:
     return value
 
 
-def memory_limit(explicit: float | str | None = None) -> tuple[float, str]:
+def memory_limit(explicit: float | str | None = None, *,
+                 name: str = "memory_limit") -> tuple[float, str]:
     """The memory limit in bytes and a phrase saying where it comes from (for messages).
 
-    ``explicit`` (bytes, or a size string) or ``RFTHEORY_MEMORY_LIMIT`` replaces the default
+    ``explicit`` (bytes, or a size string; ``name`` is how messages call it, e.g. the CLI's
+    ``--memory-limit``) or ``RFTHEORY_MEMORY_LIMIT`` replaces the default
     :data:`MEMORY_FRACTION` of the available memory; neither may exceed the machine's total.
-
-    Parameters
-    ----------
-    explicit : float or str, optional
-        A limit given by the caller (``--memory-limit``).
-
-    Returns
-    -------
-    limit : float
-        Bytes.
-    source : str
-        Where it comes from, for messages.
     """
     available, total = _machine()
     source = None
     if explicit is None and os.environ.get("RFTHEORY_MEMORY_LIMIT"):
         explicit, source = os.environ["RFTHEORY_MEMORY_LIMIT"], "RFTHEORY_MEMORY_LIMIT"
     if explicit is not None:
-        value = _parse_bytes(explicit, source or "memory_limit") if isinstance(explicit, str) \
-            else _size("memory_limit", explicit, 0)
+        value = _parse_bytes(explicit, source or name) if isinstance(explicit, str) \
+            else _size(name, explicit, 0)
         if total is not None and value > total:
             return total, f"this machine's total of {_bytes(total)}"
-        return value, f"{_bytes(value)} set by {source or 'memory_limit'}"
+        return value, f"{_bytes(value)} set by {source or name}"
     if available is None:
         return math.inf, "no limit (this platform does not report its memory)"
     value = MEMORY_FRACTION * available
     return value, (f"{MEMORY_FRACTION:.0%} of the {_bytes(available)} available")
 
 
-def time_limit(explicit: float | str | None = None) -> tuple[float, str]:
-    """The time limit in seconds and where it comes from (``RFTHEORY_TIME_LIMIT`` or default).
-
-    Parameters
-    ----------
-    explicit : float or str, optional
-        A limit given by the caller (``--time-limit``).
-
-    Returns
-    -------
-    limit : float
-        Seconds.
-    source : str
-        Where it comes from, for messages.
-    """
-    source = "time_limit"
+def time_limit(explicit: float | str | None = None, *,
+               name: str = "time_limit") -> tuple[float, str]:
+    """The time limit in seconds and where it comes from (``explicit``, called ``name`` in
+    messages; ``RFTHEORY_TIME_LIMIT``; or the default)."""
+    source = name
     if explicit is None and os.environ.get("RFTHEORY_TIME_LIMIT"):
         explicit, source = os.environ["RFTHEORY_TIME_LIMIT"], "RFTHEORY_TIME_LIMIT"
     if explicit is None:
@@ -777,192 +720,84 @@ def time_limit(explicit: float | str | None = None) -> tuple[float, str]:
 
 
 def check(estimate: Estimate, *, memory_limit: float | str | None = None,
-          time_limit: float | str | None = None) -> Estimate:
+          time_limit: float | str | None = None,
+          via: tuple[str, str] = ("memory_limit=", "time_limit=")) -> Estimate:
     """Return ``estimate`` if it fits the limits; raise :class:`ResourceLimitError` otherwise.
 
     The message is one line: the job, the estimate and its main parts, the limit and where it
-    comes from, and how to change it.
-
-    Parameters
-    ----------
-    estimate : Estimate
-        What the job needs.
-    memory_limit : float or str, optional
-        Bytes, or a size string (``"8GiB"``); default :func:`memory_limit`.
-    time_limit : float or str, optional
-        Seconds, or a duration string (``"10min"``); default :func:`time_limit`.
-
-    Returns
-    -------
-    Estimate
-        The estimate, when it fits.
-
-    Raises
-    ------
-    ResourceLimitError
-        When it does not fit.
+    comes from, and how to change it. ``via`` names the two limits as the caller offers them
+    (the CLI: ``("--memory-limit", "--time-limit")``).
     """
-    mem, mem_source = _limit_memory(memory_limit)
+    mem, mem_source = _limit_memory(memory_limit, name=via[0].rstrip("="))
     if not estimate.peak_bytes <= mem:
         parts = ", ".join(f"{name} {_bytes(size)}" for name, size in estimate.parts[:3])
         hint = ("reduce the sizes" if mem_source.startswith("this machine")
-                else "reduce the sizes, or raise the limit with memory_limit= or "
+                else f"reduce the sizes, or raise the limit with {via[0]} or "
                      "RFTHEORY_MEMORY_LIMIT (at most the machine's total memory)")
         raise ResourceLimitError(
-            f"{estimate.job} needs ~{_bytes(estimate.peak_bytes)} of memory ({parts}), over the "
-            f"limit of {_bytes(mem)} ({mem_source}); {hint}")
-    seconds, time_source = _limit_time(time_limit)
+            f"{estimate.job} needs ~{_bytes(estimate.peak_bytes)} of memory"
+            + (f" ({parts})" if parts else "")
+            + f", over the limit of {_bytes(mem)} ({mem_source}); {hint}")
+    seconds, time_source = _limit_time(time_limit, name=via[1].rstrip("="))
     if not estimate.seconds <= seconds:
+        overhead = (f" and {_duration(estimate.overhead_seconds)} of bookkeeping"
+                    if estimate.overhead_seconds else "")
         raise ResourceLimitError(
             f"{estimate.job} would take ~{_duration(estimate.seconds)} ({estimate.flops:.2g} "
             f"flops at {FLOP_RATE[estimate.dtype]:.2g}/s and {estimate.draws:.2g} Gaussian draws "
-            f"at {DRAW_RATE:.2g}/s), over the limit of {time_source}; reduce the sizes or the "
-            "step budget, or raise the limit with time_limit= or RFTHEORY_TIME_LIMIT (seconds, "
-            "or inf)")
+            f"at {DRAW_RATE:.2g}/s{overhead}), over the limit of {time_source}; reduce the sizes "
+            f"or the step budget, or raise the limit with {via[1]} or RFTHEORY_TIME_LIMIT "
+            "(seconds, or inf)")
     return estimate
 
 
 # the public names memory_limit/time_limit are also check()'s keywords
 _limit_memory = memory_limit
 _limit_time = time_limit
+#: How the library's callers name the limits in messages (the CLI passes its option names).
+_VIA = ("memory_limit=", "time_limit=")
 
 
 def check_train(*, memory_limit: float | str | None = None, time_limit: float | str | None = None,
-                **sizes: Any) -> Estimate:
-    """:func:`estimate_train` (same keywords), then :func:`check`.
-
-    Parameters
-    ----------
-    memory_limit : float or str, optional
-        Bytes, or a size string (``"8GiB"``); default :func:`memory_limit`.
-    time_limit : float or str, optional
-        Seconds, or a duration string (``"10min"``); default :func:`time_limit`.
-    **sizes
-        The keywords of :func:`estimate_train`.
-
-    Returns
-    -------
-    Estimate
-        The estimate, when it fits.
-
-    Raises
-    ------
-    ResourceLimitError
-        When it does not fit.
-    """
-    return check(estimate_train(**sizes), memory_limit=memory_limit, time_limit=time_limit)
+                via: tuple[str, str] = _VIA, **sizes: Any) -> Estimate:
+    """:func:`estimate_train` (same keywords), then :func:`check`."""
+    return check(estimate_train(**sizes), memory_limit=memory_limit, time_limit=time_limit,
+                 via=via)
 
 
 def check_reconstruct(*, memory_limit: float | str | None = None,
-                      time_limit: float | str | None = None, **sizes: Any) -> Estimate:
+                      time_limit: float | str | None = None, via: tuple[str, str] = _VIA,
+                      **sizes: Any) -> Estimate:
     """:func:`estimate_reconstruct` (same keywords), then :func:`check`.
-
-    Parameters
-    ----------
-    memory_limit : float or str, optional
-        Bytes, or a size string (``"8GiB"``); default :func:`memory_limit`.
-    time_limit : float or str, optional
-        Seconds, or a duration string (``"10min"``); default :func:`time_limit`.
-    **sizes
-        The keywords of :func:`estimate_reconstruct`.
-
-    Returns
-    -------
-    Estimate
-        The estimate, when it fits.
-
-    Raises
-    ------
-    ResourceLimitError
-        When it does not fit.
 
     Examples
     --------
     >>> check_reconstruct(d=20, n=10, p=2000).peak_bytes < 2**27
     True
     """
-    return check(estimate_reconstruct(**sizes), memory_limit=memory_limit, time_limit=time_limit)
+    return check(estimate_reconstruct(**sizes), memory_limit=memory_limit, time_limit=time_limit,
+                 via=via)
 
 
 def check_kernel(*, memory_limit: float | str | None = None, time_limit: float | str | None = None,
-                 **sizes: Any) -> Estimate:
-    """:func:`estimate_kernel` (same keywords), then :func:`check`.
-
-    Parameters
-    ----------
-    memory_limit : float or str, optional
-        Bytes, or a size string (``"8GiB"``); default :func:`memory_limit`.
-    time_limit : float or str, optional
-        Seconds, or a duration string (``"10min"``); default :func:`time_limit`.
-    **sizes
-        The keywords of :func:`estimate_kernel`.
-
-    Returns
-    -------
-    Estimate
-        The estimate, when it fits.
-
-    Raises
-    ------
-    ResourceLimitError
-        When it does not fit.
-    """
-    return check(estimate_kernel(**sizes), memory_limit=memory_limit, time_limit=time_limit)
+                 via: tuple[str, str] = _VIA, **sizes: Any) -> Estimate:
+    """:func:`estimate_kernel` (same keywords), then :func:`check`."""
+    return check(estimate_kernel(**sizes), memory_limit=memory_limit, time_limit=time_limit,
+                 via=via)
 
 
 def check_features(*, memory_limit: float | str | None = None,
-                   time_limit: float | str | None = None, **sizes: Any) -> Estimate:
-    """:func:`estimate_features` (same keywords), then :func:`check`.
-
-    Parameters
-    ----------
-    memory_limit : float or str, optional
-        Bytes, or a size string (``"8GiB"``); default :func:`memory_limit`.
-    time_limit : float or str, optional
-        Seconds, or a duration string (``"10min"``); default :func:`time_limit`.
-    **sizes
-        The keywords of :func:`estimate_features`.
-
-    Returns
-    -------
-    Estimate
-        The estimate, when it fits.
-
-    Raises
-    ------
-    ResourceLimitError
-        When it does not fit.
-    """
-    return check(estimate_features(**sizes), memory_limit=memory_limit, time_limit=time_limit)
+                   time_limit: float | str | None = None, via: tuple[str, str] = _VIA,
+                   **sizes: Any) -> Estimate:
+    """:func:`estimate_features` (same keywords), then :func:`check`."""
+    return check(estimate_features(**sizes), memory_limit=memory_limit, time_limit=time_limit,
+                 via=via)
 
 
 def check_cell(kind: str, params: Mapping[str, Any], *, memory_limit: float | str | None = None,
-               time_limit: float | str | None = None, threads: int | None = 1) -> Estimate:
+               time_limit: float | str | None = None, threads: int | None = 1,
+               via: tuple[str, str] = _VIA) -> Estimate:
     """:func:`estimate_cell`, then :func:`check` (a sweep checks each cell's sizes before it
-    starts; the total time of a grid is the caller's sum).
-
-    Parameters
-    ----------
-    kind : str
-        The cell's kind (``"label_fit"`` or ``"reconstruct"``).
-    params : mapping
-        The cell's parameters.
-    memory_limit : float or str, optional
-        Bytes, or a size string (``"8GiB"``); default :func:`memory_limit`.
-    time_limit : float or str, optional
-        Seconds, or a duration string (``"10min"``); default :func:`time_limit`.
-    threads : int, optional
-        Threads drawing V (workers use one).
-
-    Returns
-    -------
-    Estimate
-        The estimate, when it fits.
-
-    Raises
-    ------
-    ResourceLimitError
-        When it does not fit.
-    """
+    starts; the total time of a grid is the caller's sum)."""
     return check(estimate_cell(kind, params, threads=threads), memory_limit=memory_limit,
-                 time_limit=time_limit)
+                 time_limit=time_limit, via=via)

@@ -1,28 +1,113 @@
 """The ``rftheory`` command line: a thin layer that parses arguments, calls the library, prints.
 
 Each subcommand lives in a module of :mod:`rftheory.commands` exposing ``register(subparsers)``;
-modules there are discovered automatically. Errors caused by the user's input print one line on
-stderr and exit with status 2 (argparse does the same for malformed arguments); ``--debug`` shows
-the traceback instead.
+modules there are discovered automatically.
+
+One rule for what goes wrong, in every command:
+
+* bad input — a malformed argument (argparse), a refused value, a file that cannot be read or
+  written, a job too large for the limits (:mod:`rftheory.budget`) — prints **one line** on
+  stderr, ``rftheory CMD: error: …``, and exits with status 2; ``--debug`` (before or after the
+  command) shows the traceback instead;
+* SIGINT (Ctrl-C) and SIGTERM stop the command cleanly — worker processes are stopped, a
+  sweep's finished cells stay stored — with one line and status 130 or 143 (128 + signal);
+* a closed stdout (``rftheory … | head``) ends the command quietly, with status 141 as for a
+  Unix tool killed by SIGPIPE.
+
+Startup imports nothing heavy (the commands import the library in their handlers), so that
+``--help``, ``--version`` and refused arguments answer at once.
 """
 
 from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import pkgutil
+import signal
 import sys
+from typing import Any, Iterator
 
 from . import commands
 from .errors import RFTheoryError
 
+#: Exit status of refused input (argparse's too).
+EXIT_USAGE = 2
+#: Exit status when stdout was closed by the reader (128 + SIGPIPE).
+EXIT_BROKEN_PIPE = 128 + signal.SIGPIPE
+
+
+class Interrupted(KeyboardInterrupt):
+    """Raised in the main thread when the process receives SIGTERM (SIGINT raises the plain
+    KeyboardInterrupt): the same clean stop as Ctrl-C."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signal.Signals(signum).name)
+        self.signum = signum
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse with one-line errors: ``rftheory CMD: error: MESSAGE (see 'rftheory CMD --help')``
+    instead of the usage block (subparsers inherit the class)."""
+
+    def error(self, message: str) -> None:  # type: ignore[override]
+        self.exit(EXIT_USAGE, f"{self.prog}: error: {_one_line(message)} "
+                              f"(see '{self.prog} --help')\n")
+
+
+class _Version(argparse.Action):
+    """``--version``: the package version and the definition of V (imported only when asked)."""
+
+    def __init__(self, option_strings: list[str], dest: str = argparse.SUPPRESS,
+                 default: str = argparse.SUPPRESS, help: str | None = None) -> None:
+        super().__init__(option_strings, dest=dest, default=default, nargs=0, help=help)
+
+    def __call__(self, parser: argparse.ArgumentParser, *args: Any) -> None:
+        from . import __version__
+        from .philox import V_DEFINITION
+
+        print(f"rftheory {__version__} (V: {V_DEFINITION}; Python {sys.version.split()[0]})")
+        parser.exit(0)
+
+
+def _one_line(text: str) -> str:
+    lines = [line.strip() for line in str(text).splitlines() if line.strip()]
+    return "; ".join(lines) if lines else str(text)
+
+
+def _leaves(parser: argparse.ArgumentParser) -> Iterator[argparse.ArgumentParser]:
+    """The parsers that run a handler (``sweep`` has its own subcommands)."""
+    nested = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+    if not nested:
+        yield parser
+    for action in nested:
+        for child in dict.fromkeys(action.choices.values()):
+            yield from _leaves(child)
+
+
+def _command_parser(parser: argparse.ArgumentParser,
+                    args: argparse.Namespace) -> argparse.ArgumentParser:
+    """The (sub)parser of the command ``args`` were parsed for (``rftheory sweep run``)."""
+    while True:
+        nested = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+        chosen = getattr(args, nested[0].dest, None) if nested else None
+        if chosen is None or chosen not in nested[0].choices:
+            return parser
+        parser = nested[0].choices[chosen]
+
 
 def build_parser() -> argparse.ArgumentParser:
     """The top-level parser with every subcommand found in :mod:`rftheory.commands`."""
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="rftheory",
         description="Check the law of data reconstruction in random-features models.",
+        epilog="Errors print one line and exit with status 2 (--debug: the traceback). "
+               "Commands that compute estimate their memory and time from the sizes before "
+               "starting and refuse what does not fit: --memory-limit / RFTHEORY_MEMORY_LIMIT "
+               "(default 80%% of the available memory, never above the machine's total) and "
+               "--time-limit / RFTHEORY_TIME_LIMIT (seconds or inf, default 3600).",
     )
+    parser.add_argument("--version", action=_Version, help="print the version and exit")
     parser.add_argument("--debug", action="store_true", help="show tracebacks on errors")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for info in sorted(pkgutil.iter_modules(commands.__path__), key=lambda m: m.name):
@@ -30,23 +115,87 @@ def build_parser() -> argparse.ArgumentParser:
             continue
         module = importlib.import_module(f"{commands.__name__}.{info.name}")
         module.register(sub)
+    for leaf in _leaves(parser):
+        if leaf is not parser:  # `rftheory CMD ... --debug` as well as `rftheory --debug CMD`
+            leaf.add_argument("--debug", action="store_true", default=argparse.SUPPRESS,
+                              help="show tracebacks on errors")
     return parser
+
+
+def _silence_stdout() -> None:
+    """After a broken pipe: point stdout at /dev/null so the interpreter's final flush is quiet."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError, AttributeError):  # stdout is not a file descriptor (tests)
+        pass
+
+
+_MAIN_PID = os.getpid()
+
+
+def _on_sigterm(signum: int, frame: Any) -> None:
+    if os.getpid() != _MAIN_PID:  # a forked child inherited the handler: die as by default
+        signal.signal(signum, signal.SIG_DFL)
+        os.kill(os.getpid(), signum)
+        return
+    raise Interrupted(signum)
 
 
 def main(argv: list[str] | None = None) -> int:
     """Run the CLI; returns the process exit status."""
-    parser = build_parser()
-    args = parser.parse_args(argv)
     try:
-        return int(args.handler(args) or 0)
-    except (RFTheoryError, OSError) as exc:
+        return _main(argv)
+    except BrokenPipeError:  # e.g. `rftheory --help | head -1`
+        _silence_stdout()
+        return EXIT_BROKEN_PIPE
+
+
+def _main(argv: list[str] | None) -> int:
+    parser = build_parser()
+    try:
+        args, extras = parser.parse_known_args(argv)
+        if extras:  # argparse reports them from the top parser; name the command instead
+            _command_parser(parser, args).error(f"unrecognized arguments: {' '.join(extras)}")
+        sys.stdout.flush()
+    except SystemExit as exc:  # --help, --version, or a refused argument (one line already)
+        sys.stdout.flush()
+        return int(exc.code or 0) if not isinstance(exc.code, str) else EXIT_USAGE
+    name = _command_parser(parser, args).prog  # "rftheory kernel", "rftheory sweep run"
+    global _MAIN_PID
+    _MAIN_PID = os.getpid()
+    previous = None
+    try:
+        previous = signal.signal(signal.SIGTERM, _on_sigterm)
+    except ValueError:  # not the main thread (an embedding application): leave signals alone
+        pass
+    try:
+        status = int(args.handler(args) or 0)
+        sys.stdout.flush()  # a closed pipe shows here, not in the interpreter's final flush
+        return status
+    except BrokenPipeError:
+        _silence_stdout()
+        return EXIT_BROKEN_PIPE
+    except (RFTheoryError, OSError, MemoryError) as exc:
         if args.debug:
             raise
-        print(f"rftheory {args.command}: error: {exc}", file=sys.stderr)
-        return 2
-    except KeyboardInterrupt:
-        print(f"rftheory {args.command}: interrupted", file=sys.stderr)
-        return 130
+        text = _one_line(str(exc)) or type(exc).__name__
+        if isinstance(exc, MemoryError):
+            text = f"out of memory ({text}); reduce the sizes or lower --memory-limit"
+        print(f"{name}: error: {text}", file=sys.stderr)
+        return EXIT_USAGE
+    except KeyboardInterrupt as exc:
+        if args.debug:
+            raise
+        signum = exc.signum if isinstance(exc, Interrupted) else signal.SIGINT
+        notes = "; ".join(getattr(exc, "__notes__", ()))
+        print(f"{name}: interrupted by {signal.Signals(signum).name}"
+              + (f"; {notes}" if notes else ""), file=sys.stderr)
+        return 128 + signum
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)
 
 
 if __name__ == "__main__":  # pragma: no cover

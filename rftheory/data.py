@@ -1,9 +1,11 @@
 """Training data for reconstruction experiments: synthetic sphere data and real images.
 
-Every data set is returned on the paper's data model, rows on the sphere of radius √d, as a
-float64 numpy array (move it to another namespace with ``xp.asarray``). Nothing is ever
-downloaded: the digits images ship inside scikit-learn, and CIFAR-10 is read only from files the
-user already has.
+Every data set is returned on the paper's data model, rows on the sphere of radius √d (the
+patches optionally standardised instead, as the paper's CIFAR-10 runs are), as a float64 numpy
+array (move it to another namespace with ``xp.asarray``). Nothing is ever
+downloaded: the digits images ship inside scikit-learn, the 32×32 colour patches (d = 3072, CIFAR-10's
+dimension) are cut from the photographs that ship inside scikit-image (the optional extra
+``rftheory[images]``), and CIFAR-10 is read only from files the user already has.
 
 Seeds. Each random object here is a function of an explicit ``seed``. Data draws use the numpy
 stream ``default_rng([seed, stream])`` with a fixed ``stream`` tag per purpose (≥ 2**40); V in
@@ -14,6 +16,7 @@ independently.
 
 from __future__ import annotations
 
+import functools
 import math
 import pickle
 from dataclasses import dataclass
@@ -36,12 +39,15 @@ __all__ = [
     "dataset_dimension",
     "digits_data",
     "cifar10_data",
+    "patches_data",
+    "PATCH_SOURCES",
+    "NORMALISATIONS",
     "load_dataset",
     "DATASET_SPECS",
 ]
 
 #: Forms of ``spec`` accepted by :func:`load_dataset`.
-DATASET_SPECS = ("sphere", "digits", "cifar10:DIR")
+DATASET_SPECS = ("sphere", "digits", "patches", "patches:standardised", "cifar10:DIR")
 
 _STREAM_SPHERE = 2**40 + 1
 _STREAM_GAUSSIAN_LABELS = 2**40 + 2
@@ -51,6 +57,25 @@ _STREAM_SUBSET = 2**40 + 4
 _CIFAR_D = 3 * 32 * 32
 _CIFAR_TRAIN = tuple(f"data_batch_{i}" for i in range(1, 6))
 _CIFAR_TEST = ("test_batch",)
+
+#: The photographs of scikit-image's bundled data the patches are cut from, in this order: every
+#: natural colour image the wheel ships (checked in scikit-image 0.22–0.26). Left out: the
+#: synthetic ``colorwheel`` and ``logo``, the grey images, and ``stereo_motorcycle``'s right view
+#: (the left one shifted by a few pixels: its patches would nearly repeat the left's).
+PATCH_SOURCES = ("astronaut", "chelsea", "coffee", "hubble_deep_field", "immunohistochemistry",
+                 "retina", "rocket", "motorcycle_left")
+#: Normalisations of the patches: ``"sphere"`` (each patch centred and scaled to norm √d, the
+#: theory's data model) or ``"standardised"`` (one scalar mean and standard deviation over every
+#: pixel of the pool, as the paper's CIFAR-10 runs: norms ≈ √d on average, not each).
+NORMALISATIONS = ("sphere", "standardised")
+_PATCH = 32
+#: Each photograph is resized (anti-aliased) to this shorter side before it is cut into
+#: non-overlapping 32×32 tiles: 5 tiles across the shorter side, so a patch shows a recognisable
+#: part of the scene (as a CIFAR-10 image shows an object) rather than a few pixels of texture.
+_PATCH_SHORT_SIDE = 160
+#: Tiles whose pixel standard deviation (0–255 scale) is below this are dropped as flat (none of
+#: the 240 tiles of scikit-image 0.26 is: the flattest, in hubble_deep_field, has 7.9).
+_PATCH_MIN_STD = 4.0
 
 
 @dataclass(frozen=True, eq=False)
@@ -62,14 +87,17 @@ class Dataset:
     X : numpy.ndarray, shape (n, d), float64
         Rows with ‖x_i‖ = √d.
     name : str
-        ``"sphere"``, ``"digits"`` or ``"cifar10"``.
+        ``"sphere"``, ``"digits"``, ``"patches"`` or ``"cifar10"``.
     image_shape : tuple of int or None
         Shape of one image in storage order — (8, 8) for digits, (3, 32, 32) (channels first)
-        for CIFAR-10 — or None for synthetic data.
+        for the patches and CIFAR-10 — or None for synthetic data.
     indices : numpy.ndarray of int or None
         Rows of the source data set that were selected (None for synthetic data).
     classes : numpy.ndarray of int or None
-        Class labels of the selected images (not the regression labels; None for synthetic data).
+        Class labels of the selected images (not the regression labels; None for synthetic data;
+        for the patches, the index of the photograph in :data:`PATCH_SOURCES`).
+    normalisation : str
+        ``"sphere"`` (every row has norm √d) or ``"standardised"`` (patches only).
     """
 
     X: np.ndarray
@@ -77,6 +105,7 @@ class Dataset:
     image_shape: tuple[int, ...] | None = None
     indices: np.ndarray | None = None
     classes: np.ndarray | None = None
+    normalisation: str = "sphere"
 
     @property
     def n(self) -> int:
@@ -377,6 +406,100 @@ def cifar10_data(directory: str | Path, n: int, seed: int = 0, *, split: str = "
     idx = _subset(data.shape[0], n, seed, f"the CIFAR-10 {split} batches in {folder}")
     return Dataset(to_sphere(data[idx], centre=True), "cifar10", (3, 32, 32), idx, labels[idx])
 
+def _import_skimage() -> Any:
+    """scikit-image's data and transform modules, or one clear line on how to install them."""
+    try:
+        import skimage.data
+        import skimage.transform
+    except ImportError:
+        raise DataNotFoundError(
+            "the 'patches' data set needs scikit-image (its bundled photographs): "
+            "pip install 'rftheory[images]'") from None
+    return skimage
+
+
+def _load_photograph(skimage: Any, name: str) -> np.ndarray:
+    if name == "motorcycle_left":
+        return skimage.data.stereo_motorcycle()[0]
+    return getattr(skimage.data, name)()
+
+
+@functools.lru_cache(maxsize=1)
+def _patch_pool() -> tuple[np.ndarray, np.ndarray]:
+    """Every 32×32×3 tile of :data:`PATCH_SOURCES`, as (tiles (N, 3, 32, 32) float64 in 0–255,
+    source index per tile), in source order, row-major within a photograph. Cached: it is a
+    function of the installed scikit-image alone (~1 s to build)."""
+    skimage = _import_skimage()
+    tiles, sources = [], []
+    for k, name in enumerate(PATCH_SOURCES):
+        image = np.asarray(_load_photograph(skimage, name), dtype=np.float64)[..., :3]
+        h, w = image.shape[:2]
+        scale = _PATCH_SHORT_SIDE / min(h, w)
+        small = skimage.transform.resize(image, (round(h * scale), round(w * scale)),
+                                         anti_aliasing=True, preserve_range=True)
+        rows, cols = small.shape[0] // _PATCH, small.shape[1] // _PATCH
+        cut = small[:rows * _PATCH, :cols * _PATCH].reshape(rows, _PATCH, cols, _PATCH, 3)
+        cut = cut.transpose(0, 2, 4, 1, 3).reshape(-1, 3, _PATCH, _PATCH)  # channels first
+        keep = cut.reshape(cut.shape[0], -1).std(axis=1) >= _PATCH_MIN_STD
+        tiles.append(cut[keep])
+        sources.append(np.full(int(keep.sum()), k, dtype=np.int64))
+    pool = np.concatenate(tiles)
+    pool.setflags(write=False)
+    return pool, np.concatenate(sources)
+
+
+def patches_data(n: int, seed: int = 0, *, normalisation: str = "sphere") -> Dataset:
+    """n distinct 32×32 colour patches of scikit-image's photographs (d = 3072, CIFAR-10's size).
+
+    Parameters
+    ----------
+    n : int
+        Number of patches (at most the pool's size, 240 with scikit-image 0.26).
+    seed : int
+        Seed of the subset: n distinct tiles of the pool, drawn without replacement by the data
+        subset stream (the same rule as :func:`digits_data`), returned in pool order.
+    normalisation : {"sphere", "standardised"}
+        ``"sphere"``: each patch centred (its mean pixel subtracted) and scaled to norm √3072, the
+        theory's data model. ``"standardised"``: (x − m)/s with one scalar mean m and standard
+        deviation s over every pixel of the whole pool, as the paper standardises CIFAR-10; a
+        patch's row does not depend on which others are drawn, and the norms are √d only on
+        average over the pool.
+
+    Returns
+    -------
+    Dataset
+        ``image_shape`` (3, 32, 32) (channels first, as CIFAR-10's batches), ``indices`` the tiles
+        drawn, ``classes`` the index of each tile's photograph in :data:`PATCH_SOURCES`.
+
+    Raises
+    ------
+    DataNotFoundError
+        If scikit-image, which ships the photographs, is not installed
+        (``pip install 'rftheory[images]'``).
+
+    Notes
+    -----
+    The pool: each photograph of :data:`PATCH_SOURCES` (RGB; nothing is downloaded: the files
+    ship inside the scikit-image wheel) is resized with anti-aliasing
+    (:func:`skimage.transform.resize`) to a shorter side of 160 pixels and cut into
+    non-overlapping 32×32 tiles, row-major; flat tiles (pixel standard deviation below 4 on the
+    0–255 scale) would be dropped. The tiles' last bits depend on the scikit-image and scipy
+    versions (the anti-aliasing filter); the selection and the normalisation are exact functions
+    of the seed.
+    """
+    n = _check_count("n", n)
+    if normalisation not in NORMALISATIONS:
+        raise RFTheoryError(f"normalisation must be one of {', '.join(NORMALISATIONS)}, "
+                            f"got {normalisation!r}")
+    pool, sources = _patch_pool()
+    idx = _subset(pool.shape[0], n, seed, "the patch pool of scikit-image's photographs")
+    rows = pool[idx].reshape(n, -1)
+    if normalisation == "sphere":
+        X = to_sphere(rows, centre=True)
+    else:
+        X = (rows - pool.mean()) / pool.std()
+    return Dataset(X, "patches", (3, _PATCH, _PATCH), idx, sources[idx], normalisation)
+
 
 def _parse_dataset(spec: Any, d: int | None) -> tuple[str, str, int]:
     """``(name, argument, d)`` of a data set spec, with every check that needs no file."""
@@ -390,11 +513,14 @@ def _parse_dataset(spec: Any, d: int | None) -> tuple[str, str, int]:
         if d is None:
             raise RFTheoryError("sphere data needs the dimension d")
         return name, "", d
-    fixed_d = {"digits": 64, "cifar10": _CIFAR_D}.get(name)
-    if fixed_d is None or (name == "digits" and sep) or (name == "cifar10" and not arg.strip()):
+    fixed_d = {"digits": 64, "cifar10": _CIFAR_D, "patches": _CIFAR_D}.get(name)
+    if fixed_d is None or (name == "digits" and sep) or (name == "cifar10" and not arg.strip()) \
+            or (name == "patches" and sep and arg.strip().lower() not in NORMALISATIONS):
         raise RFTheoryError(f"unknown data set {spec!r}; use one of: {', '.join(DATASET_SPECS)}")
     if d is not None and d != fixed_d:
         raise RFTheoryError(f"{name} images have d = {fixed_d}, but d = {d} was requested")
+    if name == "patches":
+        return name, arg.strip().lower() or "sphere", fixed_d
     return name, arg.strip(), fixed_d
 
 
@@ -425,14 +551,16 @@ def dataset_dimension(spec: str, d: int | None = None) -> int:
 
 
 def load_dataset(spec: str, n: int, d: int | None = None, seed: int = 0) -> Dataset:
-    """Load a data set named by ``spec``: ``"sphere"``, ``"digits"`` or ``"cifar10:DIR"``.
+    """Load a data set named by ``spec``: ``"sphere"``, ``"digits"``, ``"patches"`` or ``"cifar10:DIR"``.
 
     Parameters
     ----------
     spec : str
         ``"sphere"`` (uniform on the √d-sphere; needs ``d``), ``"digits"`` (scikit-learn's 8×8
-        digits, d = 64) or ``"cifar10:DIR"`` (CIFAR-10 training batches in the local folder DIR,
-        d = 3072).
+        digits, d = 64), ``"patches"`` / ``"patches:standardised"`` (32×32 colour patches of
+        scikit-image's photographs, d = 3072, on the sphere or standardised, see
+        :func:`patches_data`; needs ``rftheory[images]``) or ``"cifar10:DIR"`` (CIFAR-10 training
+        batches in the local folder DIR, d = 3072).
     n : int
         Number of training points.
     d : int, optional
@@ -451,4 +579,6 @@ def load_dataset(spec: str, n: int, d: int | None = None, seed: int = 0) -> Data
         return Dataset(sphere_data(n, d, seed), "sphere")
     if name == "digits":
         return digits_data(n, seed)
+    if name == "patches":
+        return patches_data(n, seed, normalisation=arg)
     return cifar10_data(arg, n, seed)

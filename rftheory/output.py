@@ -30,9 +30,11 @@ def to_jsonable(value: Any, *, finite_only: bool = True, strict: bool = False,
         Dicts (keys become strings), lists and tuples (become lists), dataclasses (their public
         fields, as a dict), arrays and numpy scalars (via ``tolist``), numbers, strings, None.
     finite_only : bool
-        True (default): NaN and ±inf become the strings ``"nan"``, ``"inf"``, ``"-inf"``, so the
-        output is strict JSON. False: they stay floats (Python's :mod:`json` writes them as
-        ``NaN``/``Infinity`` and reads them back) — the sweep store's canonical form.
+        True (default): NaN and ±inf become ``None`` (JSON ``null``), so the output is strict
+        JSON with one convention for a number that is unknown or not finite, in scalars and
+        inside numeric arrays alike (a string would break a reader's numeric array). False:
+        they stay floats (Python's :mod:`json` writes them as ``NaN``/``Infinity`` and reads
+        them back) — the sweep store's canonical form.
     strict : bool
         False (default): anything else is converted by ``float`` when it can be (mpmath, sympy
         numbers), else by ``str``. True: values that are neither numbers nor containers raise
@@ -49,7 +51,9 @@ def to_jsonable(value: Any, *, finite_only: bool = True, strict: bool = False,
     --------
     >>> import numpy as np
     >>> to_jsonable({"rho": np.float64(0.5), "p": (1, 2), "loss": float("nan")})
-    {'rho': 0.5, 'p': [1, 2], 'loss': 'nan'}
+    {'rho': 0.5, 'p': [1, 2], 'loss': None}
+    >>> to_jsonable(np.array([1.0, np.inf, np.nan]))
+    [1.0, None, None]
     >>> to_jsonable({"loss": float("nan")}, finite_only=False)
     {'loss': nan}
     """
@@ -68,7 +72,7 @@ def to_jsonable(value: Any, *, finite_only: bool = True, strict: bool = False,
         if isinstance(v, bool) or v is None or isinstance(v, (int, str)):
             return v
         if isinstance(v, float):
-            return v if math.isfinite(v) or not finite_only else str(v)
+            return v if math.isfinite(v) or not finite_only else None
         try:
             return convert(float(v), here)
         except (TypeError, ValueError):
@@ -81,14 +85,14 @@ def to_jsonable(value: Any, *, finite_only: bool = True, strict: bool = False,
 
 
 def print_json(payload: Any) -> None:
-    """Print ``payload`` as indented JSON on stdout.
+    """Print ``payload`` as indented strict JSON on stdout (NaN and ±inf as ``null``).
 
     Parameters
     ----------
     payload : any
         Converted by :func:`to_jsonable` first.
     """
-    json.dump(to_jsonable(payload), sys.stdout, indent=2)
+    json.dump(to_jsonable(payload), sys.stdout, indent=2, allow_nan=False)
     sys.stdout.write("\n")
 
 
@@ -132,11 +136,12 @@ def write_json_atomic(path: Path, payload: Any) -> None:
     path : Path
         Where to write (the parent directory must exist).
     payload : any
-        Converted by :func:`to_jsonable` first (strict JSON: non-finite numbers as strings).
+        Converted by :func:`to_jsonable` first (strict JSON: NaN and ±inf as ``null``).
     """
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    text = json.dumps(to_jsonable(payload), indent=2)  # serialise fully before touching the disk
+    # serialise fully before touching the disk; strict JSON (NaN and ±inf as null)
+    text = json.dumps(to_jsonable(payload), indent=2, allow_nan=False)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
         with os.fdopen(fd, "w") as fh:

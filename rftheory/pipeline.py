@@ -43,6 +43,8 @@ from .reconstruct import ReconstructionResult, reconstruct
 __all__ = [
     "DEFAULT_V_CACHE_BYTES",
     "LABELS",
+    "LABEL_FIT_TOL",
+    "derivative_vanishes",
     "FittedModel",
     "ReconstructionRun",
     "fit_model",
@@ -50,8 +52,11 @@ __all__ = [
     "run_reconstruction",
     "reconstruction_cell",
     "label_fit_cell",
+    "law_cell",
     "feature_count",
     "plot_reconstruction",
+    "matched_images",
+    "significant",
 ]
 
 #: Bytes of V kept in memory between the optimiser's passes over it (1 GiB): reconstruction
@@ -59,6 +64,27 @@ __all__ = [
 DEFAULT_V_CACHE_BYTES = 2**30
 #: Label kinds of :func:`fit_model`.
 LABELS = ("gaussian", "sign")
+#: Train residual ‖Φθ* − Y‖/‖Y‖ above which the labels count as not fit (as in the law's check:
+#: 1e-16–5e-11 measured for p ≥ n, ≥ 2e-2 for p < n).
+LABEL_FIT_TOL = 1e-6
+
+
+def derivative_vanishes(activation: Any) -> bool:
+    """True when φ′ = 0 almost everywhere (φ piecewise constant: ``step``, ``sign``): φ′ is
+    then a sum of Dirac deltas, which vanish off a null set.
+
+    Examples
+    --------
+    >>> from rftheory.activations import get_activation
+    >>> derivative_vanishes(get_activation("step")), derivative_vanishes(get_activation("relu"))
+    (True, False)
+    """
+    import sympy as sp
+
+    derivative = activation.derivative_expr
+    if not derivative.has(sp.DiracDelta):
+        return bool(derivative == 0)
+    return bool(sp.simplify(derivative.replace(sp.DiracDelta, lambda *args: sp.S.Zero)) == 0)
 
 
 @dataclass(frozen=True, eq=False)
@@ -212,6 +238,38 @@ class ReconstructionRun:
         """ρ of every variant, ``{"abs": ..., "signed": ..., "sign_invariant": ...}``."""
         return {v: m.rho for v, m in self.matchings.items()}
 
+    def warnings(self) -> list[str]:
+        """What makes this run's ρ not mean what it seems, one sentence each (empty if nothing):
+
+        * the labels are not fit (train residual above :data:`LABEL_FIT_TOL`, or ΦΦᵀ
+          numerically rank-deficient): θ* is then not the interpolator the theory is about;
+        * φ′ = 0 almost everywhere (a step function): the loss has no gradient, so a
+          gradient-based reconstruction cannot move from its start;
+        * the optimiser stopped above its tolerance (stalled, or out of steps).
+        """
+        fitted, result = self.fitted, self.result
+        out = []
+        gram = fitted.model.gram
+        if gram.rank_deficient or not fitted.train_residual <= LABEL_FIT_TOL:
+            why = (f"p = {fitted.p} < n = {fitted.n}: fewer features than points"
+                   if fitted.p < fitted.n else
+                   f"ΦΦᵀ has numerical rank {gram.rank} < n = {fitted.n}" if gram.rank_deficient
+                   else "ΦΦᵀ is ill-conditioned at these sizes")
+            out.append(f"the labels are not fit (train residual {fitted.train_residual:.3g} > "
+                       f"{LABEL_FIT_TOL:g}; {why}), so θ* is not the min-norm interpolator the "
+                       "theory is about and ρ does not test it; use more features or another "
+                       "activation")
+        if derivative_vanishes(fitted.features.activation):
+            out.append(f"φ′ = 0 almost everywhere for {fitted.features.activation.name} (φ′ = "
+                       f"{fitted.features.activation.derivative_expr}): the loss has no "
+                       "gradient, so the gradient-based reconstruction cannot move from its "
+                       f"start ({result.steps} steps, {result.stop_reason})")
+        elif not result.converged:
+            out.append(f"the reconstruction stopped above its tolerance (loss "
+                       f"{float(result.loss):.3g}, stop reason {result.stop_reason} after "
+                       f"{result.steps} steps): ρ is that of an unfinished search")
+        return out
+
     def summary(self) -> dict[str, Any]:
         """The run as plain JSON: parameters, training, optimiser, every ρ and the official match
         (per-sample ρ, assignment, sign flips) and the loss history (``rftheory reconstruct
@@ -220,7 +278,7 @@ class ReconstructionRun:
         return {
             "activation": fitted.features.activation.name, "data": fitted.data, "d": fitted.d,
             "n": fitted.n, "n_hat": self.n_hat, "p": fitted.p, "p_over_dn": fitted.p_over_dn,
-            "seed": fitted.seed, "device": fitted.device,
+            "seed": fitted.seed, "labels": fitted.labels, "device": fitted.device,
             "train_residual": float(fitted.model.train_residual),
             "train_rank_deficient": bool(fitted.model.gram.rank_deficient),
             "loss": float(result.loss), "steps": int(result.steps),
@@ -233,6 +291,7 @@ class ReconstructionRun:
             "assignment": official.assignment,
             "flipped": official.flipped,
             "history": tuple(float(v) for v in result.history),
+            "warnings": self.warnings(),
         }
 
 
@@ -241,20 +300,6 @@ def feature_count(p: int | None = None, *, p_mult: float | None = None, d: int, 
 
     Exactly one of ``p`` and ``p_mult`` is given (``rftheory reconstruct --p-mult``, a sweep
     file's ``p_mult``).
-
-    Parameters
-    ----------
-    p : int, optional
-        The number itself.
-    p_mult : float, optional
-        Or a multiple of dn.
-    d, n : int
-        Input dimension and training points.
-
-    Returns
-    -------
-    int
-        p.
 
     Examples
     --------
@@ -286,18 +331,13 @@ def fit_model(*, activation: str, n: int, p: int, d: int | None = None, seed: in
     seed : int
         Drives V, the data and the labels (independent streams of the same seed).
     data : str
-        ``"sphere"`` (default), ``"digits"`` or ``"cifar10:DIR"``
-        (see :func:`rftheory.data.load_dataset`).
+        ``"sphere"`` (default), ``"digits"``, ``"patches"``, ``"patches:standardised"`` or
+        ``"cifar10:DIR"`` (see :func:`rftheory.data.load_dataset`).
     labels : {"gaussian", "sign"}
     device : {"cpu", "gpu"}
         Namespace of θ* and of every pass over V (:func:`rftheory.backend.namespace`).
     v_cache_bytes : int
         Keep V in memory when it takes at most this many bytes (speed only).
-
-    Returns
-    -------
-    FittedModel
-        The data, the labels, the features and the trained model.
     """
     if labels not in LABELS:
         raise RFTheoryError(f"labels must be 'gaussian' or 'sign', got {labels!r}")
@@ -327,18 +367,12 @@ def recover_training_set(fitted: FittedModel, n_hat: int | None = None, *,
     Parameters
     ----------
     fitted : FittedModel
-        A result of :func:`fit_model`.
     n_hat : int, optional
         Number of candidates (default n).
     tol, max_steps : optional
         Target loss and iteration budget (default: :func:`rftheory.reconstruct.reconstruct`'s).
     callback : callable, optional
         Passed to :func:`~rftheory.reconstruct.reconstruct` (``callback(step, loss, X_hat)``).
-
-    Returns
-    -------
-    ReconstructionRun
-        The candidates X̂, the optimiser's result, ρ in every variant and the matchings.
 
     Notes
     -----
@@ -374,19 +408,7 @@ def run_reconstruction(*, activation: str, n: int, p: int, d: int | None = None,
                        ) -> ReconstructionRun:
     """The whole pipeline: :func:`fit_model`, then :func:`recover_training_set`.
 
-    ``p < n_hat`` is refused before any work.
-
-    Parameters
-    ----------
-    activation, n, p, d, seed, data, labels, device, v_cache_bytes
-        As in :func:`fit_model`.
-    n_hat, tol, max_steps, callback
-        As in :func:`recover_training_set`.
-
-    Returns
-    -------
-    ReconstructionRun
-        As :func:`recover_training_set` returns it.
+    Parameters are those of the two steps; ``p < n_hat`` is refused before any work.
 
     Examples
     --------
@@ -415,7 +437,8 @@ def reconstruction_cell(*, activation: str, d: int, n: int, p: int, seed: int,
         Drives V, the data, the labels and the optimiser's initial candidates (independent
         streams of the same seed).
     data : str
-        ``"sphere"`` (default), ``"digits"`` or ``"cifar10:DIR"`` (see :func:`rftheory.data.load_dataset`).
+        ``"sphere"`` (default), ``"digits"``, ``"patches[:standardised]"`` or ``"cifar10:DIR"``
+        (see :func:`rftheory.data.load_dataset`).
     n_hat : int, optional
         Number of candidates (default n).
     max_steps : int, optional
@@ -503,64 +526,112 @@ def label_fit_cell(*, activation: str, d: int, n: int, p: int, seed: int,
     }
 
 
+def law_cell(*, activation: str, d: int, n: int, p: int, seed: int,
+             max_steps: int | None = None, tol: float = 1e-10) -> dict[str, Any]:
+    """The sweep cell ``law``: one point of the law of data reconstruction on sphere data.
+
+    With p ≥ n it is :func:`reconstruction_cell` (labels fit, reconstruction, every ρ); with
+    p < n — fewer features than candidates, nothing to reconstruct — it is the label fit of
+    :func:`label_fit_cell` on the same data and labels. Both carry ``kind``
+    (``"reconstruction"`` / ``"label_fit"``), ``train_residual``, ``p_over_dn`` and ``p_over_n``,
+    so one grid holds both thresholds (p = n − 1, n and multiples of dn); the ρ keys of a label
+    fit are NaN. This is what :mod:`rftheory.claims.law` runs at every point.
+
+    Examples
+    --------
+    >>> law_cell(activation="relu+tanh", d=3, n=4, p=3, seed=0)["kind"]
+    'label_fit'
+    """
+    if p >= n:
+        cell = reconstruction_cell(activation=activation, d=d, n=n, p=p, seed=seed,
+                                   max_steps=max_steps, tol=tol)
+        cell["kind"] = "reconstruction"
+        return cell
+    fit = label_fit_cell(activation=activation, d=d, n=n, p=p, seed=seed)
+    nan = math.nan
+    return {"activation": str(activation), "d": d, "n": n, "p": p, "seed": seed, "data": "sphere",
+            "p_over_dn": p / (d * n), "p_over_n": p / n, "kind": "label_fit",
+            "train_residual": fit["train_residual"], "gram_rank": fit["gram_rank"],
+            "rho_abs": nan, "rho_signed": nan, "rho_sign_invariant": nan}
+
+
+def significant(x: float, digits: int = 2) -> str:
+    """``x`` to ``digits`` significant digits, for figure titles (1.1e-4 → ``"0.00011"``, not
+    ``"0.000"``).
+
+    Examples
+    --------
+    >>> significant(1.1e-4), significant(0.4321), significant(2.5e-7), significant(0.0)
+    ('0.00011', '0.43', '2.5e-07', '0')
+    """
+    return format(float(x), f".{digits}g")
+
+
+def matched_images(run: ReconstructionRun, max_images: int = 12
+                   ) -> tuple[list[int], np.ndarray, np.ndarray]:
+    """The run's training images and their matched reconstructions, ready to show.
+
+    Returns ``(shown, originals, reconstructions)``: the first ``max_images`` training indices
+    that were matched (official ρ), and both image stacks in [0, 1] (:meth:`Dataset.to_images`:
+    (k, H, W) grey or (k, H, W, 3) colour), each reconstruction with the sign of its match
+    corrected (x̂ or −x̂, whichever the official match found closer).
+    """
+    fitted, official = run.fitted, run.matchings["abs"]
+    if not fitted.dataset.is_image:
+        raise RFTheoryError(f"data set {fitted.data!r} has no images to show")
+    shown = [i for i in range(fitted.n) if official.assignment[i] >= 0][:max_images]
+    if not shown:
+        raise RFTheoryError("no training image was matched to a reconstruction")
+    signs = np.where(official.flipped[shown], -1.0, 1.0)[:, None]
+    originals = fitted.dataset.to_images(fitted.X[shown])
+    recon = fitted.dataset.to_images(signs * run.X_hat[official.assignment[shown]])
+    return shown, originals, recon
+
+
 def plot_reconstruction(run: ReconstructionRun, path: str | Path, *,
                         max_images: int = 12) -> list[Path]:
     """The run's figure as PNG and PDF (a ``.png``/``.pdf`` suffix of ``path`` is replaced).
 
-    Image data: originals (top) above their matched reconstructions (bottom), in training order,
-    each reconstruction shown with the sign of its official-ρ match corrected. Synthetic data:
-    the loss curve L(X̂_t) on a log scale.
-
-    Parameters
-    ----------
-    run : ReconstructionRun
-        A result of :func:`run_reconstruction`.
-    path : path
-        Where to write (``.png`` and ``.pdf``).
-    max_images : int
-        Images shown at most (image data).
-
-    Returns
-    -------
-    list of Path
-        The PNG's and the PDF's paths.
+    Image data (grey or colour): originals (top) above their matched reconstructions (bottom), in
+    training order, each reconstruction titled with its per-sample ρ and shown with the sign of
+    its official-ρ match corrected. Synthetic data: the loss curve L(X̂_t) on a log scale. Drawn
+    in the package's style (:func:`rftheory.plotting.paper_style`). Returns the paths written.
     """
     import matplotlib
 
     matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    from .plotting import SYMBOLS, paper_figure, paper_style
 
     fitted, official = run.fitted, run.matchings["abs"]
     name, p_over_dn = fitted.features.activation.name, fitted.p_over_dn
-    if fitted.dataset.is_image:
-        shown = [i for i in range(fitted.n) if official.assignment[i] >= 0][:max_images]
-        if not shown:
-            raise RFTheoryError("no training image was matched to a reconstruction")
-        signs = np.where(official.flipped[shown], -1.0, 1.0)[:, None]
-        originals = fitted.dataset.to_images(fitted.X[shown])
-        recon = fitted.dataset.to_images(signs * run.X_hat[official.assignment[shown]])
-        fig, axes = plt.subplots(2, len(shown), figsize=(1.3 * len(shown) + 0.8, 3.2),
-                                 squeeze=False)
-        cmap = "gray_r" if originals.ndim == 3 else None
-        for k, i in enumerate(shown):
-            axes[0, k].imshow(originals[k], cmap=cmap)
-            axes[1, k].imshow(recon[k], cmap=cmap)
-            axes[1, k].set_title(f"{official.per_sample[i]:.2f}", fontsize=7)
-            for ax in axes[:, k]:
-                ax.set_xticks([])
-                ax.set_yticks([])
-        axes[0, 0].set_ylabel(r"$x_i$")
-        axes[1, 0].set_ylabel(r"$\hat{x}_{\pi(i)}$")
-        fig.suptitle(f"{fitted.data}: {name}, n={fitted.n}, p={fitted.p} "
-                     f"(p/dn={p_over_dn:.2g}), ρ={official.rho:.2g}", fontsize=9)
-    else:
-        fig, ax = plt.subplots(figsize=(5, 3.5))
-        hist = np.asarray(run.result.history, dtype=float)
-        # log axis: exact zeros are drawn at the smallest positive double
-        ax.semilogy(np.arange(1, hist.size + 1), np.maximum(hist, np.finfo(float).tiny))
-        ax.set_xlabel("step $t$")
-        ax.set_ylabel(r"$L(\hat{X}_t)$")
-        ax.set_title(f"{name}, d={fitted.d}, n={fitted.n}, p={fitted.p}, "
-                     f"ρ={official.rho:.2g}", fontsize=9)
-    fig.tight_layout()
-    return save_figure(fig, path)
+    title = (f"{fitted.data}: {name}, n = {fitted.n}, p = {fitted.p} "
+             f"(p/(dn) = {significant(p_over_dn)}), ρ = {significant(official.rho)}")
+    with paper_style():
+        if fitted.dataset.is_image:
+            shown, originals, recon = matched_images(run, max_images)
+            k = len(shown)
+            columns = 1 if k <= 5 else 2
+            width = 3.35 if columns == 1 else 6.9
+            fig, axes = paper_figure(columns, nrows=2, ncols=k, squeeze=False,
+                                     height=2 * width / max(k, 4) + 0.45)
+            cmap = "gray_r" if originals.ndim == 3 else None
+            for j, i in enumerate(shown):
+                axes[0, j].imshow(originals[j], cmap=cmap, interpolation="nearest")
+                axes[1, j].imshow(recon[j], cmap=cmap, interpolation="nearest")
+                axes[1, j].set_title(significant(official.per_sample[i]), fontsize=6, pad=2)
+                for ax in axes[:, j]:
+                    ax.set_xticks([])
+                    ax.set_yticks([])
+            axes[0, 0].set_ylabel(r"$x_i$")
+            axes[1, 0].set_ylabel(r"$\hat{x}_{\pi(i)}$")
+            fig.suptitle(title)
+        else:
+            fig, ax = paper_figure(1)
+            hist = np.asarray(run.result.history, dtype=float)
+            # log axis: exact zeros are drawn at the smallest positive double
+            ax.semilogy(np.arange(1, hist.size + 1), np.maximum(hist, np.finfo(float).tiny))
+            ax.set_xlabel("step $t$")
+            ax.set_ylabel(SYMBOLS["loss"])
+            ax.set_title(f"{name}, d = {fitted.d}, n = {fitted.n}, p = {fitted.p}, "
+                         f"ρ = {significant(official.rho)}")
+        return save_figure(fig, path)

@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
+import sqlite3
+from pathlib import Path
+
 import numpy as np
 import pytest
 
@@ -27,3 +31,18 @@ def cupy_or_skip():
     except Exception as exc:  # CUDA driver missing or broken
         pytest.skip(f"no usable CUDA device: {exc}")
     return cp
+
+
+def stored_rows(path: Path) -> int:
+    """Rows of a sweep store's cells table (0 before it exists), read without disturbing it."""
+    if not path.is_file():
+        return 0
+    try:
+        # closed at once: a connection left to the garbage collector keeps this process's view of
+        # the WAL index, so the reader after the kill could not rebuild it and would miss a cell
+        # the killed writer had committed (see sweep._recover_wal_if_no_writer)
+        with contextlib.closing(sqlite3.connect(f"{path.as_uri()}?mode=ro", uri=True,
+                                                timeout=5)) as db:
+            return db.execute("SELECT count(*) FROM cells").fetchone()[0]
+    except sqlite3.OperationalError:  # the schema is not created yet
+        return 0

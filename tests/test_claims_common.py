@@ -23,6 +23,10 @@ def test_every_claim_follows_the_protocol(name):
     assert issubclass(module.Config, ClaimConfig) and dataclasses.is_dataclass(module.Config)
     assert isinstance(module.FULL, module.Config) and isinstance(module.QUICK, module.Config)
     assert module.FULL == module.Config() and module.QUICK != module.FULL
+    # a larger run (`--large`) is optional; where it exists it is a distinct configuration
+    large = getattr(module, "LARGE", None)
+    assert large is None or (isinstance(large, module.Config)
+                             and large not in (module.FULL, module.QUICK))
     with pytest.raises(dataclasses.FrozenInstanceError):
         module.QUICK.seed = 1
     assert module.QUICK.replace(seed=7).seed == 7 and module.QUICK.seed == 0

@@ -99,8 +99,10 @@ def test_result_is_json_and_the_summary_reports_its_numbers(tiny_result, tmp_pat
     assert row.split()[2] == f"{g['label']['p_star_over_n']:.2f}" == "1.00"
     assert row.split()[3] == f"{g['data']['abs']['p_star_over_dn']:.2f}"
     paths = law.plot(saved, tmp_path / "law")
-    assert paths == [tmp_path / "law.png", tmp_path / "law.pdf"]
-    assert paths[0].read_bytes()[:4] == b"\x89PNG" and paths[1].read_bytes()[:5] == b"%PDF-"
+    assert paths == [tmp_path / "law.png", tmp_path / "law.pdf",
+                     tmp_path / "law_collapse.png", tmp_path / "law_collapse.pdf"]
+    for png, pdf in (paths[:2], paths[2:]):
+        assert png.read_bytes()[:4] == b"\x89PNG" and pdf.read_bytes()[:5] == b"%PDF-"
 
 
 @pytest.mark.parametrize("changes, message", [
@@ -133,5 +135,96 @@ def test_demo_cli_writes_json_and_figures(tmp_path, monkeypatch, capsys):
     payload = json.loads(capsys.readouterr().out)
     assert payload["claim"] == "law" and payload["seed"] == 3 and payload["quick"] is False
     assert json.loads((tmp_path / "law.json").read_text())["per_grid"] == payload["per_grid"]
-    assert payload["figures"] == [str(tmp_path / "law.png"), str(tmp_path / "law.pdf")]
+    assert payload["figures"][:2] == [str(tmp_path / "law.png"), str(tmp_path / "law.pdf")]
     assert payload["per_grid"][0]["label"]["p_star"] == 6
+
+
+# ---------------------------------------------------------------------------------------------
+# --large: the grid through the sweep machinery, its export, the scaling fit
+# ---------------------------------------------------------------------------------------------
+
+def test_full_is_the_example_sweep_file():
+    from pathlib import Path
+
+    from rftheory.sweep import load_spec, parse_spec
+
+    example = Path(__file__).resolve().parents[1] / "examples" / "law_grid.toml"
+    keys = {c.key for c in load_spec(example).cells()}
+    assert keys == {c.key for c in parse_spec(law.sweep_document(law.LARGE)).cells()}
+    assert len(keys) == 2 * 4 * 3 * 13 * 5  # activations × d × n × p × seeds, no p collides
+    assert law.LARGE.sweep and law.LARGE.compare == ("relu",) and law.LARGE.seeds >= 5
+
+
+#: A product grid (d ∈ {3, 6}, n = 4) small enough to run twice in a test.
+SWEPT = law.Config(grid=((3, 4), (6, 4)), ratios=(10.0,), seeds=2, max_steps=600, resamples=100,
+                   compare=("relu",), sweep=True)
+
+
+def test_sweep_backed_run_resumes_and_its_export_gives_the_same_result(tmp_path):
+    from rftheory.sweep import export_store
+
+    first = law.run(SWEPT, workers=1, out_dir=tmp_path)
+    store = tmp_path / law.SWEEP_DIR
+    # 2 activations × 2 d × p ∈ {2, 3, 4, 10·dn} × 2 seeds; a second run computes nothing
+    assert len(first["cells"]) == 2 * 2 * 4 * 2
+    lines = []
+    again = law.run(SWEPT, workers=1, out_dir=tmp_path, progress=lines.append)
+    assert any("0 computed" in line for line in lines)
+    assert again["per_grid"] == first["per_grid"] and again["fits"] == first["fits"]
+    done = export_store(store, tmp_path / "cells.jsonl.gz")
+    assert done["cells"] == len(first["cells"]) and done["errors"] == 0
+    redrawn = law.result_from_export(tmp_path / "cells.jsonl.gz", SWEPT)
+    assert redrawn["per_grid"] == first["per_grid"]
+    # without a config the export is read as LARGE's grid at the (d, n) it holds: these cells
+    # have other ratios and seeds, so the missing ones are named instead of a wrong analysis
+    with pytest.raises(RFTheoryError, match="missing or failed"):
+        law.result_from_export(tmp_path / "cells.jsonl.gz")
+    assert redrawn["by_activation"] == first["by_activation"]
+    # the cells are the in-memory run's: one cell function, the same numbers
+    memory = law.run(SWEPT.replace(sweep=False), workers=1)
+
+    def untimed(per_grid):  # every number but the cells' wall times
+        return [{k: v for k, v in g.items() if k != "seconds"} for g in per_grid]
+
+    assert untimed(memory["per_grid"]) == untimed(first["per_grid"])
+    g = first["per_grid"][0]
+    assert g["label"]["p_star"] == 4 and g["data"]["abs"]["status"] == "ok"
+    figures = law.plot(redrawn, tmp_path / "law")
+    assert tmp_path / "law_collapse.png" in figures and tmp_path / "law_relu_collapse.png" in figures
+
+
+def test_an_incomplete_grid_is_refused(tmp_path):
+    result = law.run(TINY, workers=1)
+    with pytest.raises(RFTheoryError, match="missing or failed"):
+        law.analyse(result["cells"][:-1], TINY)
+
+
+def _synthetic_grid(p_star, ds=(10, 20, 40, 80), ns=(4, 8, 16)):
+    """per_grid entries whose p*_data is p_star(d, n), with a narrow bootstrap around it."""
+    rng = np.random.default_rng(0)
+    grid = []
+    for d in ds:
+        for n in ns:
+            star = p_star(d, n)
+            draws = star * np.exp(rng.normal(0, 0.05, size=400))
+            th = {"p_star": star, "status": "ok", "draws": draws}
+            grid.append({"d": d, "n": n, "data": {"abs": th},
+                         "label": {"p_star": float(n)}})
+    return grid
+
+
+def test_scaling_fit_recovers_the_exponents_of_synthetic_thresholds():
+    fit = law.scaling_fit(_synthetic_grid(lambda d, n: 1.8 * d * n))
+    # exact data: least squares returns the exponents and prefactor to rounding
+    assert fit["exponents"]["d"] == pytest.approx(1.0, abs=1e-12)
+    assert fit["exponents"]["n"] == pytest.approx(1.0, abs=1e-12)
+    assert fit["prefactor"] == pytest.approx(1.8, rel=1e-12)
+    assert fit["label_exponents"] == pytest.approx({"d": 0.0, "n": 1.0}, abs=1e-12)
+    lo, hi = fit["bootstrap"]["d"]
+    # 5 % noise in log p* over 12 points: the interval is narrow and holds the truth
+    assert lo < 1.0 < hi and hi - lo < 0.2
+    only_n = law.scaling_fit(_synthetic_grid(lambda d, n: 50.0 * n))
+    assert only_n["exponents"]["d"] == pytest.approx(0.0, abs=1e-12)
+    # one d: the exponent of d is not identifiable, so no fit is made
+    assert law.scaling_fit(_synthetic_grid(lambda d, n: d * n, ds=(10,)))["points"] == 3
+    assert math.isnan(law.scaling_fit(_synthetic_grid(lambda d, n: d * n, ds=(10,)))["exponents"]["d"])

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from rftheory.cli import main
+from rftheory.cli import build_parser, main
 
 
 def run(capsys, *argv):
@@ -86,10 +86,19 @@ def test_bad_input_is_one_line_and_exit_2(capsys, argv, fragment):
 
 
 def test_malformed_arguments_exit_2_via_argparse(capsys):
-    with pytest.raises(SystemExit) as info:
-        main(["activation", "relu", "--method", "simpson"])
-    assert info.value.code == 2
-    assert "invalid choice" in capsys.readouterr().err
+    assert main(["activation", "relu", "--method", "simpson"]) == 2
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("rftheory activation: error: ")
+    assert "invalid choice" in lines[0] and "--help" in lines[0]
+
+
+def test_method_choices_and_help_ranges_agree_with_hermite():
+    from rftheory.commands import activation
+    from rftheory.hermite import MAX_DPS, MAX_ORDER, METHODS, MIN_DPS
+
+    assert set(activation.METHODS) == set(METHODS)
+    text = build_parser()._subparsers._group_actions[0].choices["activation"].format_help()
+    assert f"at most {MAX_ORDER}" in text and f"{MIN_DPS} to {MAX_DPS}" in " ".join(text.split())
 
 
 def _console_script(name: str = "rftheory") -> Path:

@@ -21,6 +21,7 @@ from pathlib import Path
 
 import pytest
 
+from conftest import stored_rows
 from rftheory.cli import main
 from rftheory.errors import RFTheoryError
 from rftheory.pipeline import label_fit_cell
@@ -334,20 +335,6 @@ n = 40
 """
 
 
-def _stored_rows(path: Path) -> int:
-    if not path.is_file():
-        return 0
-    try:
-        # closed at once: a connection left to the garbage collector keeps this process's view of
-        # the WAL index, so the reader after the kill could not rebuild it and would miss a cell
-        # the killed writer had committed (see sweep._recover_wal_if_no_writer)
-        with contextlib.closing(sqlite3.connect(f"{path.as_uri()}?mode=ro", uri=True,
-                                                timeout=5)) as db:
-            return db.execute("SELECT count(*) FROM cells").fetchone()[0]
-    except sqlite3.OperationalError:  # the schema is not created yet
-        return 0
-
-
 def test_sigkill_mid_run_then_resume_equals_uninterrupted_run(tmp_path):
     sweep_file = write(tmp_path, KILL)
     total = len(list(load_spec(sweep_file).cells()))
@@ -359,7 +346,7 @@ def test_sigkill_mid_run_then_resume_equals_uninterrupted_run(tmp_path):
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     deadline = time.monotonic() + 120
     try:
-        while _stored_rows(killed / STORE_FILE) < 3:
+        while stored_rows(killed / STORE_FILE) < 3:
             assert proc.poll() is None, proc.stderr.read().decode()
             assert time.monotonic() < deadline, "the sweep stored no cells in 120 s"
             time.sleep(0.02)
@@ -372,7 +359,7 @@ def test_sigkill_mid_run_then_resume_equals_uninterrupted_run(tmp_path):
     with SweepStore.open_reader(killed) as store:
         runs = store.runs()
         first_run_rows = {k: c.run_id for k, c in store.scan().cells.items()}
-    assert [r["status"] for r in runs] == ["running"]  # never closed: it was killed
+    assert [r["status"] for r in runs] == ["interrupted"]  # recorded running, its writer is gone
 
     assert main(["sweep", "run", str(sweep_file), "--out", str(killed), "--workers", "2",
                  "--resume", "--no-progress", "--no-figures", "--json"]) == 0
@@ -467,3 +454,75 @@ def test_cli_dask_local_cluster_of_processes(tmp_path, capsys):
     assert payload["run"]["computed"] == 8 and "LocalCluster" in payload["run"]["executor"]
     run_sweep(load_spec(spec_path), tmp_path / "local", workers=1)
     assert comparable_results(tmp_path / "dask") == comparable_results(tmp_path / "local")
+
+
+# -- the definition of V, and runs whose writer is gone -----------------------------------------
+
+def _set_meta(out: Path, key: str, value: str | None) -> None:
+    with contextlib.closing(sqlite3.connect(out / STORE_FILE)) as db:
+        if value is None:
+            db.execute("DELETE FROM meta WHERE key = ?", (key,))
+        else:
+            db.execute("INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)", (key, value))
+        db.commit()
+
+
+@pytest.mark.parametrize("old_v", [None, "some-other-v/7"])
+def test_a_store_of_another_v_is_not_resumed_and_its_report_says_which_v(tmp_path, capsys,
+                                                                           old_v):
+    from rftheory.features import V_DEFINITION
+    from rftheory.sweep import LEGACY_V_DEFINITION
+
+    spec_path = write(tmp_path, SMALL)
+    out = tmp_path / "out"
+    run_sweep(load_spec(spec_path), out, executor=threads_executor())
+    with SweepStore.open_reader(out) as store:
+        assert store.v_definition() == (V_DEFINITION, True)  # a new store records it
+    _set_meta(out, "v_definition", old_v)  # None: a store written before V was recorded
+    shown = old_v or LEGACY_V_DEFINITION
+    with pytest.raises(SweepStoreError, match="use a new --out directory"):
+        run_sweep(load_spec(spec_path), out, resume=True, executor=threads_executor())
+    assert main(["sweep", "run", str(spec_path), "--out", str(out), "--resume",
+                 "--dry-run"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and f"V = {shown}" in err[0] and V_DEFINITION in err[0]
+    report = sweep_report(out)
+    assert report["v_definition"] == {"name": shown, "recorded": old_v is not None,
+                                      "current": False, "this_rftheory": V_DEFINITION}
+    assert main(["sweep", "report", str(out), "--no-figures"]) == 0
+    assert f"cells computed with V = {shown}" in capsys.readouterr().out
+
+
+def test_a_run_whose_writer_is_gone_reads_interrupted(tmp_path, capsys):
+    spec_path = write(tmp_path, SMALL)
+    out = tmp_path / "out"
+    run_sweep(load_spec(spec_path), out, executor=threads_executor())
+    with SweepStore.open_writer(out) as store:
+        run_id = store.start_run("test", 3)
+        assert store.runs()[-1]["status"] == "running"  # its writer (this store) is alive
+    # closed without finishing: as after a SIGKILL, the writer lock is free
+    with SweepStore.open_reader(out) as store:
+        assert store.runs()[-1]["status"] == "interrupted" and not store.writer_alive()
+    assert main(["sweep", "report", str(out), "--no-figures"]) == 0
+    assert "last run: interrupted (pid" in capsys.readouterr().out
+    with SweepStore.open_writer(out) as store:  # the next writer records it for good
+        pass
+    with contextlib.closing(sqlite3.connect(out / STORE_FILE)) as db:
+        assert db.execute("SELECT status FROM runs WHERE id = ?", (run_id,)).fetchone() == \
+            ("interrupted",)
+
+
+def test_cells_are_generated_lazily_and_membership_matches_generation():
+    spec = parse_spec({"sweep": {"cell": "reconstruct", "seeds": 2},
+                       "grid": {"activation": ["relu"], "d": [5, 10], "n": [4],
+                                "p_mult": [0.5, 0.51, 1.0, 2.0]},
+                       "fixed": {"max_steps": 10}})
+    cells = list(spec.cells())
+    keys = [c.key for c in cells]
+    assert len(keys) == len(set(keys)) == spec.count_cells() < spec.grid_size
+    for cell in cells:
+        assert spec.contains(cell.kind, dict(cell.params))
+    other = dict(cells[0].params, p=cells[0].params["p"] + 1)
+    assert not spec.contains(cells[0].kind, other)
+    assert not spec.contains("label_fit", dict(cells[0].params))
+    assert not spec.contains(cells[0].kind, dict(cells[0].params, seed=7))

@@ -1,8 +1,8 @@
 """The claims' protocol and the helpers every claim module shares.
 
 A claim module defines ``CLAIM`` (its name), a frozen ``Config`` dataclass (a subclass of
-:class:`ClaimConfig`) with two instances ``QUICK`` and ``FULL``, ``run(config, *, progress=None,
-...) -> dict``, ``plot(result, stem) -> list[Path]`` and ``summary(result) -> str``. This module
+:class:`ClaimConfig`) with two instances ``QUICK`` and ``FULL`` (the default run) and, where the
+claim has a larger run, ``LARGE``; ``run(config, *, progress=None, ...) -> dict``, ``plot(result, stem) -> list[Path]`` and ``summary(result) -> str``. This module
 runs, saves and plots any of them (:func:`run_claim`, :func:`main_for`) and holds what their runs
 share: the default worker count, the one way to run tasks in parallel (:func:`run_tasks`) with
 its progress line (:class:`TaskProgress`), and the provenance of results (:func:`environment`,
@@ -15,25 +15,28 @@ import argparse
 import dataclasses
 import hashlib
 import importlib
+import inspect
 import os
 import platform
 import sys
 import time
-from concurrent.futures import ProcessPoolExecutor, as_completed
+from concurrent.futures import as_completed
 from pathlib import Path
 from typing import Any, Callable, Sequence, TypeVar
 
 from rftheory.errors import RFTheoryError
 from rftheory.output import write_json_atomic
+from rftheory.processes import process_pool, stop_pool
 
 __all__ = ["CLAIMS", "ClaimConfig", "TaskProgress", "claim_module", "default_workers",
-           "check_activations", "run_tasks", "source_digests", "environment", "run_claim",
-           "main_for", "SOURCE_MODULES"]
+           "check_activations", "check_claim_size", "run_tasks", "source_digests", "environment",
+           "run_claim", "main_for", "SOURCE_MODULES"]
 
 T = TypeVar("T")
 
 #: Claims in the order ``rftheory verify all`` runs them.
-CLAIMS = ("kernel_concentration", "law", "theorem1", "theorem2", "sign", "nhat", "twolayer_law")
+CLAIMS = ("kernel_concentration", "law", "theorem1", "theorem2", "sign", "nhat", "twolayer_law",
+          "headline")
 _ALIASES = {"twolayer": "twolayer_law", "kernel": "kernel_concentration"}
 
 #: Modules whose code decides a reconstruction's numbers (the optimiser is still being tuned).
@@ -47,11 +50,6 @@ class ClaimConfig:
     ``seed`` is the base seed of a run (each claim documents which streams it drives). Subclasses
     check their fields in ``__post_init__`` (bad values raise
     :class:`~rftheory.errors.RFTheoryError`) and normalise sequences to tuples.
-
-    Attributes
-    ----------
-    seed : int
-        The base seed (non-negative).
     """
 
     seed: int = 0
@@ -77,20 +75,70 @@ class ClaimConfig:
     def _set(self, name: str, value: Any) -> None:
         object.__setattr__(self, name, value)  # normalising a field of a frozen instance
 
+    def size_jobs(self) -> list[tuple[str, dict[str, Any]]]:
+        """The largest single jobs of a run with this configuration, for the size guard
+        (:func:`check_claim_size`): ``("reconstruct", sizes)`` or ``("kernel", sizes)``, the
+        keywords of :func:`rftheory.budget.estimate_reconstruct` / ``estimate_kernel``.
+
+        The default reads the fields the claims share: ``grid`` (pairs (d, n)) or ``d`` and
+        ``n`` (n = 2 without one), p from ``p`` or from the largest of ``ratios``,
+        ``gap_ratios``, ``ratio`` times dn, ``n_hat_factors``, ``max_steps``; a kernel
+        measurement when ``p`` is a tuple with ``reps``. A claim whose runs have another shape
+        overrides it (none found: the run is not checked).
+        """
+        fields = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
+        p_attr = getattr(self, "p", None)
+        if isinstance(p_attr, tuple) and "reps" in fields and "d" in fields and "n" in fields:
+            return [("kernel", {"d": self.d, "n": self.n, "p_values": p_attr,  # type: ignore[attr-defined]
+                                "reps": fields["reps"]})]
+        if "grid" in fields:
+            pairs = [tuple(pair) for pair in fields["grid"]]
+        elif "d" in fields:
+            pairs = [(fields["d"], fields.get("n", 2))]
+        else:
+            return []
+        multiples = [*fields.get("ratios", ()), *fields.get("gap_ratios", ())]
+        if isinstance(fields.get("ratio"), (int, float)):
+            multiples.append(fields["ratio"])
+        jobs = []
+        for d, n in pairs:
+            ps = [m * d * n for m in multiples]
+            if isinstance(p_attr, (int, float)) and not isinstance(p_attr, bool):
+                ps.append(p_attr)
+            if not ps:
+                continue
+            sizes: dict[str, Any] = {"d": d, "n": n, "p": max(max(ps), 1)}
+            if fields.get("n_hat_factors"):
+                sizes["n_hat"] = max(1, round(max(fields["n_hat_factors"]) * n))
+            if isinstance(fields.get("max_steps"), int):
+                sizes["max_steps"] = fields["max_steps"]
+            jobs.append(("reconstruct", sizes))
+        return jobs
+
+
+def check_claim_size(config: ClaimConfig, *, workers: int,
+                     memory_limit: float | str | None = None,
+                     time_limit: float | str | None = None,
+                     via: tuple[str, str] = ("memory_limit=", "time_limit=")) -> None:
+    """Refuse a configuration whose largest job (:meth:`ClaimConfig.size_jobs`) cannot fit the
+    limits: alone (memory and time), and ``workers`` of them at once (memory), with the
+    one-line :class:`~rftheory.errors.ResourceLimitError` of :func:`rftheory.budget.check`.
+    Nothing is started before."""
+    import math
+
+    from rftheory.budget import Estimate, check, estimate_kernel, estimate_reconstruct
+
+    for kind, sizes in config.size_jobs():
+        est = (estimate_kernel if kind == "kernel" else estimate_reconstruct)(**sizes)
+        check(est, memory_limit=memory_limit, time_limit=time_limit, via=via)
+        if workers > 1:
+            check(Estimate(f"{workers} workers each running a job like {est.job}",
+                           workers * est.peak_bytes, 0.0, 0.0, est.dtype, est.parts),
+                  memory_limit=memory_limit, time_limit=math.inf, via=via)
+
 
 def claim_module(name: str) -> Any:
-    """Import ``rftheory.claims.<name>``; unknown names raise a clear RFTheoryError.
-
-    Parameters
-    ----------
-    name : str
-        A claim of :data:`CLAIMS` or an alias (``kernel``, ``twolayer``).
-
-    Returns
-    -------
-    module
-        The claim's module (``Config``, ``QUICK``, ``FULL``, ``run``, ``plot``, ``summary``).
-    """
+    """Import ``rftheory.claims.<name>``; unknown names raise a clear RFTheoryError."""
     name = _ALIASES.get(name, name)
     if name not in CLAIMS:
         raise RFTheoryError(f"unknown claim {name!r}; choose from: {', '.join(CLAIMS)}, all")
@@ -101,33 +149,12 @@ def default_workers(workers: int | None = None) -> int:
     """Worker processes of a claim's run: ``workers`` (at least 1), or min(2, CPUs).
 
     Two by default: the claims' tasks are small, and results never depend on the count.
-
-    Parameters
-    ----------
-    workers : int, optional
-        The count asked for.
-
-    Returns
-    -------
-    int
-        The count to use.
     """
     return min(2, os.cpu_count() or 1) if workers is None else max(1, int(workers))
 
 
 def check_activations(*names: str) -> None:
-    """Refuse a bad activation before any worker starts (one clear error, not one per task).
-
-    Parameters
-    ----------
-    *names : str
-        Registry names or expressions in ``z``.
-
-    Raises
-    ------
-    ActivationError
-        For the first name that is refused.
-    """
+    """Refuse a bad activation before any worker starts (one clear error, not one per task)."""
     from rftheory.activations import get_activation
 
     for name in names:
@@ -150,11 +177,6 @@ def run_tasks(calls: Sequence[Callable[[], T]], *, workers: int,
         that no long call is left alone at the end while the other workers idle.
     on_result : callable, optional
         ``on_result(index, result)``, in this process as each call finishes (progress lines).
-
-    Returns
-    -------
-    list
-        The calls' results, in call order.
     """
     order = list(range(len(calls))) if order is None else list(order)
     results: list[Any] = [None] * len(calls)
@@ -168,23 +190,22 @@ def run_tasks(calls: Sequence[Callable[[], T]], *, workers: int,
         for i in order:
             finished(i, calls[i]())
     else:
-        with ProcessPoolExecutor(max_workers=workers) as pool:
+        # workers die with this process, and an interrupt or a failed task stops them at once
+        # (rftheory.processes) instead of waiting for every queued task
+        pool = process_pool(workers)
+        try:
             futures = {pool.submit(calls[i]): i for i in order}
             for future in as_completed(futures):
                 finished(futures[future], future.result())
+        except BaseException:
+            stop_pool(pool)
+            raise
+        pool.shutdown(wait=True)
     return results
 
 
 class TaskProgress:
-    """The progress line of a claim's run: ``[k/total] <what finished>``, one per finished task.
-
-    Parameters
-    ----------
-    progress : callable or None
-        Receives each line (None: lines are dropped).
-    total : int
-        The number of tasks.
-    """
+    """The progress line of a claim's run: ``[k/total] <what finished>``, one per finished task."""
 
     def __init__(self, progress: Callable[[str], None] | None, total: int) -> None:
         self.progress, self.total, self.done = progress, total, 0
@@ -202,16 +223,6 @@ def source_digests(modules: Sequence[str] = SOURCE_MODULES) -> dict[str, str]:
     Stored with every reconstruction result so that numbers obtained with different versions of
     the optimiser are never silently compared (package versions alone do not change when the code
     does). Take them before any work: they describe the code the workers run.
-
-    Parameters
-    ----------
-    modules : sequence of str
-        Module names under ``rftheory`` (default :data:`SOURCE_MODULES`).
-
-    Returns
-    -------
-    dict
-        Module name → 12 hex digits.
     """
     out = {}
     for name in modules:
@@ -221,14 +232,7 @@ def source_digests(modules: Sequence[str] = SOURCE_MODULES) -> dict[str, str]:
 
 
 def environment() -> dict:
-    """Versions of the packages a result depends on, for provenance.
-
-    Returns
-    -------
-    dict
-        rftheory's version and V's definition, numpy, scipy, sympy, Python, the machine type
-        and the date.
-    """
+    """Versions of the packages a result depends on, for provenance."""
     import numpy
     import scipy
     import sympy
@@ -242,9 +246,11 @@ def environment() -> dict:
             "machine": platform.machine(), "date": time.strftime("%Y-%m-%dT%H:%M:%S%z")}
 
 
-def run_claim(name: str, *, quick: bool = False, seed: int | None = None,
+def run_claim(name: str, *, quick: bool = False, large: bool = False, seed: int | None = None,
               config: ClaimConfig | None = None, out_dir: str | Path = "results",
-              figures: bool = True, progress: Callable[[str], None] | None = None) -> dict:
+              figures: bool = True, progress: Callable[[str], None] | None = None,
+              memory_limit: float | str | None = None, time_limit: float | str | None = None,
+              via: tuple[str, str] = ("memory_limit=", "time_limit=")) -> dict:
     """Run one claim's check, save ``<out_dir>/<claim>.json`` and its figures; return the result.
 
     Parameters
@@ -253,6 +259,9 @@ def run_claim(name: str, *, quick: bool = False, seed: int | None = None,
         A claim of :data:`CLAIMS` (or an alias: ``kernel``, ``twolayer``).
     quick : bool
         Run the module's ``QUICK`` configuration instead of ``FULL``.
+    large : bool
+        Run the module's ``LARGE`` configuration (its larger run, e.g. the law over a real grid;
+        claims without one run ``FULL``, and the result's ``size`` says so). Not with ``quick``.
     seed : int, optional
         Base seed (default: the configuration's own, 0).
     config : ClaimConfig, optional
@@ -263,25 +272,31 @@ def run_claim(name: str, *, quick: bool = False, seed: int | None = None,
         Draw the figures (PNG + PDF) from the result.
     progress : callable, optional
         Receives the run's progress lines.
-
-    Returns
-    -------
-    dict
-        The claim's result (as saved), with ``wall_seconds``, ``environment`` and ``figures``.
+    memory_limit, time_limit, via
+        The size guard's limits (:func:`check_claim_size`, :mod:`rftheory.budget`), checked
+        before anything runs.
     """
     module = claim_module(name)
+    if quick and large:
+        raise RFTheoryError("give --quick or --large, not both")
+    size = "quick" if quick else "large" if large and hasattr(module, "LARGE") else "full"
     if config is None:
-        config = module.QUICK if quick else module.FULL
+        config = {"quick": module.QUICK, "large": getattr(module, "LARGE", None),
+                  "full": module.FULL}[size]
     if seed is not None:
         config = config.replace(seed=seed)
+    check_claim_size(config, workers=default_workers(), memory_limit=memory_limit,
+                     time_limit=time_limit, via=via)
+    out = Path(out_dir)
+    options = {"out_dir": out} if "out_dir" in inspect.signature(module.run).parameters else {}
     start = time.perf_counter()
-    result = dict(module.run(config, progress=progress))
+    result = dict(module.run(config, progress=progress, **options))
     result.setdefault("claim", module.CLAIM)
     result["quick"] = bool(quick)
+    result["size"] = size
     result["seed"] = config.seed
     result["wall_seconds"] = round(time.perf_counter() - start, 2)
     result["environment"] = environment()
-    out = Path(out_dir)
     if figures:
         paths = module.plot(result, out / module.CLAIM)
         result["figures"] = [str(p) for p in paths]
@@ -290,28 +305,15 @@ def run_claim(name: str, *, quick: bool = False, seed: int | None = None,
 
 
 def main_for(claim: str, argv: list[str] | None = None, *, prog: str | None = None) -> int:
-    """``python -m rftheory.claims.<claim> [--quick] [--seed S] [--out DIR]``.
-
-    Parameters
-    ----------
-    claim : str
-        The claim.
-    argv : list of str, optional
-        The arguments (default: ``sys.argv[1:]``).
-    prog : str, optional
-        The program's name in the usage line.
-
-    Returns
-    -------
-    int
-        The exit status.
-    """
+    """``python -m rftheory.claims.<claim> [--quick | --large] [--seed S] [--out DIR]``."""
     parser = argparse.ArgumentParser(prog=prog or f"python -m rftheory.claims.{claim}")
-    parser.add_argument("--quick", action="store_true", help="small, fast version of the check")
+    size = parser.add_mutually_exclusive_group()
+    size.add_argument("--quick", action="store_true", help="small, fast version of the check")
+    size.add_argument("--large", action="store_true", help="the claim's larger run, where it has one")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--out", default="results", help="directory for JSON and figures")
     args = parser.parse_args(argv)
-    result = run_claim(claim, quick=args.quick, seed=args.seed, out_dir=args.out,
+    result = run_claim(claim, quick=args.quick, large=args.large, seed=args.seed, out_dir=args.out,
                        progress=lambda msg: print(msg, file=sys.stderr, flush=True))
     print(claim_module(claim).summary(result))
     print(f"results: {Path(args.out) / (claim + '.json')}; figures: {', '.join(result.get('figures', []))}")

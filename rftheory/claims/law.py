@@ -104,6 +104,15 @@ class Config(ClaimConfig):
         three are reported.
     resamples : int
         Bootstrap resamples of the interval of p*_data (its stream is seeded by ``seed``).
+    compare : tuple of str
+        Further activations run on the same grid and analysed the same way (thresholds, collapse,
+        scaling fit), reported next to ``activation`` but not part of the verdict — e.g.
+        ``("relu",)``, whose successes are read in the sign-invariant ρ too.
+    sweep : bool
+        Run the cells through :mod:`rftheory.sweep` into a resumable store
+        (``<out_dir>/law_sweep/sweep.sqlite``) instead of in memory: a run that is interrupted
+        continues where it stopped. Needs a grid that is a full product of its d's and n's
+        (:func:`sweep_document` writes it as a sweep file's axes).
     """
 
     grid: tuple[tuple[int, int], ...] = ((5, 10), (10, 10), (5, 20))
@@ -113,6 +122,8 @@ class Config(ClaimConfig):
     activation: str = "relu+tanh"
     success_variant: str = "abs"
     resamples: int = BOOTSTRAP
+    compare: tuple[str, ...] = ()
+    sweep: bool = False
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -129,6 +140,23 @@ class Config(ClaimConfig):
                 or self.resamples < 1:
             raise RFTheoryError(f"resamples must be a positive integer, got {self.resamples!r}")
         self._set("resamples", int(self.resamples))
+        compare = (self.compare,) if isinstance(self.compare, str) else self.compare
+        compare = tuple(str(a) for a in compare)
+        if self.activation in compare or len(set(compare)) != len(compare):
+            raise RFTheoryError(f"compare must list activations other than {self.activation!r}, "
+                                f"each once, got {compare!r}")
+        self._set("compare", compare)
+        self._set("sweep", bool(self.sweep))
+        if self.sweep:
+            ds, ns = sorted({d for d, _ in self.grid}), sorted({n for _, n in self.grid})
+            if sorted(self.grid) != [(d, n) for d in ds for n in ns]:
+                raise RFTheoryError("a sweep-backed law run needs a grid that holds every (d, n) "
+                                    "of its d's and n's (a sweep file's axes are a product)")
+
+    @property
+    def activations(self) -> tuple[str, ...]:
+        """``activation`` first, then ``compare``."""
+        return (self.activation,) + self.compare
 
 
 # ---------------------------------------------------------------------------------------------
@@ -147,31 +175,21 @@ def p_values(d: int, n: int, ratios: Sequence[float]) -> list[int]:
 
 
 def run_point(task: dict[str, Any]) -> dict[str, Any]:
-    """One point of the sweep: a reconstruction cell when p ≥ n, a label-fitting cell otherwise.
+    """One point of the sweep: :func:`rftheory.pipeline.law_cell` (a reconstruction cell when
+    p ≥ n, a label-fitting cell otherwise), the same function the sweep cell kind ``law`` runs.
 
     BLAS is limited to one thread while it runs: these problems are tiny (n·d ≤ a few hundred
     unknowns), where threads only add synchronisation, and the last bits of reductions then do
-    not depend on the machine's core count.
+    not depend on the machine's core count (sweep workers pin it the same way).
     """
     from threadpoolctl import threadpool_limits
 
-    from rftheory.pipeline import reconstruction_cell
-    from rftheory.pipeline import label_fit_cell
+    from rftheory.pipeline import law_cell
 
     start = time.perf_counter()
     with threadpool_limits(limits=1, user_api="blas"):
-        if task["p"] >= task["n"]:
-            cell = reconstruction_cell(activation=task["activation"], d=task["d"], n=task["n"],
-                                       p=task["p"], seed=task["seed"], max_steps=task["max_steps"])
-            cell["kind"] = "reconstruction"
-        else:
-            fit = label_fit_cell(activation=task["activation"], d=task["d"], n=task["n"],
-                                 p=task["p"], seed=task["seed"])
-            cell = {"activation": task["activation"], "d": task["d"], "n": task["n"],
-                    "p": task["p"], "seed": task["seed"], "data": "sphere",
-                    "p_over_dn": task["p"] / (task["d"] * task["n"]),
-                    "p_over_n": task["p"] / task["n"], "kind": "label_fit",
-                    "train_residual": fit["train_residual"], "gram_rank": fit["gram_rank"]}
+        cell = law_cell(activation=task["activation"], d=task["d"], n=task["n"], p=task["p"],
+                        seed=task["seed"], max_steps=task["max_steps"])
     cell["seed_index"] = task["seed_index"]
     cell["seconds"] = time.perf_counter() - start
     return cell
@@ -235,7 +253,7 @@ def crossing(p: Sequence[float], success: Sequence[float], level: float = 0.5) -
 
 
 def data_threshold(p: Sequence[int], success: np.ndarray, *, rng: np.random.Generator,
-                   resamples: int = BOOTSTRAP) -> dict[str, Any]:
+                   resamples: int = BOOTSTRAP, keep_draws: bool = False) -> dict[str, Any]:
     """p*_data of one (d, n) and its percentile bootstrap interval over seeds.
 
     Parameters
@@ -247,6 +265,9 @@ def data_threshold(p: Sequence[int], success: np.ndarray, *, rng: np.random.Gene
     rng : numpy.random.Generator
         Drives the resampling.
     resamples : int
+    keep_draws : bool
+        Also return ``draws``, the resampled p* (NaN where undefined), e.g. to carry the
+        bootstrap into a fit over several (d, n) (:func:`scaling_fit`).
 
     Returns
     -------
@@ -264,8 +285,11 @@ def data_threshold(p: Sequence[int], success: np.ndarray, *, rng: np.random.Gene
     finite = stars[np.isfinite(stars)]
     interval = ([float(np.percentile(finite, 2.5)), float(np.percentile(finite, 97.5))]
                 if finite.size else [math.nan, math.nan])
-    return {"p_star": p_star, "status": status, "success_probability": prob.tolist(),
-            "interval": interval, "undefined_fraction": float(1 - finite.size / resamples)}
+    out = {"p_star": p_star, "status": status, "success_probability": prob.tolist(),
+           "interval": interval, "undefined_fraction": float(1 - finite.size / resamples)}
+    if keep_draws:
+        out["draws"] = stars
+    return out
 
 
 def label_threshold(p: Sequence[int], residual: np.ndarray, tol: float = LABEL_TOL) -> dict[str, Any]:
@@ -310,72 +334,209 @@ def _check_grid(grid: Sequence[Sequence[int]], ratios: Sequence[float], seeds: i
     return grid, ratios
 
 
-#: The default sweep (the package's main job, ``rftheory demo``): (5, 10) vs (10, 10) varies d
-#: at fixed n, (5, 10) vs (5, 20) varies n at fixed d, and two of them share dn = 100. Measured
-#: 71–94 s of CPU in total (2 workers: wall 1.5 min on a 2-core machine at load ≈ 4); the cells at
-#: p/(dn) = 1–2, where the optimiser runs to its budget, take two thirds of it.
+#: The default sweep (the package's main job, ``rftheory demo``, ``rftheory verify law``):
+#: (5, 10) vs (10, 10) varies d at fixed n, (5, 10) vs (5, 20) varies n at fixed d, and two of
+#: them share dn = 100. Measured 71–94 s of CPU in total (2 workers: wall 1.5 min on a 2-core
+#: machine at load ≈ 4); the cells at p/(dn) = 1–2, where the optimiser runs to its budget, take
+#: two thirds of it.
 FULL = Config()
 #: ``--quick``: two (d, n) differing in d, three seeds, a coarser grid.
 QUICK = Config(grid=((4, 8), (8, 8)), ratios=(0.1, 0.5, 1.0, 2.0, 4.0, 10.0), seeds=3,
                max_steps=2000)
+#: ``--large``: the law over a real grid — d ∈ {10, 20, 40, 80} × n ∈ {4, 8, 16} (d over 8×, n
+#: over 4×, dn from 40 to 1280), p/(dn) from 0.25 to 10 plus p = n/2, n − 1, n, relu + tanh and
+#: relu, 5 seeds, run through the sweep machinery (resumable). The same cells as
+#: ``examples/law_grid.toml`` (a test keeps them equal), so a store made by ``rftheory sweep
+#: run`` on that file is analysed by this run without recomputing anything. ``max_steps`` is the
+#: one budget of every cell: the failing cells (p ≲ 2·dn) all spend it, so it sets most of the
+#: run's time (see ``paper_notes/law.md`` for the measured costs and the projection).
+LARGE = Config(grid=tuple((d, n) for d in (10, 20, 40, 80) for n in (4, 8, 16)),
+              ratios=(0.25, 0.5, 0.75, 1.0, 1.25, 1.5, 2.0, 3.0, 5.0, 10.0), seeds=5,
+              max_steps=3000, compare=("relu",), sweep=True)
+
+#: Directory of the sweep store of a sweep-backed run, under the run's output directory.
+SWEEP_DIR = "law_sweep"
+
+
+def sweep_document(config: Config) -> dict[str, Any]:
+    """The sweep file of ``config``'s grid, as the dict :func:`rftheory.sweep.parse_spec` takes.
+
+    Cell kind ``law`` (:func:`rftheory.pipeline.law_cell`); axes activation, d, n, p (the
+    label points ``"0.5n"``, ``"n-1"``, ``"n"`` and ``"<r>dn"`` for every ratio) and seed
+    (``seed + s``); ``max_steps`` fixed. ``examples/law_grid.toml`` is this document for
+    :data:`LARGE`.
+    """
+    ds, ns = sorted({d for d, _ in config.grid}), sorted({n for _, n in config.grid})
+    return {
+        "sweep": {"cell": "law", "name": "law-grid" if config == LARGE else "law"},
+        "grid": {"activation": list(config.activations), "d": ds, "n": ns,
+                 "p": ["0.5n", "n-1", "n"] + [f"{r:g}dn" for r in config.ratios],
+                 "seed": [config.seed + s for s in range(config.seeds)]},
+        "fixed": {"max_steps": config.max_steps},
+    }
+
+
+def _sweep_cells(config: Config, out_dir: Path, workers: int,
+                 progress: Callable[[str], None] | None) -> tuple[list[dict[str, Any]], float]:
+    """Run (or resume) the sweep of ``config`` into ``out_dir/law_sweep``; its cells as dicts."""
+    from rftheory.sweep import parse_spec, run_sweep
+
+    spec = parse_spec(sweep_document(config), source="law claim")
+    store = out_dir / SWEEP_DIR
+    done = run_sweep(spec, store, resume=True, workers=workers, progress=progress is not None)
+    if progress is not None:
+        progress(f"sweep store {done.store}: {done.already_done} cells already stored, "
+                 f"{done.computed} computed in {done.seconds:.0f} s on {done.executor}")
+    return cells_from_store(store), done.seconds
+
+
+def cells_from_store(directory: str | Path) -> list[dict[str, Any]]:
+    """The ``law`` cells of a sweep store as the claim's cell dicts (results plus ``seconds``)."""
+    from rftheory.sweep import SweepStore
+
+    with SweepStore.open_reader(directory) as store:
+        scan = store.scan()
+    return [_cell_row(c.params, c.status, c.result, c.seconds) for c in scan.cells.values()
+            if c.kind == "law"]
+
+
+def cells_from_export(path: str | Path) -> list[dict[str, Any]]:
+    """The ``law`` cells of a store's export (``rftheory sweep export``), as from a store."""
+    from rftheory.sweep import read_export
+
+    return [_cell_row(r["params"], r["status"], r["result"], r["seconds"])
+            for r in read_export(path) if r["kind"] == "law"]
+
+
+def _cell_row(params: dict, status: str, result: dict, seconds: float | None) -> dict[str, Any]:
+    if status != "ok":
+        return {**params, "error": result.get("error", "failed")}
+    return {**result, "seconds": float(seconds or 0.0)}
 
 
 def run(config: Config = FULL, *, progress: Callable[[str], None] | None = None,
-        workers: int | None = None) -> dict[str, Any]:
+        workers: int | None = None, out_dir: str | Path = "results") -> dict[str, Any]:
     """Sweep p over multiples of n and dn, locate p*_label and p*_data, give the verdict.
 
-    ``config``, ``progress`` and ``workers`` as in the protocol (:mod:`rftheory.claims`).
+    ``config``, ``progress`` and ``workers`` as in the protocol (:mod:`rftheory.claims`);
+    ``out_dir`` holds the sweep store of a sweep-backed configuration (``config.sweep``, e.g.
+    :data:`LARGE`), which a second call resumes.
 
     Returns
     -------
     dict
-        JSON-serialisable: parameters, every cell, per (d, n) the thresholds (all variants), and
-        the verdict.
+        JSON-serialisable: parameters, every cell, per (d, n) the thresholds (all variants), the
+        scaling fit, the same for every compared activation, and the verdict.
     """
-    check_activations(config.activation)  # refuse a bad activation before starting workers
+    for name in config.activations:  # refuse a bad activation before starting workers
+        check_activations(name)
     workers = default_workers(workers)
-    seed, seeds, grid, ratios = config.seed, config.seeds, config.grid, config.ratios
-    max_steps, activation = config.max_steps, config.activation
-    success_variant, resamples = config.success_variant, config.resamples
-
     sources = source_digests()  # before any work: the code the workers will run
-    tasks = [{"activation": activation, "d": d, "n": n, "p": p, "seed": seed + s, "seed_index": s,
-              "max_steps": max_steps}
-             for d, n in grid for p in p_values(d, n, ratios) for s in range(seeds)]
     start = time.perf_counter()
-    cells = _run_points(tasks, workers, progress)
-    sweep_seconds = time.perf_counter() - start
+    if config.sweep:
+        cells, _ = _sweep_cells(config, Path(out_dir), workers, progress)
+    else:
+        tasks = [{"activation": a, "d": d, "n": n, "p": p, "seed": config.seed + s,
+                  "seed_index": s, "max_steps": config.max_steps}
+                 for a in config.activations for d, n in config.grid
+                 for p in p_values(d, n, config.ratios) for s in range(config.seeds)]
+        cells = _run_points(tasks, workers, progress)
+    result = analyse(cells, config)
+    result.update(workers=workers, sweep_seconds=time.perf_counter() - start, sources=sources)
+    return result
 
+
+def analyse(cells: Sequence[dict[str, Any]], config: Config) -> dict[str, Any]:
+    """The claim's result from its cells (in memory, from a sweep store or from an export).
+
+    Every cell of ``config``'s grid must be there and have succeeded (a missing or failed cell
+    raises :class:`RFTheoryError`: resume the run first). Cells outside the grid are ignored.
+    The bootstrap is seeded by ``config.seed`` alone, so the same cells give the same result.
+    """
+    seed, seeds = config.seed, config.seeds
+    wanted = {(a, d, n, p, seed + s) for a in config.activations for d, n in config.grid
+              for p in _grid_ps(config, d, n) for s in range(seeds)}
+    by_key: dict[tuple, dict[str, Any]] = {}
+    failed = []
+    for cell in cells:
+        key = (cell["activation"], cell["d"], cell["n"], cell["p"], cell["seed"])
+        if key in wanted:
+            (failed.append(cell) if "error" in cell else by_key.__setitem__(key, cell))
+    missing = len(wanted) - len(by_key)
+    if missing:
+        example = failed[0]["error"] if failed else "not computed yet"
+        raise RFTheoryError(f"{missing} of the {len(wanted)} cells of the law's grid are missing "
+                            f"or failed ({len(failed)} failed, e.g. {example}); run it again to "
+                            "resume (a sweep-backed run recomputes only those)")
+    kept = [dict(by_key[k], seed_index=k[4] - seed) for k in sorted(by_key)]
     rng = np.random.default_rng([seed, _BOOTSTRAP_STREAM])
-    per_grid = []
-    for d, n in grid:
-        mine = [c for c in cells if c["d"] == d and c["n"] == n]
-        ps_all = sorted({c["p"] for c in mine})
-        ps_rec = sorted({c["p"] for c in mine if c["kind"] == "reconstruction"})
+    by_activation = {}
+    for name in config.activations:
+        mine = [c for c in kept if c["activation"] == name]
+        per_grid = _per_grid(mine, config, rng)
+        by_activation[name] = {"per_grid": per_grid,
+                               "verdict": _verdict(per_grid, config.success_variant),
+                               "fits": {v: scaling_fit(per_grid, v) for v in VARIANTS}}
+        for g in per_grid:  # the draws served the fits; they are not part of the result
+            for th in g["data"].values():
+                th.pop("draws", None)
+    primary = by_activation[config.activation]
+    return {
+        "claim": CLAIM,
+        "statement": ("The min-norm RF interpolator fits generic labels once p ≳ n, and its training "
+                      "set can be recovered from (θ*, V) once p ≳ dn: p*_label/n ≈ 1, "
+                      "p*_data/(dn) = O(1) and the same for every (d, n)."),
+        "activation": config.activation, "compare": list(config.compare),
+        "grid": [list(g) for g in config.grid], "ratios": list(config.ratios),
+        "seeds": seeds, "base_seed": seed, "max_steps": config.max_steps,
+        "sweep": config.sweep, "rho_success": RHO_SUCCESS, "label_tol": LABEL_TOL,
+        "success_variant": config.success_variant, "collapse_factor": COLLAPSE_FACTOR,
+        "bootstrap_resamples": config.resamples, "per_grid": primary["per_grid"],
+        "fits": primary["fits"], "verdict": primary["verdict"],
+        "by_activation": {k: v for k, v in by_activation.items() if k != config.activation},
+        "cells": kept,
+    }
+
+
+def _grid_ps(config: Config, d: int, n: int) -> list[int]:
+    """The p of one (d, n): the in-memory sweep's :func:`p_values`; a sweep-backed run's from
+    its sweep file (the same set but for odd n, where round(n/2) and n // 2 may differ)."""
+    if not config.sweep:
+        return p_values(d, n, config.ratios)
+    from rftheory.sweep.spec import p_from_expression
+
+    return sorted({p_from_expression(t, d=d, n=n) for t in sweep_document(config)["grid"]["p"]})
+
+
+def _per_grid(mine: list[dict[str, Any]], config: Config,
+              rng: np.random.Generator) -> list[dict[str, Any]]:
+    """Thresholds per (d, n) of one activation's cells (see the module docstring)."""
+    seeds, per_grid = config.seeds, []
+    for d, n in config.grid:
+        here = [c for c in mine if c["d"] == d and c["n"] == n]
+        ps_all = sorted({c["p"] for c in here})
+        ps_rec = sorted({c["p"] for c in here if c["kind"] == "reconstruction"})
 
         def table(key: str, ps: list[int]) -> np.ndarray:
             out = np.full((seeds, len(ps)), np.nan)
-            for c in mine:
+            for c in here:
                 if c["p"] in ps and key in c:
                     out[c["seed_index"], ps.index(c["p"])] = c[key]
             return out
 
-        residual = table("train_residual", ps_all)
-        label = label_threshold(ps_all, residual)
-        rows = []
+        label = label_threshold(ps_all, table("train_residual", ps_all))
         rho = {v: table(f"rho_{v}", ps_rec) for v in VARIANTS}
-        loss = table("final_loss", ps_rec)
-        steps = table("steps", ps_rec)
-        for j, p in enumerate(ps_rec):
-            rows.append({"p": p, "p_over_dn": p / (d * n), "p_over_n": p / n,
-                         **{f"median_rho_{v}": float(np.median(rho[v][:, j])) for v in VARIANTS},
-                         **{f"success_{v}": float(np.mean(rho[v][:, j] < RHO_SUCCESS))
-                            for v in VARIANTS},
-                         "median_final_loss": float(np.median(loss[:, j])),
-                         "median_steps": float(np.median(steps[:, j]))})
+        loss, steps = table("final_loss", ps_rec), table("steps", ps_rec)
+        rows = [{"p": p, "p_over_dn": p / (d * n), "p_over_n": p / n,
+                 **{f"median_rho_{v}": float(np.median(rho[v][:, j])) for v in VARIANTS},
+                 **{f"success_{v}": float(np.mean(rho[v][:, j] < RHO_SUCCESS)) for v in VARIANTS},
+                 "median_final_loss": float(np.median(loss[:, j])),
+                 "median_steps": float(np.median(steps[:, j]))}
+                for j, p in enumerate(ps_rec)]
         thresholds = {}
         for v in VARIANTS:
-            th = data_threshold(ps_rec, rho[v] < RHO_SUCCESS, rng=rng, resamples=resamples)
+            th = data_threshold(ps_rec, rho[v] < RHO_SUCCESS, rng=rng,
+                                resamples=config.resamples, keep_draws=True)
             th["p_star_over_dn"] = th["p_star"] / (d * n)
             th["p_star_over_n"] = th["p_star"] / n
             th["interval_over_dn"] = [x / (d * n) for x in th["interval"]]
@@ -384,22 +545,92 @@ def run(config: Config = FULL, *, progress: Callable[[str], None] | None = None,
             "d": d, "n": n, "dn": d * n, "p_grid": ps_all, "p_reconstruction": ps_rec,
             "label": label | {"p_star_over_n": label["p_star"] / n},
             "data": thresholds, "rows": rows,
-            "seconds": float(sum(c["seconds"] for c in mine)),
+            "seconds": float(sum(c["seconds"] for c in here)),
         })
+    return per_grid
 
-    verdict = _verdict(per_grid, success_variant)
-    return {
-        "claim": CLAIM,
-        "statement": ("The min-norm RF interpolator fits generic labels once p ≳ n, and its training "
-                      "set can be recovered from (θ*, V) once p ≳ dn: p*_label/n ≈ 1, "
-                      "p*_data/(dn) = O(1) and the same for every (d, n)."),
-        "activation": activation, "grid": [list(g) for g in grid], "ratios": list(ratios),
-        "seeds": seeds, "base_seed": seed, "max_steps": max_steps, "workers": workers,
-        "rho_success": RHO_SUCCESS, "label_tol": LABEL_TOL, "success_variant": success_variant,
-        "collapse_factor": COLLAPSE_FACTOR, "bootstrap_resamples": resamples,
-        "sweep_seconds": sweep_seconds, "sources": sources, "per_grid": per_grid,
-        "verdict": verdict, "cells": cells,
-    }
+
+def scaling_fit(per_grid: Sequence[dict[str, Any]], variant: str = "abs") -> dict[str, Any]:
+    """Least squares of log p*_data = a + b·log d + c·log n over the grid, with intervals.
+
+    The law predicts b = c = 1 (p* ∝ dn); a threshold set by n alone would give b = 0.
+
+    Returns
+    -------
+    dict
+        ``exponents`` {"d": b, "n": c}, ``prefactor`` e^a, ``points`` (how many (d, n) had a
+        defined threshold), ``residual_rms`` (of log p*), and two 95 % intervals for b and c:
+        ``bootstrap`` — percentiles of the fit over the bootstrap resamples of every (d, n)'s
+        p*_data (:func:`data_threshold`'s draws, independent across (d, n), resamples where one
+        is undefined left out) — and ``ols`` — the classical t interval from the residuals
+        (assumes independent, equal-variance errors in log p*, which the grid's interpolation
+        does not quite give: read the bootstrap first). NaN where the grid does not vary both d
+        and n or fewer than 4 thresholds are defined. Also ``label_exponents``: the same fit of
+        log p*_label (the law predicts d⁰ n¹).
+    """
+    from scipy import stats
+
+    nan2 = [math.nan, math.nan]
+    ok = [g for g in per_grid if g["data"][variant]["status"] == "ok"]
+    out: dict[str, Any] = {"variant": variant, "points": len(ok),
+                           "exponents": {"d": math.nan, "n": math.nan}, "prefactor": math.nan,
+                           "residual_rms": math.nan,
+                           "bootstrap": {"d": nan2, "n": nan2, "resamples_used": 0},
+                           "ols": {"d": nan2, "n": nan2},
+                           "label_exponents": {"d": math.nan, "n": math.nan}}
+    if len(ok) < 4 or len({g["d"] for g in ok}) < 2 or len({g["n"] for g in ok}) < 2:
+        return out
+    A = np.column_stack([np.ones(len(ok)), np.log([g["d"] for g in ok]),
+                         np.log([g["n"] for g in ok])])
+    y = np.log([g["data"][variant]["p_star"] for g in ok])
+    coef, *_ = np.linalg.lstsq(A, y, rcond=None)
+    resid = y - A @ coef
+    dof = len(ok) - 3
+    out.update(exponents={"d": float(coef[1]), "n": float(coef[2])},
+               prefactor=float(math.exp(coef[0])),
+               residual_rms=float(np.sqrt(np.mean(resid**2))))
+    if dof > 0:
+        cov = float(resid @ resid / dof) * np.linalg.inv(A.T @ A)
+        t = stats.t.ppf(0.975, dof)
+        out["ols"] = {k: [float(coef[i] - t * math.sqrt(cov[i, i])),
+                          float(coef[i] + t * math.sqrt(cov[i, i]))] for k, i in (("d", 1), ("n", 2))}
+    draws = np.array([g["data"][variant].get("draws", np.full(0, np.nan)) for g in ok])
+    if draws.ndim == 2 and draws.shape[1]:
+        usable = np.all(np.isfinite(draws) & (draws > 0), axis=0)
+        if usable.any():
+            fits, *_ = np.linalg.lstsq(A, np.log(draws[:, usable]), rcond=None)
+            out["bootstrap"] = {k: [float(np.percentile(fits[i], 2.5)),
+                                    float(np.percentile(fits[i], 97.5))]
+                                for k, i in (("d", 1), ("n", 2))}
+            out["bootstrap"]["resamples_used"] = int(usable.sum())
+    labels = [g for g in per_grid if math.isfinite(g["label"]["p_star"])]
+    if len(labels) >= 3:
+        B = np.column_stack([np.ones(len(labels)), np.log([g["d"] for g in labels]),
+                             np.log([g["n"] for g in labels])])
+        lc, *_ = np.linalg.lstsq(B, np.log([g["label"]["p_star"] for g in labels]), rcond=None)
+        out["label_exponents"] = {"d": float(lc[1]), "n": float(lc[2])}
+    return out
+
+
+def result_from_export(path: str | Path, config: Config | None = None) -> dict[str, Any]:
+    """The claim's result recomputed from an export of a finished sweep store (no cell is run):
+    the tables, fits and figures of a run, redrawn from the few hundred kB kept in the
+    repository (``examples/law_grid_cells.jsonl.gz``).
+
+    ``config`` defaults to :data:`LARGE` restricted to the (d, n) pairs the export holds, so the
+    export of a part of the grid (e.g. d ∈ {10, 20}, n ∈ {4, 8}, run first to check the
+    machinery) is analysed the same way; every other setting (ratios, seeds, activations,
+    budget) must be :data:`LARGE`'s, or :func:`analyse` reports the missing cells.
+    """
+    cells = cells_from_export(path)
+    if config is None:
+        pairs = tuple(sorted({(int(c["d"]), int(c["n"])) for c in cells}))
+        if not pairs:
+            raise RFTheoryError(f"{path} holds no cell of the law")
+        config = LARGE.replace(grid=pairs)
+    result = analyse(cells, config)
+    result["from_export"] = str(path)
+    return result
 
 
 def _verdict(per_grid: list[dict[str, Any]], variant: str) -> dict[str, Any]:
@@ -433,15 +664,18 @@ def _verdict(per_grid: list[dict[str, Any]], variant: str) -> dict[str, Any]:
 # Output
 # ---------------------------------------------------------------------------------------------
 
-def _fmt(x: float, spec: str = ".2f") -> str:
-    return "—" if x is None or not math.isfinite(x) else format(x, spec)
+def _finite(x: Any) -> bool:
+    """A finite number (saved JSON writes NaN as a string or null)."""
+    return isinstance(x, (int, float)) and math.isfinite(x)
 
 
-def summary(result: dict[str, Any]) -> str:
-    """Thresholds per (d, n) and the verdict, as a table."""
-    variant = result["success_variant"]
+def _fmt(x: Any, spec: str = ".2f") -> str:
+    return format(x, spec) if _finite(x) else "—"
+
+
+def _threshold_table(name: str, per_grid: list[dict[str, Any]], variant: str) -> str:
     rows = []
-    for g in result["per_grid"]:
+    for g in per_grid:
         th = g["data"][variant]
         lo, hi = th["interval_over_dn"]
         status = "" if th["status"] == "ok" else f" ({th['status']})"
@@ -451,93 +685,259 @@ def summary(result: dict[str, Any]) -> str:
                      _fmt(si["p_star_over_dn"]),
                      f"{g['rows'][0]['median_rho_abs']:.2g}", f"{g['rows'][-1]['median_rho_abs']:.1e}",
                      f"{g['seconds']:.0f}"])
-    headers = ["d", "n", "p*_label/n", "p*_data/(dn)", "95% bootstrap", "(sign-inv ρ)",
+    headers = ["d", "n", "p*_label/n", f"p*_data/(dn)", "95% bootstrap", "(sign-inv ρ)",
                "ρ at p=n", "ρ at top", "Σ cell s"]
+    return f"φ = {name}\n" + format_table(headers, rows)
+
+
+def _fit_line(fit: dict[str, Any]) -> str:
+    if not _finite(fit["exponents"]["d"]):
+        return f"fit of log p*_data (ρ_{fit['variant']}): not enough (d, n) with a threshold"
+    e, b, o = fit["exponents"], fit["bootstrap"], fit["ols"]
+    return (f"fit p*_data ∝ d^b n^c (ρ_{fit['variant']}, {fit['points']} points): "
+            f"b = {e['d']:.2f} [{_fmt(b['d'][0])}, {_fmt(b['d'][1])}], "
+            f"c = {e['n']:.2f} [{_fmt(b['n'][0])}, {_fmt(b['n'][1])}] (95% bootstrap; OLS "
+            f"[{_fmt(o['d'][0])}, {_fmt(o['d'][1])}], [{_fmt(o['n'][0])}, {_fmt(o['n'][1])}]); "
+            f"the law predicts 1 and 1")
+
+
+def summary(result: dict[str, Any]) -> str:
+    """Thresholds per (d, n), the spread and scaling fit, and the verdict, as tables."""
+    variant = result["success_variant"]
     v = result["verdict"]
     lines = [
-        f"law of data reconstruction — {result['activation']}, {result['seeds']} seeds, "
+        f"law of data reconstruction — {result['seeds']} seeds, "
         f"p/(dn) in {min(result['ratios']):g}..{max(result['ratios']):g}, "
         f"success = ρ_{variant} < {result['rho_success']} (median ρ_abs shown), "
-        f"optimiser budget {result['max_steps']} steps",
-        format_table(headers, rows),
+        f"optimiser budget {result['max_steps']} steps"
+        + (f" (from {result['from_export']})" if result.get("from_export") else ""),
+        _threshold_table(result["activation"], result["per_grid"], variant),
         f"spread of p*_data over the grid: max/min of p*/(dn) = {_fmt(v['spread_p_star_over_dn'])}, "
         f"of p*/n = {_fmt(v['spread_p_star_over_n'])}",
-        f"verdict: {'SUPPORTED' if v['supported'] else 'NOT SUPPORTED'} — label threshold at n: "
-        f"{v['label_threshold_is_n']}; fails at p = n: {v['fails_at_p_equal_n']}; succeeds at the "
-        f"top: {v['succeeds_at_largest_ratio']}; collapse in dn: {v['collapse_in_dn']}",
     ]
+    if "fits" in result:
+        lines.append(_fit_line(result["fits"][variant]))
+    for name, other in result.get("by_activation", {}).items():
+        ov = other["verdict"]
+        lines += [_threshold_table(name, other["per_grid"], variant),
+                  f"spread of p*_data/(dn) = {_fmt(ov['spread_p_star_over_dn'])} (official ρ), "
+                  f"{_fmt(_spread(other['per_grid'], 'sign_invariant'))} (sign-invariant ρ); "
+                  f"compared, not part of the verdict",
+                  _fit_line(other["fits"][variant]), _fit_line(other["fits"]["sign_invariant"])]
+    lines.append(
+        f"verdict ({result['activation']}): {'SUPPORTED' if v['supported'] else 'NOT SUPPORTED'} "
+        f"— label threshold at n: {v['label_threshold_is_n']}; fails at p = n: "
+        f"{v['fails_at_p_equal_n']}; succeeds at the top: {v['succeeds_at_largest_ratio']}; "
+        f"collapse in dn: {v['collapse_in_dn']}")
     return "\n".join(lines)
 
 
+def _spread(per_grid: list[dict[str, Any]], variant: str) -> float:
+    values = [g["data"][variant]["p_star_over_dn"] for g in per_grid
+              if g["data"][variant]["status"] == "ok"]
+    return max(values) / min(values) if len(values) == len(per_grid) and values else math.nan
+
+
+# ---------------------------------------------------------------------------------------------
+# Figures
+# ---------------------------------------------------------------------------------------------
+
+#: Markers by n (up to 6 distinct n); colours (rftheory.plotting.PALETTE) by d.
+_MARKERS = "osD^vP"
+_RHO_FLOOR = 1e-7  # ρ of exact reconstructions on log axes
+
+
+def _styles(per_grid: list[dict[str, Any]]) -> dict[tuple[int, int], dict[str, Any]]:
+    """Colour by d, marker and dash by n: a product grid reads as two legends, not twelve."""
+    from rftheory.plotting import PALETTE
+
+    ds = sorted({g["d"] for g in per_grid})
+    ns = sorted({g["n"] for g in per_grid})
+    dashes = ("-", "--", ":", "-.")
+    return {(g["d"], g["n"]): dict(color=PALETTE[ds.index(g["d"]) % len(PALETTE)],
+                                   marker=_MARKERS[ns.index(g["n"]) % len(_MARKERS)],
+                                   ls=dashes[ns.index(g["n"]) % len(dashes)], ms=3, lw=0.9)
+            for g in per_grid}
+
+
+def _legend(ax: Any, per_grid: list[dict[str, Any]], **kwargs: Any) -> None:
+    """One legend entry per (d, n) for small grids; for products, colour = d and marker = n."""
+    from matplotlib.lines import Line2D
+
+    styles = _styles(per_grid)
+    ds = sorted({g["d"] for g in per_grid})
+    ns = sorted({g["n"] for g in per_grid})
+    if len(per_grid) <= 4:
+        handles = [Line2D([], [], **styles[(g["d"], g["n"])]) for g in per_grid]
+        labels = [f"d = {g['d']}, n = {g['n']}" for g in per_grid]
+    else:
+        by_d = {g["d"]: styles[(g["d"], g["n"])]["color"] for g in per_grid}
+        by_n = {g["n"]: styles[(g["d"], g["n"])] for g in per_grid}
+        handles = [Line2D([], [], color=by_d[d], lw=2) for d in ds] + \
+                  [Line2D([], [], color="0.3", marker=by_n[n]["marker"], ls=by_n[n]["ls"], ms=3,
+                          lw=0.9) for n in ns]
+        labels = [f"d = {d}" for d in ds] + [f"n = {n}" for n in ns]
+    ax.legend(handles, labels, **kwargs)
+
+
+def _median_rho(g: dict[str, Any], variant: str, x: str) -> tuple[list[float], list[float]]:
+    return ([r[x] for r in g["rows"]], [max(r[f"median_rho_{variant}"], _RHO_FLOOR) for r in g["rows"]])
+
+
 def plot(result: dict[str, Any], stem: str | Path) -> list[Path]:
-    """ρ and P(success) against p/(dn) for every (d, n) on shared axes; train residual against p/n."""
+    """The claim's figures (PNG + PDF each), drawn in the package's style.
+
+    ``<stem>``: three panels — median ρ against p/(dn) (seeds as dots), P(ρ < 0.1) against
+    p/(dn) with p*_data and its 95 % percentile-bootstrap interval, train residual against p/n.
+    ``<stem>_collapse``: the data collapse — median ρ of every (d, n) against p/(dn) (left, the
+    curves fall on one another if the threshold scales as dn) and against p/n (right, where they
+    spread by the range of d). For a compared activation, ``<stem>_<name>`` and
+    ``<stem>_<name>_collapse`` in the sign-invariant ρ. Log axes; no error bars below zero
+    (bootstrap percentiles only).
+    """
     import matplotlib
 
     matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    from rftheory.plotting import paper_style
 
     stem = Path(stem)
     stem.parent.mkdir(parents=True, exist_ok=True)
     variant = result["success_variant"]
-    fig, (ax_rho, ax_succ, ax_res) = plt.subplots(1, 3, figsize=(15, 4.4))
-    colours = plt.rcParams["axes.prop_cycle"].by_key()["color"]
-    floor = 1e-17  # exact zeros on log axes
-    markers, styles = "os^vDP", ("-", "--", "-.", ":")
-    for k, g in enumerate(result["per_grid"]):
-        colour = colours[k % len(colours)]
-        # distinct markers and dashes: collapsed curves lie on top of each other
-        fmt = dict(marker=markers[k % len(markers)], ls=styles[k % len(styles)], ms=4, color=colour)
-        d, n = g["d"], g["n"]
-        label = f"d = {d}, n = {n}"
-        mine = [c for c in result["cells"] if c["d"] == d and c["n"] == n]
+    panels = [(result["activation"], result["per_grid"], variant, stem)]
+    for name, other in result.get("by_activation", {}).items():
+        safe = "".join(ch if ch.isalnum() else "_" for ch in name)
+        panels.append((name, other["per_grid"], "sign_invariant", stem.with_name(f"{stem.name}_{safe}")))
+    written: list[Path] = []
+    with paper_style():
+        for name, per_grid, v, base in panels:
+            cells = [c for c in result["cells"] if c["activation"] == name]
+            written += _plot_thresholds(result, name, per_grid, cells, v, base)
+            written += _plot_collapse(result, name, per_grid, v, base.with_name(base.name + "_collapse"))
+    return written
+
+
+def _plain_ticks(axis: Any) -> None:
+    """Log-axis ticks written 0.1, 1, 10 (not 10⁻¹, 10⁰, 10¹): p/(dn) and p/n read as ratios."""
+    from matplotlib.ticker import FuncFormatter
+
+    axis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
+
+
+def _rho_label(variant: str) -> str:
+    return {"abs": r"$\rho$ (official)", "signed": r"$\rho$ (signed)",
+            "sign_invariant": r"$\rho$ (up to sign)"}[variant]
+
+
+def _plot_thresholds(result: dict[str, Any], name: str, per_grid: list[dict[str, Any]],
+                     cells: list[dict[str, Any]], variant: str, stem: Path) -> list[Path]:
+    from rftheory.plotting import SYMBOLS, paper_figure
+
+    fig, (ax_rho, ax_succ, ax_res) = paper_figure(2, ncols=3, aspect=1.0)
+    styles = _styles(per_grid)
+    floor = 1e-17  # exact zeros of the residual on log axes
+    for g in per_grid:
+        st = styles[(g["d"], g["n"])]
+        mine = [c for c in cells if c["d"] == g["d"] and c["n"] == g["n"]]
         rec = [c for c in mine if c["kind"] == "reconstruction"]
-        ax_rho.scatter([c["p_over_dn"] for c in rec], [max(c[f"rho_{variant}"], 1e-7) for c in rec],
-                       s=10, alpha=0.35, color=colour)
-        ax_rho.plot([r["p_over_dn"] for r in g["rows"]],
-                    [max(r[f"median_rho_{variant}"], 1e-7) for r in g["rows"]], label=label, **fmt)
+        ax_rho.scatter([c["p_over_dn"] for c in rec],
+                       [max(c[f"rho_{variant}"], _RHO_FLOOR) for c in rec],
+                       s=3, alpha=0.25, color=st["color"], lw=0)
+        ax_rho.plot(*_median_rho(g, variant, "p_over_dn"), **st)
         th = g["data"][variant]
-        ax_succ.plot([r["p_over_dn"] for r in g["rows"]], th["success_probability"], label=label,
-                     **fmt)
+        ax_succ.plot([r["p_over_dn"] for r in g["rows"]], th["success_probability"], **st)
         if th["status"] == "ok":
             lo, hi = th["interval_over_dn"]
-            ax_succ.errorbar([th["p_star_over_dn"]], [0.5],
-                             xerr=[[th["p_star_over_dn"] - lo], [hi - th["p_star_over_dn"]]],
-                             fmt="D", color=colour, ms=6, capsize=3)
-        ax_res.scatter([c["p_over_n"] for c in mine], [max(c["train_residual"], floor) for c in mine],
-                       s=10, alpha=0.35, color=colour)
-        med = {}
+            centre = th["p_star_over_dn"]
+            ax_succ.errorbar([centre], [0.5], xerr=[[centre - lo], [hi - centre]], fmt="none",
+                             ecolor=st["color"], elinewidth=0.8, capsize=1.5)
+        med: dict[int, list[float]] = {}
         for c in mine:
             med.setdefault(c["p"], []).append(max(c["train_residual"], floor))
         ps = sorted(med)
-        ax_res.plot([p / n for p in ps], [float(np.median(med[p])) for p in ps], label=label, **fmt)
+        ax_res.plot([p / g["n"] for p in ps], [float(np.median(med[p])) for p in ps], **st)
     for ax in (ax_rho, ax_succ):
         ax.set_xscale("log")
-        ax.axvline(1.0, color="grey", lw=0.8, ls=":")
-        ax.set_xlabel(r"$p/(dn)$")
-        ax.grid(alpha=0.3, which="both")
+        ax.axvline(1.0, color="0.6", lw=0.6, ls=":")
+        ax.set_xlabel(SYMBOLS["p_over_dn"])
     ax_rho.set_yscale("log")
-    ax_rho.axhline(result["rho_success"], color="k", lw=0.8, ls="--")
-    ax_rho.set_ylabel(r"$\rho$" + (" (official, Hungarian on $|x|$)" if variant == "abs"
-                                   else f" ({variant})"))
-    ax_rho.set_title(r"reconstruction error (median over seeds)")
-    ax_succ.axhline(0.5, color="k", lw=0.8, ls="--")
-    ax_succ.set_ylim(-0.05, 1.05)
+    ax_rho.axhline(result["rho_success"], color="k", lw=0.6, ls="--")
+    ax_rho.set_ylabel(_rho_label(variant))
+    ax_rho.set_title("median over seeds (dots: seeds)")
+    ax_succ.axhline(0.5, color="k", lw=0.6, ls="--")
+    ax_succ.set_ylim(-0.03, 1.03)
     ax_succ.set_ylabel(rf"$P(\rho < {result['rho_success']:g})$")
-    ax_succ.set_title(r"success probability; diamond: $p^*_{\rm data}$ ± 95% bootstrap")
+    ax_succ.set_title(r"bar: $p^*_{\rm data}$, 95% bootstrap")
     ax_res.set_xscale("log")
     ax_res.set_yscale("log")
-    ax_res.axvline(1.0, color="grey", lw=0.8, ls=":")
-    ax_res.axhline(result["label_tol"], color="k", lw=0.8, ls="--")
-    ax_res.set_xlabel(r"$p/n$")
-    ax_res.set_ylabel(r"train residual $\|\Phi\theta^* - Y\|/\|Y\|$")
-    ax_res.set_title("label fitting")
-    ax_res.grid(alpha=0.3, which="both")
-    ax_rho.legend(fontsize=8, loc="lower left")
-    fig.suptitle(f"Law of data reconstruction, φ = {result['activation']}, {result['seeds']} seeds"
-                 f"{' (quick)' if result.get('quick') else ''}")
-    fig.tight_layout()
+    ax_res.axvline(1.0, color="0.6", lw=0.6, ls=":")
+    ax_res.axhline(result["label_tol"], color="k", lw=0.6, ls="--")
+    ax_res.set_xlabel(SYMBOLS["p_over_n"])
+    ax_res.set_ylabel(SYMBOLS["train_residual"])
+    ax_res.set_title("label fitting (median)")
+    _legend(ax_rho, per_grid, loc="lower left", fontsize=6, ncol=2 if len(per_grid) > 4 else 1)
+    for ax in (ax_rho, ax_succ, ax_res):
+        _plain_ticks(ax.xaxis)
+    fig.suptitle(f"Law of data reconstruction, φ = {name}, {result['seeds']} seeds, "
+                 f"budget {result['max_steps']} steps")
     return save_figure(fig, stem)
 
 
+def _plot_collapse(result: dict[str, Any], name: str, per_grid: list[dict[str, Any]],
+                   variant: str, stem: Path) -> list[Path]:
+    from rftheory.plotting import SYMBOLS, paper_figure
+
+    fig, (ax_dn, ax_n) = paper_figure(2, ncols=2, aspect=0.75, sharey=True)
+    styles = _styles(per_grid)
+    for g in per_grid:
+        ax_dn.plot(*_median_rho(g, variant, "p_over_dn"), **styles[(g["d"], g["n"])])
+        ax_n.plot(*_median_rho(g, variant, "p_over_n"), **styles[(g["d"], g["n"])])
+    for ax, x in ((ax_dn, "p_over_dn"), (ax_n, "p_over_n")):
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        ax.axhline(result["rho_success"], color="k", lw=0.6, ls="--")
+        ax.set_xlabel(SYMBOLS[x])
+    ax_dn.axvline(1.0, color="0.6", lw=0.6, ls=":")
+    ax_dn.set_ylabel(_rho_label(variant) + ", median over seeds")
+    ax_dn.set_title(r"against $p/(dn)$: one curve if $p^*_{\rm data} \propto dn$")
+    ax_n.set_title(r"against $p/n$: the same runs spread by $d$")
+    _legend(ax_dn, per_grid, loc="lower left", fontsize=6, ncol=2 if len(per_grid) > 4 else 1)
+    for ax in (ax_dn, ax_n):
+        _plain_ticks(ax.xaxis)
+    fig.suptitle(f"Data collapse, φ = {name}, {result['seeds']} seeds")
+    return save_figure(fig, stem)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m rftheory.claims.law [--quick | --large] [--from-export FILE] [--out DIR]``.
+
+    ``--from-export FILE`` recomputes the full run's tables, fits and figures from an export of
+    its sweep store (``rftheory sweep export``) without running a cell.
+    """
+    import argparse
+    import sys
+
+    from rftheory.output import write_json_atomic
+
+    parser = argparse.ArgumentParser(prog="python -m rftheory.claims.law")
+    parser.add_argument("--from-export", metavar="FILE",
+                        help="analyse the cells of a sweep export (.jsonl.gz) of the --large grid "
+                             "(or of the part of its (d, n) it holds)")
+    parser.add_argument("--out", default="results", help="directory for JSON and figures")
+    args, rest = parser.parse_known_args(argv)
+    if args.from_export is None:
+        return main_for(CLAIM, rest + ["--out", args.out])
+    from rftheory.claims._common import environment
+
+    result = result_from_export(args.from_export)
+    out = Path(args.out)
+    result["figures"] = [str(p) for p in plot(result, out / CLAIM)]
+    result["environment"] = environment()
+    write_json_atomic(out / f"{CLAIM}.json", result)
+    print(summary(result))
+    print(f"results: {out / (CLAIM + '.json')}; figures: {', '.join(result['figures'])}",
+          file=sys.stdout)
+    return 0
+
+
 if __name__ == "__main__":
-    raise SystemExit(main_for(CLAIM))
+    raise SystemExit(main())

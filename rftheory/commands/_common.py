@@ -1,23 +1,45 @@
-"""Helpers shared by the subcommands: number options, ``--plot`` names, progress on stderr.
+"""Helpers shared by the subcommands: number options, output locations, size limits, progress,
+what a result records about how it was produced.
 
 Options are parsed here, not by argparse, where a bad value must give one clear line and exit
 status 2 (the :class:`~rftheory.errors.RFTheoryError` family, which :func:`rftheory.cli.main`
-turns into that line).
+turns into that line). Every check here runs before any computation.
+
+**Output locations, one rule for every command** (``--out DIR``, ``--plot FILE``, the directory
+``sweep report`` draws into):
+
+* the path must not be empty (``--out ''`` is refused, not ignored);
+* the directory it goes into must exist — ``--plot``'s parent directory, ``--out``'s parent
+  (``--out DIR`` itself is created when missing). Nothing else is created: a typo must neither
+  cost a long run nor make directories elsewhere. The commands' own defaults (``results``,
+  ``results/sweeps/<name>``) are created with their parents;
+* it must be writable, checked by creating and removing a temporary file there before any work;
+* the file-system root and the system trees (``/proc``, ``/sys``, ``/dev``, ``/boot``, ``/etc``,
+  ``/bin``, ``/sbin``, ``/lib*``, ``/usr``) are refused whatever the permissions (root may
+  write there);
+* ``--out`` must be a directory, ``--plot`` must not be one.
 """
 
 from __future__ import annotations
 
 import argparse
 import math
+import os
 import sys
+import tempfile
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 from ..errors import RFTheoryError
 from ..output import print_json
 
 #: Suffixes ``--plot FILE`` accepts; both formats are always written.
 FIGURE_SUFFIXES = ("", ".png", ".pdf")
+#: Directories no command writes into or below, whatever the permissions.
+SYSTEM_TREES = ("/proc", "/sys", "/dev", "/boot", "/etc", "/bin", "/sbin", "/lib", "/lib32",
+                "/lib64", "/libx32", "/usr")
+#: How the size guards' limits are named in messages (:func:`rftheory.budget.check`).
+LIMIT_OPTIONS = ("--memory-limit", "--time-limit")
 
 
 def parse_int(text: Any, name: str, minimum: int) -> int:
@@ -56,21 +78,121 @@ def finite_at_least(value: float, name: str, minimum: float = 0.0) -> float:
     return float(value)
 
 
-def figure_paths(name: str | None) -> list[Path] | None:
-    """The PNG and PDF paths of ``--plot NAME`` (None without ``--plot``), checked before any work.
+# -- output locations (the rule of the module docstring) ---------------------------------------
 
-    NAME may end in ``.png``, ``.pdf`` or nothing; both files are written. Its directory must
-    exist (a typo should not cost a long run).
+def _refuse_system(directory: Path, option: str, shown: str) -> None:
+    resolved = Path(os.path.realpath(directory))
+    if resolved == Path(resolved.anchor):
+        raise RFTheoryError(f"{option} {shown}: refusing to write into the file-system root")
+    for tree in SYSTEM_TREES:
+        if resolved == Path(tree) or Path(tree) in resolved.parents:
+            raise RFTheoryError(f"{option} {shown}: refusing to write into the system "
+                                f"directory {tree}")
+
+
+def _check_writable(directory: Path, option: str, shown: str) -> None:
+    try:
+        fd, probe = tempfile.mkstemp(dir=directory, prefix=".rftheory-write-test-")
+    except OSError as exc:
+        raise RFTheoryError(f"{option} {shown}: cannot write in {str(directory)!r} "
+                            f"({exc.strerror or exc})") from None
+    os.close(fd)
+    os.unlink(probe)
+
+
+def output_dir(text: str | None, option: str = "--out", *, default: str | Path | None = None,
+               must_exist: bool = False) -> Path:
+    """The directory of ``--out DIR`` (or ``default`` when not given), checked by the module's
+    rule before any work; returns it (not created yet: the writers create it).
+
+    ``must_exist``: the directory is an input too (``sweep report DIR``).
+    """
+    if text is None:
+        if default is None:
+            raise RFTheoryError(f"{option}: give a directory")
+        path = Path(default)
+        ours = True
+    else:
+        if not str(text).strip():
+            raise RFTheoryError(f"{option}: empty path; give a directory")
+        path, ours = Path(text), False
+    shown = repr(str(path))
+    if path.exists() and not path.is_dir():
+        raise RFTheoryError(f"{option} {shown}: exists and is not a directory")
+    if must_exist and not path.is_dir():
+        raise RFTheoryError(f"{option} {shown}: directory does not exist")
+    if path.is_dir():
+        _refuse_system(path, option, shown)
+        _check_writable(path, option, shown)
+        return path
+    parent = path.parent
+    if not ours and not parent.is_dir():
+        raise RFTheoryError(f"{option} {shown}: its parent directory {str(parent)!r} does not "
+                            "exist (only the last component is created)")
+    existing = parent
+    while not existing.is_dir():  # a default: its parents are created too
+        existing = existing.parent
+    _refuse_system(path, option, shown)
+    _check_writable(existing, option, shown)
+    return path
+
+
+def figure_paths(name: str | None, option: str = "--plot") -> list[Path] | None:
+    """The PNG and PDF paths of ``--plot NAME`` (None without ``--plot``), checked by the
+    module's rule before any work.
+
+    NAME may end in ``.png``, ``.pdf`` or nothing; both files are written.
     """
     if name is None:
         return None
+    if not str(name).strip():
+        raise RFTheoryError(f"{option}: empty file name; give e.g. {option} figure.png")
     path = Path(name)
+    shown = repr(str(path))
     if path.suffix.lower() not in FIGURE_SUFFIXES:
-        raise RFTheoryError(f"--plot: use a .png or .pdf file name (both are written), got {name}")
+        raise RFTheoryError(f"{option}: use a .png or .pdf file name (both are written), got {name}")
+    paths = [path.with_suffix(".png"), path.with_suffix(".pdf")]
+    if path.is_dir() or any(p.is_dir() for p in paths):
+        raise RFTheoryError(f"{option} {shown}: is a directory; give a file name in it")
     if not path.parent.is_dir():
-        raise RFTheoryError(f"--plot: directory {str(path.parent)!r} does not exist")
-    return [path.with_suffix(".png"), path.with_suffix(".pdf")]
+        raise RFTheoryError(f"{option}: directory {str(path.parent)!r} does not exist")
+    _refuse_system(path.parent, option, shown)
+    _check_writable(path.parent, option, shown)
+    return paths
 
+
+# -- size guards ---------------------------------------------------------------------------------
+
+def add_limit_options(parser: argparse.ArgumentParser) -> None:
+    """``--memory-limit`` and ``--time-limit``: the same two options on every command that
+    computes (the size guards of :mod:`rftheory.budget`)."""
+    group = parser.add_argument_group(
+        "size guards", "the job's memory and time are estimated from its sizes before it starts; "
+                       "what exceeds a limit is refused with one line")
+    group.add_argument("--memory-limit", metavar="SIZE",
+                       help="most memory a job may need, e.g. 12G or 800M (default: "
+                            "RFTHEORY_MEMORY_LIMIT, else 80%% of the memory available; never "
+                            "above the machine's total)")
+    group.add_argument("--time-limit", metavar="SECONDS",
+                       help="longest a job may take, in seconds or inf (default: "
+                            "RFTHEORY_TIME_LIMIT, else 3600)")
+
+
+def limits(args: argparse.Namespace) -> dict[str, Any]:
+    """The keywords of :func:`rftheory.budget.check` from ``--memory-limit``/``--time-limit``
+    (checked now: a malformed limit is refused before any work)."""
+    from ..budget import memory_limit, time_limit
+
+    mem = getattr(args, "memory_limit", None)
+    seconds = getattr(args, "time_limit", None)
+    if mem is not None:
+        memory_limit(mem, name=LIMIT_OPTIONS[0])
+    if seconds is not None:
+        time_limit(seconds, name=LIMIT_OPTIONS[1])
+    return {"memory_limit": mem, "time_limit": seconds, "via": LIMIT_OPTIONS}
+
+
+# -- progress ------------------------------------------------------------------------------------
 
 def progress_lines(args: argparse.Namespace) -> Callable[[str], None] | None:
     """Where one-line progress messages go: stderr, unless ``--json`` asks for a clean stdout run."""
@@ -84,12 +206,33 @@ def progress_bar_wanted(args: argparse.Namespace) -> bool:
     return not args.json and not getattr(args, "no_progress", False) and sys.stderr.isatty()
 
 
+# -- results -------------------------------------------------------------------------------------
+
+_NOT_PARAMETERS = frozenset({"handler", "debug", "json", "command", "sweep_command"})
+
+
+def produced_by(args: argparse.Namespace, parameters: Mapping[str, Any] | None = None) -> dict:
+    """What produced a result: the package version, the definition of V, the command and its
+    parameters — the options as given, updated with the values the command resolved
+    (``parameters``: defaults the library chose, sizes computed from ``--p-mult``, ...)."""
+    from .. import __version__
+    from ..philox import V_DEFINITION
+
+    command = " ".join(["rftheory", args.command]
+                       + ([args.sweep_command] if getattr(args, "sweep_command", None) else []))
+    given = {k: v for k, v in vars(args).items() if k not in _NOT_PARAMETERS}
+    return {"rftheory": __version__, "v_definition": V_DEFINITION, "command": command,
+            "parameters": {**given, **(parameters or {})}}
+
+
 def print_result(args: argparse.Namespace, payload: dict, table: str,
-                 figures: Sequence[Path] = ()) -> None:
-    """``--json``: the payload with the figures written; otherwise the table and one
-    ``wrote PATH`` line per figure."""
+                 figures: Sequence[Path] = (), parameters: Mapping[str, Any] | None = None
+                 ) -> None:
+    """``--json``: the payload with the figures written and what produced it
+    (:func:`produced_by`); otherwise the table and one ``wrote PATH`` line per figure."""
     if args.json:
-        print_json({**payload, "figures": [str(p) for p in figures]})
+        print_json({**payload, "figures": [str(p) for p in figures],
+                    "produced_by": produced_by(args, parameters)})
     else:
         print(table)
         for path in figures:

@@ -15,10 +15,12 @@ import math
 import pathlib
 from typing import Any
 
-from ..hermite import MAX_DPS, MAX_ORDER, METHODS, MIN_DPS, HermiteOptionError
-from ..verdicts import ActivationReport, activation_report
 from ..output import format_table, print_json
-from ._common import figure_paths
+from ._common import figure_paths, produced_by
+
+#: ``--method`` choices (rftheory.hermite.METHODS, repeated so that the parser imports no sympy;
+#: tests/test_cli_activation.py checks that they agree).
+METHODS = ("exact", "mpmath", "fast")
 
 def register(subparsers: Any) -> None:
     """Add the ``activation`` subcommand."""
@@ -36,10 +38,10 @@ def register(subparsers: Any) -> None:
                         help="registry name (relu, tanh, relu+tanh, gelu, ...) or an expression in z, "
                              "e.g. 'relu(z) + 0.5*tanh(z)'")
     parser.add_argument("--order", type=int, default=12, metavar="K",
-                        help=f"highest Hermite order (0..{MAX_ORDER}, default 12)")
+                        help="highest Hermite order (default 12; at most 1000)")
     parser.add_argument("--digits", type=int, default=30, metavar="D",
-                        help=f"mpmath digits for --method mpmath, digits shown for exact values "
-                             f"({MIN_DPS}..{MAX_DPS}, default 30)")
+                        help="mpmath digits for --method mpmath, digits shown for exact values "
+                             "(default 30; 5 to 300)")
     parser.add_argument("--method", choices=METHODS, default="fast",
                         help="fast: double-precision quadrature (default); mpmath: D-digit quadrature; "
                              "exact: sympy closed forms")
@@ -53,6 +55,9 @@ def register(subparsers: Any) -> None:
 
 def handle(args: argparse.Namespace) -> int:
     """Handler: validate, compute the report, print it, optionally plot."""
+    from ..hermite import MAX_DPS, MAX_ORDER, MIN_DPS, HermiteOptionError
+    from ..verdicts import activation_report
+
     if not 0 <= args.order <= MAX_ORDER:
         raise HermiteOptionError(f"--order must be between 0 and {MAX_ORDER}, got {args.order}")
     if not MIN_DPS <= args.digits <= MAX_DPS:
@@ -63,7 +68,9 @@ def handle(args: argparse.Namespace) -> int:
     report = activation_report(args.expr, order=args.order, method=args.method, dps=args.digits,
                                time_budget=args.time_budget)
     if args.json:
-        print_json(report)
+        from ..output import to_jsonable
+
+        print_json({**to_jsonable(report), "produced_by": produced_by(args)})
     else:
         print(format_report(report, digits=args.digits))
     if paths:
@@ -77,7 +84,7 @@ def _yes_no(holds: bool | None) -> str:
     return {True: "yes", False: "no", None: "undetermined"}[holds]
 
 
-def format_report(report: ActivationReport, digits: int = 30) -> str:
+def format_report(report: Any, digits: int = 30) -> str:
     """The human-readable report: coefficient table, Parseval line, verdicts."""
     lines = [f"activation {report.activation}:  φ(z) = {report.expression}",
              f"method {report.method}" + (f" ({report.dps} digits)" if report.dps else "")
@@ -108,7 +115,7 @@ def format_report(report: ActivationReport, digits: int = 30) -> str:
     return "\n".join(lines)
 
 
-def plot_hermite_spectrum(report: ActivationReport, paths: "tuple[pathlib.Path, ...] | list") -> None:
+def plot_hermite_spectrum(report: Any, paths: "tuple[pathlib.Path, ...] | list") -> None:
     """Draw |μ_k| against k (log scale), marking vanishing coefficients, and save to ``paths``.
 
     Coefficients proven to vanish (symbolically or exactly) or numerically zero within their

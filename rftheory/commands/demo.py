@@ -8,8 +8,7 @@ figure's path.
 
 from __future__ import annotations
 
-from ..output import print_json
-from ._common import progress_lines
+from ._common import add_limit_options, at_least, limits, output_dir, produced_by, progress_lines
 
 
 def register(subparsers) -> None:
@@ -19,25 +18,35 @@ def register(subparsers) -> None:
         description="Sweep p over multiples of n and dn, reconstruct the training data of the RF "
                     "model at every point, and report the label-fitting threshold p*_label/n and "
                     "the reconstruction threshold p*_data/(dn) with bootstrap intervals "
-                    "(same as `rftheory verify law`). A few minutes on 2 cores.")
-    p.add_argument("--out", default="results", help="directory for law.json and the figures "
-                                                    "(default: results)")
+                    "(same as `rftheory verify law`). Under a minute on 2 free cores, "
+                    "longer when other jobs share them.")
+    p.add_argument("--out", default=None, metavar="DIR",
+                   help="directory for law.json and the figures (default: results; its parent "
+                        "must exist, DIR itself is created)")
     p.add_argument("--seed", type=int, default=0, help="base seed (default 0)")
-    p.add_argument("--quick", action="store_true", help="smaller sweep (about a minute)")
+    p.add_argument("--quick", action="store_true",
+                   help="smaller sweep (a fraction of the default's time)")
     p.add_argument("--json", action="store_true", help="print the whole result as JSON")
+    add_limit_options(p)
     p.set_defaults(handler=handle)
 
 
 def handle(args) -> int:
+    # every option is checked before the claim is imported (let alone run)
+    seed = at_least(args.seed, "seed", 0)
+    out = output_dir(args.out, default="results")
+    guard = limits(args)
+
     from ..claims import run_claim
     from ..claims.law import summary
+    from ..output import print_json
 
-    result = run_claim("law", quick=args.quick, seed=args.seed, out_dir=args.out,
-                       progress=progress_lines(args))
+    result = run_claim("law", quick=args.quick, seed=seed, out_dir=out,
+                       progress=progress_lines(args), **guard)
     if args.json:
-        print_json(result)
+        print_json({**result, "produced_by": produced_by(args, {"out": str(out)})})
         return 0
     print(summary(result))
-    print(f"wall time {result['wall_seconds']} s; results: {args.out}/law.json")
+    print(f"wall time {result['wall_seconds']} s; results: {out / 'law.json'}")
     print(f"figure: {', '.join(result.get('figures', []))}")
     return 0

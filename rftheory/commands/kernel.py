@@ -11,11 +11,10 @@ from __future__ import annotations
 
 import math
 
-import numpy as np
-
 from ..errors import RFTheoryError
 from ..output import format_table, print_json
-from ._common import figure_paths, parse_int, parse_int_list, progress_lines
+from ._common import (add_limit_options, figure_paths, limits, parse_int, parse_int_list,
+                      produced_by, progress_lines)
 
 #: Largest n accepted: the check diagonalises n × n matrices (O(n³)) for every p and draw.
 MAX_N = 5000
@@ -41,6 +40,7 @@ def register(subparsers) -> None:
     p.add_argument("--json", action="store_true", help="print the full result as JSON")
     p.add_argument("--plot", metavar="FILE",
                    help="write the figure to FILE (.png or .pdf; both are written)")
+    add_limit_options(p)
     p.set_defaults(handler=handle)
 
 
@@ -52,12 +52,38 @@ def _z(z: float) -> str:
 
 def curve_table(c: dict) -> str:
     """Per-p table of one activation's curve (used by ``rftheory kernel``)."""
+    import numpy as np
+
     rows = []
     for j, p in enumerate(c["p"]):
         rows.append([p, f"{c['op_error_mean'][j]:.4e}", f"{c['lambda_min_empirical_mean'][j]:.5e}",
                      f"{np.mean(c['clt_sd'][j]):.2e}", _z(c['lambda_min_z'][j])])
     return format_table(["p", "||PhiPhi^T/p - K||_op", "lambda_min(PhiPhi^T)/p", "CLT sd",
                          "z"], rows)
+
+
+def verdict_lines(result: dict) -> str:
+    """The verdicts of the JSON's ``verdict`` block, one line each, and the overall one."""
+    from ..concentration import EXPECTED_SLOPE, LAMBDA_RTOL, SLOPE_TOLERANCE
+
+    v = result["verdict"]
+
+    def mark(value: bool | None) -> str:
+        return {True: "ok", False: "FAIL", None: "n/a"}[value]
+
+    rel = result.get("lambda_min_relative_error_at_max_p")
+    rel_text = "unknown" if rel is None or not math.isfinite(rel) else f"{rel:+.2%}"
+    lines = [
+        f"verdict slope_ok:         {mark(v.get('slope_ok')):>4}  (|slope - ({EXPECTED_SLOPE})| "
+        f"<= {SLOPE_TOLERANCE}" + ("; needs two values of p" if v.get("slope_ok") is None else "")
+        + ")",
+        f"verdict lambda_min_ok:    {mark(v.get('lambda_min_ok')):>4}  (lambda_min(PhiPhi^T)/p "
+        f"at the largest p within {LAMBDA_RTOL:.0%} of lambda_min(K): {rel_text})",
+        f"verdict hermite_bound_ok: {mark(v.get('hermite_bound_ok')):>4}  (lambda_min(K) >= its "
+        "Hermite lower bound)",
+        f"verdict all_ok:           {mark(v.get('all_ok')):>4}",
+    ]
+    return "\n".join(lines)
 
 
 def handle(args) -> int:
@@ -70,6 +96,9 @@ def handle(args) -> int:
     seed = parse_int(args.seed, "seed", 0)
     reps = parse_int(args.reps, "reps", 1)
     paths = figure_paths(args.plot)
+    from ..budget import check_kernel
+
+    check_kernel(d=d, n=n, p_values=p_values, reps=reps, **limits(args))
 
     from ..concentration import measure_concentration, plot_curves
 
@@ -78,7 +107,8 @@ def handle(args) -> int:
     figures = [] if paths is None else [str(p) for p in plot_curves([result], paths[0])]
     result["figures"] = figures
     if args.json:
-        print_json(result)
+        print_json({**result, "produced_by": produced_by(
+            args, {"d": d, "n": n, "p": p_values, "seed": seed, "reps": reps})})
         return 0
     print(f"activation {result['activation']}, n = {n}, d = {d}, seed = {seed}, "
           f"{reps} draws of V per p, kernel series to order {result['order']}")
@@ -93,6 +123,7 @@ def handle(args) -> int:
         se = result["slope_standard_error"]
         print(f"fitted slope of log ||PhiPhi^T/p - K||_op vs log p: {result['slope']:.3f}"
               + ("" if se is None else f" ± {se:.3f}") + " (expected -0.5)")
+    print(verdict_lines(result))
     if figures:
         print(f"figure: {', '.join(figures)}")
     return 0

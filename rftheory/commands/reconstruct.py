@@ -17,10 +17,10 @@ import sys
 import time
 from typing import Any
 
-from ..data import dataset_dimension
 from ..errors import RFTheoryError
 from ..output import format_table
-from ._common import at_least, figure_paths, finite_at_least, print_result, progress_bar_wanted
+from ._common import (add_limit_options, at_least, figure_paths, finite_at_least, limits,
+                      print_result, progress_bar_wanted)
 
 #: Seconds between ρ evaluations for the progress bar (a Hungarian matching on the host).
 PROGRESS_RHO_INTERVAL = 1.0
@@ -44,7 +44,8 @@ def register(subparsers: Any) -> None:
     size.add_argument("--p-mult", type=float, metavar="M", help="p = M·d·n")
     parser.add_argument("--n-hat", type=int, help="number of candidates n̂ (default: n)")
     parser.add_argument("--seed", type=int, default=0, help="seed of V, data, labels, start")
-    parser.add_argument("--data", default="sphere", help="sphere | digits | cifar10:DIR")
+    parser.add_argument("--data", default="sphere",
+                        help="sphere | digits | patches[:standardised] | cifar10:DIR")
     parser.add_argument("--labels", choices=("gaussian", "sign"), default="gaussian")
     parser.add_argument("--device", choices=("cpu", "gpu"), default="cpu")
     parser.add_argument("--max-steps", type=int, help="optimiser iteration budget")
@@ -54,11 +55,15 @@ def register(subparsers: Any) -> None:
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
     parser.add_argument("--json", action="store_true", help="machine-readable output")
     parser.add_argument("--plot", metavar="FILE", help="write a figure (PNG and PDF)")
+    add_limit_options(parser)
     parser.set_defaults(handler=handle)
 
 
 def handle(args: argparse.Namespace) -> int:
-    """Handler: check every option before the (long) run, run the pipeline, print, plot."""
+    """Handler: check every option and the job's size before the (long) run, run the pipeline,
+    print (with its warnings), plot."""
+    from ..budget import check_reconstruct
+    from ..data import dataset_dimension
     from ..pipeline import feature_count, fit_model, plot_reconstruction, recover_training_set
 
     figure_paths(args.plot)
@@ -76,17 +81,39 @@ def handle(args: argparse.Namespace) -> int:
     if p <= n_hat:
         raise RFTheoryError(f"p = {p} must exceed n_hat = {n_hat}: with p <= n_hat the candidates' "
                             "features span R^p and the loss is identically 0")
+    resolved = _optimiser_options(tol, max_steps)
+    steps = {"max_steps": resolved["max_steps"]} if isinstance(resolved["max_steps"], int) else {}
+    check_reconstruct(d=d, n=n, p=p, n_hat=n_hat, v_cache_bytes=v_cache_mb * 2**20, **steps,
+                      **limits(args))
     fitted = fit_model(activation=args.activation, n=n, d=d, p=p, seed=seed, data=args.data,
                        labels=args.labels, device=args.device, v_cache_bytes=v_cache_mb * 2**20)
-    bar = _ProgressBar(fitted.X, max_steps) if progress_bar_wanted(args) else None
+    bar = _ProgressBar(fitted.X, resolved["max_steps"]) if progress_bar_wanted(args) else None
     try:
         run = recover_training_set(fitted, n_hat, tol=tol, max_steps=max_steps, callback=bar)
     finally:
         if bar is not None:
             bar.close()
     written = plot_reconstruction(run, args.plot) if args.plot is not None else []
-    print_result(args, run.summary(), _table(run), written)
+    table = _table(run) + "".join(f"\nwarning: {w}" for w in run.warnings())
+    print_result(args, run.summary(), table, written,
+                 parameters={"d": d, "n": n, "p": p, "n_hat": n_hat, "seed": seed,
+                             "labels": args.labels, **resolved})
     return 0
+
+
+def _optimiser_options(tol: float | None, max_steps: int | None) -> dict[str, Any]:
+    """``tol`` and ``max_steps`` as the run uses them: the options, or the reconstruction's
+    defaults (read from its signature, so they follow the library)."""
+    from ..reconstruct import reconstruct
+
+    defaults = inspect.signature(reconstruct).parameters
+
+    def default(name: str) -> Any:
+        parameter = defaults.get(name)
+        return None if parameter is None else parameter.default
+
+    return {"tol": default("tol") if tol is None else tol,
+            "max_steps": default("max_steps") if max_steps is None else max_steps}
 
 
 class _ProgressBar:
@@ -96,14 +123,8 @@ class _ProgressBar:
     def __init__(self, X: Any, max_steps: int | None) -> None:
         from tqdm import tqdm
 
-        from ..reconstruct import reconstruct
-
-        budget = max_steps
-        if budget is None:  # the optimiser's own default budget, for the bar's total
-            default = inspect.signature(reconstruct).parameters.get("max_steps")
-            budget = default.default if default is not None and isinstance(default.default, int) else None
-        self._bar = tqdm(total=budget, desc="reconstruct", unit="step", file=sys.stderr,
-                         dynamic_ncols=True)
+        self._bar = tqdm(total=max_steps if isinstance(max_steps, int) else None,
+                         desc="reconstruct", unit="step", file=sys.stderr, dynamic_ncols=True)
         self._step = 0
         self._rho_at = -math.inf
         self._rho: float | None = None

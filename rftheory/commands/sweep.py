@@ -1,4 +1,4 @@
-"""``rftheory sweep run FILE`` and ``rftheory sweep report DIR``: grids of cells at scale.
+"""``rftheory sweep run FILE``, ``rftheory sweep report DIR`` and ``rftheory sweep export DIR FILE``.
 
 ``run`` validates the sweep file, runs the cells not yet in the store (local processes by
 default, a dask cluster with ``--dask-scheduler``/``--dask-local``), then prints the summary
@@ -15,14 +15,16 @@ from pathlib import Path
 from typing import Any
 
 from ..output import format_table, print_json
-from ._common import figure_paths, print_result, progress_bar_wanted
+from ._common import (add_limit_options, figure_paths, limits, output_dir, print_result,
+                      produced_by, progress_bar_wanted)
 
 #: Where ``run`` puts a sweep's store when ``--out`` is not given: ``results/sweeps/<file stem>``.
 DEFAULT_OUT_ROOT = Path("results") / "sweeps"
 
 
-def _number(value: float) -> str:
-    return "nan" if not math.isfinite(value) else f"{value:.3g}"
+def _number(value: float | None) -> str:
+    return "nan" if value is None or not math.isfinite(value) else f"{value:.3g}"
+
 
 
 def report_table(report: dict) -> str:
@@ -34,6 +36,18 @@ def report_table(report: dict) -> str:
                                                "--resume)" if report["corrupt"] else "")]
     if len(report["versions"]) > 1:
         lines.append(f"note: cells computed by rftheory versions {', '.join(report['versions'])}")
+    v = report.get("v_definition")
+    if v and not v.get("current"):
+        lines.append(f"note: cells computed with V = {v['name']}"
+                     + ("" if v["recorded"] else " (not recorded: a store written before V was)")
+                     + f"; this rftheory draws V = {v['this_rftheory']}, so new cells go to a "
+                       "new directory")
+    last = (report.get("runs") or [None])[-1]
+    if last is not None and last["status"] != "finished":
+        lines.append(f"last run: {last['status']} (pid {last['pid']} on {last['host']}, started "
+                     f"{last['started_at']}, {last['computed']} of {last['planned']} cells "
+                     "computed)" + (" — rerun `sweep run` with --resume to continue"
+                                    if last["status"] == "interrupted" else ""))
     if not report["groups"]:
         return "\n".join(lines + ["(no finished cells yet)"])
     keys = list(report["line_keys"])
@@ -80,31 +94,43 @@ def _report_outputs(out_dir: Path, args: argparse.Namespace) -> tuple[dict, list
 
 
 def _run(args: argparse.Namespace) -> int:
-    from ..sweep import SweepAbortedError, load_spec, plan_sweep, run_sweep
+    from ..budget import format_bytes, format_duration
+    from ..sweep import (SweepAbortedError, check_executor_choice, load_spec, plan_sweep,
+                         run_sweep)
 
     figure_paths(args.plot)
+    guard = limits(args)
+    check_executor_choice(workers=args.workers, dask_scheduler=args.dask_scheduler,
+                          dask_local=args.dask_local)
     spec = load_spec(args.file)  # every check of the file happens before anything runs
-    out_dir = Path(args.out) if args.out else DEFAULT_OUT_ROOT / Path(args.file).stem
+    out_dir = output_dir(args.out, default=DEFAULT_OUT_ROOT / Path(args.file).stem)
     if args.dry_run:
-        plan = plan_sweep(spec, out_dir, resume=args.resume, retry_errors=args.retry_errors)
+        slots = None if args.dask_scheduler else (args.workers or args.dask_local)
+        plan = plan_sweep(spec, out_dir, resume=args.resume, retry_errors=args.retry_errors,
+                          slots=slots, **guard)
         if args.json:
-            print_json(plan)
+            print_json({**plan, "produced_by": produced_by(args, {"out": str(out_dir)})})
         else:
+            est = plan["estimate"]
             print(f"{plan['total']} cells; {plan['already_done']} already in {plan['store']}; "
                   f"{plan['planned']} to compute" +
-                  (f" ({plan['corrupt']} corrupt rows to redo)" if plan["corrupt"] else ""))
+                  (f" ({plan['corrupt']} corrupt rows to redo)" if plan["corrupt"] else "")
+                  + f"; estimated ~{format_duration(est['estimated_seconds'])} on "
+                    f"{est['workers']} worker{'s' if est['workers'] > 1 else ''}, "
+                    f"largest cell ~{format_bytes(est['largest_cell']['peak_bytes'])}")
         return 0
     progress = progress_bar_wanted(args)
     try:
         run = run_sweep(spec, out_dir, resume=args.resume, retry_errors=args.retry_errors,
                         workers=args.workers, dask_scheduler=args.dask_scheduler,
-                        dask_local=args.dask_local, progress=progress)
+                        dask_local=args.dask_local, progress=progress, **guard)
     except SweepAbortedError as exc:
-        print(f"rftheory sweep: {exc}", file=sys.stderr)
+        print(f"rftheory sweep run: {exc}", file=sys.stderr)
         return 1
     report, written = _report_outputs(out_dir, args)
     if args.json:
-        print_json({"run": run.to_json(), "report": report, "figures": [str(p) for p in written]})
+        print_json({"run": run.to_json(), "report": report, "figures": [str(p) for p in written],
+                    "produced_by": produced_by(args, {"out": str(out_dir)})})
     else:
         print(f"computed {run.computed} of {run.total} cells ({run.already_done} already stored"
               + (f", {run.corrupt_recomputed} corrupt rows redone" if run.corrupt_recomputed else "")
@@ -113,7 +139,7 @@ def _run(args: argparse.Namespace) -> int:
         for path in written:
             print(f"wrote {path}")
     if report["errors"]:
-        print(f"rftheory sweep: {report['errors']} cells failed (their errors are stored; "
+        print(f"rftheory sweep run: {report['errors']} cells failed (their errors are stored; "
               "rerun with --resume --retry-errors to try them again)", file=sys.stderr)
         return 1
     return 0
@@ -121,14 +147,33 @@ def _run(args: argparse.Namespace) -> int:
 
 def _report(args: argparse.Namespace) -> int:
     figure_paths(args.plot)
-    report, written = _report_outputs(Path(args.dir), args)
+    directory = Path(args.dir)
+    if not directory.is_dir():
+        from ..sweep import SweepStoreError
+
+        raise SweepStoreError(f"no sweep store in {args.dir}: the directory does not exist")
+    if args.plot is None and not args.no_figures:  # the figure goes into the store's directory
+        output_dir(args.dir, "DIR", must_exist=True)
+    report, written = _report_outputs(directory, args)
     print_result(args, report, report_table(report), written)
     return 0
 
 
+def _export(args: argparse.Namespace) -> int:
+    from ..sweep import export_store
+
+    done = export_store(args.dir, args.file)
+    if args.json:
+        print_json(done)
+    else:
+        print(f"exported {done['cells']} cells ({done['errors']} failed) to {done['path']} "
+              f"({done['bytes'] / 1024:.0f} kB)")
+    return 0
+
+
 def handle(args: argparse.Namespace) -> int:
-    """Handler: ``sweep run`` or ``sweep report``."""
-    return {"run": _run, "report": _report}[args.sweep_command](args)
+    """Handler: ``sweep run``, ``sweep report`` or ``sweep export``."""
+    return {"run": _run, "report": _report, "export": _export}[args.sweep_command](args)
 
 
 def _figure_options(parser: argparse.ArgumentParser) -> None:
@@ -160,11 +205,13 @@ def register(subparsers: Any) -> None:
     run.add_argument("file", help="sweep file (TOML): [sweep] cell/seeds, [grid] axes, [fixed]")
     where = run.add_mutually_exclusive_group()
     where.add_argument("--workers", type=int, metavar="N",
-                       help="local worker processes (default: the CPUs available)")
+                       help="local worker processes, at most the CPUs available (default: all "
+                            "of them)")
     where.add_argument("--dask-scheduler", metavar="ADDRESS",
                        help="address of a dask scheduler, e.g. tcp://10.0.0.5:8786")
     where.add_argument("--dask-local", type=int, metavar="N",
-                       help="start a dask LocalCluster with N worker processes")
+                       help="start a dask LocalCluster with N worker processes (at most the "
+                            "CPUs available)")
     run.add_argument("--out", metavar="DIR",
                      help=f"directory of the store (default: {DEFAULT_OUT_ROOT}/<file stem>)")
     run.add_argument("--resume", action="store_true",
@@ -173,9 +220,11 @@ def register(subparsers: Any) -> None:
     run.add_argument("--retry-errors", action="store_true",
                      help="with --resume, rerun cells whose stored outcome is an error")
     run.add_argument("--dry-run", action="store_true",
-                     help="check the file and count the cells to compute; run nothing")
+                     help="check the file, the store and the sizes, count the cells to compute "
+                          "and estimate the time; run nothing")
     run.add_argument("--no-progress", action="store_true", help="no progress bar")
     _figure_options(run)
+    add_limit_options(run)
 
     report = sub.add_parser(
         "report", help="summary table and figure of a sweep store (any time, even mid-run)",
@@ -183,3 +232,12 @@ def register(subparsers: Any) -> None:
                     "parameter group against p/(dn) (or p/n), and a figure (PNG + PDF).")
     report.add_argument("dir", help="the sweep's directory (holding sweep.sqlite)")
     _figure_options(report)
+
+    export = sub.add_parser(
+        "export", help="write a store's cells to a compact .jsonl.gz (to keep in a repository)",
+        description="One gzip'd canonical-JSON line per verified cell, sorted by key, the same "
+                    "bytes for the same store; readable by rftheory.sweep.read_export (e.g. "
+                    "python -m rftheory.claims.law --from-export FILE).")
+    export.add_argument("dir", help="the sweep's directory (holding sweep.sqlite)")
+    export.add_argument("file", help="the export to write, e.g. cells.jsonl.gz")
+    export.add_argument("--json", action="store_true", help="machine-readable output on stdout")

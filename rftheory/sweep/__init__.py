@@ -48,24 +48,48 @@ the cell kind or removing computed values needs a new output directory. Without 
 store that already holds cells is refused. ``resume`` on a directory without a store simply
 starts, so job scripts can always pass it.
 
+**Before anything runs** (:func:`check_sweep_size`): the cells are counted without building
+the grid (:meth:`SweepSpec.count_cells`; a grid beyond :data:`MAX_CELLS` is refused when the
+file is read), and the largest cell, that many cells at once on the workers, and the summed work
+over the workers (plus the collector's per-cell bookkeeping) are checked against the limits of
+:mod:`rftheory.budget` — at ``--dry-run`` too. The grid's cells are generated lazily, in
+constant memory, and stored cells are matched against the grid by :meth:`SweepSpec.contains`.
+
+**The definition of V.** A store records the definition of V its cells were computed with
+(:data:`rftheory.features.V_DEFINITION`; a store without the record was written before it
+existed and is taken as :data:`LEGACY_V_DEFINITION`). Cells of another V are never resumed into:
+such a store is refused with a message to use a new directory; its report still works and says
+which V produced it.
+
+**Interrupted runs.** Each run is recorded with its host and pid. SIGINT and SIGTERM stop a run
+cleanly (its workers are stopped, it is recorded ``interrupted``); a run recorded ``running``
+whose writer lock is free (the process was killed) reads as ``interrupted``, and the next
+writer records it so. Worker processes die with the collecting process however it dies
+(:mod:`rftheory.processes`).
+
 **Determinism.** A cell is a pure function of its parameters; the one environmental input that
 changes its last bits, the BLAS thread count, is pinned to 1 in every worker process
 (:func:`limit_blas_threads`), so a cell gives the same numbers on any worker.
 
 **Modules**, one per object: :mod:`~rftheory.sweep.cells` (the registry of cell kinds, functions of
 :mod:`rftheory.pipeline`), :mod:`~rftheory.sweep.spec` (sweep files and a cell's identity),
-:mod:`~rftheory.sweep.store` (the SQLite store), :mod:`~rftheory.sweep.executors` (local processes,
+:mod:`~rftheory.sweep.store` (the SQLite store), :mod:`~rftheory.sweep.export` (a store's compact
+gzip'd JSON-lines export, for keeping a finished sweep in a repository), :mod:`~rftheory.sweep.executors` (local processes,
 dask, BLAS threads), :mod:`~rftheory.sweep.run` (the run loop and what a worker does with a cell)
 and :mod:`~rftheory.sweep.report` (statistics over seeds, the figure). Their public names are all
 importable from :mod:`rftheory.sweep`.
 """
 
 from .cells import CELL_KINDS, CellKind, Metric
+from .export import export_store, read_export
 from .executors import ExecutorHandle, check_executor_choice, limit_blas_threads, open_executor
 from .report import TIMING_KEYS, comparable_results, plot_sweep_report, sweep_report
-from .run import SweepAbortedError, SweepRun, plan_sweep, run_cell, run_sweep
-from .spec import Cell, SweepSpec, SweepSpecError, canonical_json, cell_key, load_spec, parse_spec
-from .store import STORE_FILE, StoredCell, StoreScan, SweepStore, SweepStoreError
+from .run import (CELL_OVERHEAD_SECONDS, SweepAbortedError, SweepRun, check_sweep_size,
+                  plan_sweep, run_cell, run_sweep)
+from .spec import (MAX_CELLS, Cell, SweepSpec, SweepSpecError, canonical_json, cell_key,
+                   load_spec, parse_spec)
+from .store import (LEGACY_V_DEFINITION, STORE_FILE, StoredCell, StoreScan, SweepStore,
+                    SweepStoreError)
 
 __all__ = [
     "CELL_KINDS",
@@ -96,4 +120,10 @@ __all__ = [
     "cell_key",
     "comparable_results",
     "plan_sweep",
+    "export_store",
+    "read_export",
+    "check_sweep_size",
+    "CELL_OVERHEAD_SECONDS",
+    "MAX_CELLS",
+    "LEGACY_V_DEFINITION",
 ]

@@ -12,7 +12,7 @@ import types
 from dataclasses import dataclass
 from typing import Callable, Mapping
 
-from ..pipeline import label_fit_cell, reconstruction_cell
+from ..pipeline import label_fit_cell, law_cell, reconstruction_cell
 
 __all__ = ["CELL_KINDS", "CellKind", "Metric"]
 
@@ -67,4 +67,9 @@ CELL_KINDS: Mapping[str, CellKind] = types.MappingProxyType({
         "train θ* = Φ⁺Y on sphere data and measure how well the labels are fit",
         "p_over_n", (_TRAIN_RESIDUAL,
                      Metric("gram_min_eig", r"$\lambda_{\min}(\Phi\Phi^\top / p)$", log=True))),
+    "law": CellKind(
+        law_cell,
+        "one point of the law on sphere data: a label fit below p = n, a reconstruct cell from "
+        "p = n on (rftheory verify law)",
+        "p_over_dn", (_RHO, _TRAIN_RESIDUAL)),
 })

@@ -65,11 +65,22 @@ def _cpu_count() -> int:
 
 def check_executor_choice(*, workers: int | None = None, dask_scheduler: str | None = None,
                           dask_local: int | None = None) -> None:
-    """Refuse a bad executor choice (conflicting options, counts < 1, dask not installed)."""
+    """Refuse a bad executor choice (conflicting options, counts < 1 or above the CPUs this
+    process may use, dask not installed).
+
+    More local workers than CPUs are refused rather than capped: cells are CPU-bound, so extra
+    workers only slow every cell down (and each holds its memory), and a silent cap would run
+    something else than what was asked.
+    """
+    cpus = _cpu_count()
     for name, value in (("--workers", workers), ("--dask-local", dask_local)):
         if value is not None and (isinstance(value, bool) or not isinstance(value, int)
                                   or value < 1):
             raise RFTheoryError(f"{name} must be an integer >= 1, got {value!r}")
+        if value is not None and value > cpus:
+            raise RFTheoryError(f"{name} {value} is more than the {cpus} CPUs this process may "
+                                f"use; give at most {name} {cpus} (cells are CPU-bound: more "
+                                "workers than CPUs only slow each one down)")
     chosen = [n for n, v in (("--workers", workers), ("--dask-scheduler", dask_scheduler),
                              ("--dask-local", dask_local)) if v is not None]
     if len(chosen) > 1:
@@ -129,12 +140,17 @@ def open_executor(*, workers: int | None = None, dask_scheduler: str | None = No
     workers = _cpu_count() if workers is None else workers
     import multiprocessing
 
+    from ..processes import process_pool, stop_pool
+
     # forkserver: workers start from a clean process, not a fork of one holding threads (tqdm's
-    # monitor, BLAS pools), which can deadlock; spawn where forkserver does not exist.
+    # monitor, BLAS pools), which can deadlock; spawn where forkserver does not exist. The
+    # workers die with this process (rftheory.processes).
     method = "forkserver" if "forkserver" in multiprocessing.get_all_start_methods() else "spawn"
-    executor = cf.ProcessPoolExecutor(max_workers=workers,
-                                      mp_context=multiprocessing.get_context(method))
+    executor = process_pool(workers, method=method)
     try:
         yield ExecutorHandle(executor, f"{workers} local processes", workers)
-    finally:
+    except BaseException:
+        stop_pool(executor)  # an interrupt or a failure: do not finish the running cells first
+        raise
+    else:
         executor.shutdown(wait=True, cancel_futures=True)

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any, Iterable, Mapping
 
 from ..errors import RFTheoryError
+from ..features import V_DEFINITION
 from .cells import CELL_KINDS
 from .spec import canonical_json
 from .store import SweepStore
@@ -53,6 +54,7 @@ def sweep_report(out_dir: str | Path, metrics: Iterable[str] | None = None) -> d
         scan = store.scan()
         runs = store.runs()
         path = str(store.path)
+        v_name, v_recorded = store.v_definition()
     kind_name = spec.get("cell")
     kind = CELL_KINDS.get(kind_name)
     headline = list(metrics) if metrics else [m.name for m in kind.metrics] if kind else []
@@ -100,6 +102,8 @@ def sweep_report(out_dir: str | Path, metrics: Iterable[str] | None = None) -> d
         "total_cells": total, "ok": scan.ok, "errors": scan.errors, "corrupt": len(scan.corrupt),
         "pending": max(0, total - len(scan.cells)),
         "versions": sorted({c.version for c in scan.cells.values()}),
+        "v_definition": {"name": v_name, "recorded": v_recorded,
+                         "current": v_name == V_DEFINITION, "this_rftheory": V_DEFINITION},
         "x": None if x_name is None else {"name": x_name, "label": label},
         "metrics": headline, "metric_labels": {m.name: m.label for m in kind.metrics} if kind else {},
         "metric_log": {m.name: m.log for m in kind.metrics} if kind else {},

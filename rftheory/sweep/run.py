@@ -8,6 +8,8 @@ from __future__ import annotations
 import concurrent.futures as cf
 import contextlib
 import dataclasses
+import itertools
+import math
 import os
 import socket
 import sys
@@ -16,15 +18,17 @@ import time
 import traceback
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterable, Mapping
+from typing import Any, Iterable, Mapping, Sequence
 
+from ..features import V_DEFINITION
 from ..output import to_jsonable
 from .cells import CELL_KINDS
 from .executors import ExecutorHandle, _cpu_count, check_executor_choice, limit_blas_threads, open_executor
 from .spec import Cell, SweepSpec, canonical_json
 from .store import STORE_FILE, StoreScan, SweepStore, SweepStoreError
 
-__all__ = ["SweepRun", "SweepAbortedError", "run_cell", "run_sweep", "plan_sweep"]
+__all__ = ["SweepRun", "SweepAbortedError", "run_cell", "run_sweep", "plan_sweep",
+           "check_sweep_size", "CELL_OVERHEAD_SECONDS"]
 
 
 class SweepAbortedError(RuntimeError):
@@ -79,14 +83,126 @@ class SweepRun:
         return dataclasses.asdict(self)
 
 
-def _check_resume(store: SweepStore, scan: StoreScan, spec: SweepSpec, keys: set[str],
-                  resume: bool) -> None:
-    """Apply the resume policy: cells already stored must all belong to the new sweep."""
+#: The collecting process's bookkeeping per cell (its own transaction, ``synchronous=FULL``):
+#: 9 ms measured on the 2-core development machine under load, ~1 ms on an idle SSD. It is
+#: serial, whatever the number of workers.
+CELL_OVERHEAD_SECONDS = 0.01
+#: Parameters a cell's cost depends on (the others — activation, seed, labels — do not change it).
+_SIZE_KEYS = ("d", "n", "p", "p_mult", "n_hat", "max_steps")
+#: Combinations of the size axes summed one by one; beyond, the total is bounded by the largest
+#: cell times the number of cells.
+_EXACT_SUM_LIMIT = 10**4
+
+
+def _cell_estimate(kind: str, params: Mapping[str, Any]) -> Any:
+    from ..budget import estimate_cell
+
+    from .spec import p_from_expression
+
+    params = dict(params)
+    if "p_mult" in params:
+        params["p"] = params.pop("p_mult") * params["d"] * params["n"]
+    elif isinstance(params.get("p"), str):  # "n-1", "0.25dn": the p of these d and n
+        params["p"] = p_from_expression(params["p"], d=params["d"], n=params["n"])
+    return estimate_cell(kind, params)
+
+
+def _largest(name: str, values: Sequence[Any], sizes: Mapping[str, Any]) -> Any:
+    """The value of size axis ``name`` that gives the largest cell; a p axis holding expressions
+    is ordered by their p at the largest d and n (every expression grows with both)."""
+    from .spec import p_from_expression
+
+    if name == "p" and any(isinstance(v, str) for v in values):
+        d, n = sizes["d"], sizes["n"]
+        return max(values, key=lambda v: p_from_expression(v, d=d, n=n) if isinstance(v, str)
+                   else v)
+    return max(values)
+
+
+def check_sweep_size(spec: SweepSpec, *, slots: int | None, planned: int | None = None,
+                     memory_limit: float | str | None = None,
+                     time_limit: float | str | None = None,
+                     via: tuple[str, str] = ("memory_limit=", "time_limit=")) -> dict:
+    """Refuse a sweep that cannot fit the limits, from the sizes alone, before anything runs.
+
+    Three checks (:func:`rftheory.budget.check`, raising
+    :class:`~rftheory.errors.ResourceLimitError`): the largest cell alone (every size
+    parameter at its largest value: an upper bound of every cell, since a cell's cost grows
+    with each of them); ``slots`` such cells at once in memory; and the total time of the
+    ``planned`` cells (default all) on ``slots`` workers — the summed work divided by the
+    workers, but never less than the largest cell, plus :data:`CELL_OVERHEAD_SECONDS` per cell.
+    The grid is never built: the sum runs over the combinations of the size axes, times the
+    number of the other axes' combinations.
+
+    ``slots=None`` (a remote dask cluster, whose machines are not this one): the cells' memory
+    is not checked against this machine, and the total time only for one slot.
+
+    Returns the estimates (cells, the largest cell, total seconds) for a dry run's report.
+    """
+    from ..budget import Estimate, check
+
+    kind = spec.cell
+    count = spec.count_cells()
+    planned = count if planned is None else planned
+    size_axes = [(k, v) for k, v in spec.axes if k in _SIZE_KEYS]
+    fixed = {k: v for k, v in spec.fixed if k in _SIZE_KEYS}
+    largest_params = dict(fixed) | {k: max(v) for k, v in size_axes if k != "p"}
+    largest_params |= {k: _largest(k, v, largest_params) for k, v in size_axes if k == "p"}
+    largest = _cell_estimate(kind, largest_params)
+    where = ", ".join(f"{k} = {largest_params[k]:.3g}" if isinstance(largest_params[k], float)
+                      else f"{k} = {largest_params[k]}" for k in sorted(largest_params))
+    one = dataclasses.replace(largest, job=f"the largest cell of this sweep ({kind}: {where})")
+    if slots is None:
+        check(one, time_limit=time_limit, memory_limit=math.inf, via=via)
+    else:
+        check(one, memory_limit=memory_limit, time_limit=time_limit, via=via)
+        if slots > 1:
+            check(Estimate(f"{slots} workers each running a cell as large as the largest "
+                           f"({where}); use fewer workers or smaller cells",
+                           slots * largest.peak_bytes, 0.0, 0.0, largest.dtype),
+                  memory_limit=memory_limit, time_limit=math.inf, via=via)
+    others = count // max(1, math.prod(len(v) for _, v in size_axes)) if size_axes else count
+    combos = math.prod(len(v) for _, v in size_axes)
+    if combos <= _EXACT_SUM_LIMIT:
+        flops = draws = 0.0
+        names = [k for k, _ in size_axes]
+        for values in itertools.product(*(v for _, v in size_axes)):
+            est = _cell_estimate(kind, fixed | dict(zip(names, values)))
+            flops += est.flops
+            draws += est.draws
+        flops *= max(1, others)
+        draws *= max(1, others)
+    else:
+        flops, draws = count * largest.flops, count * largest.draws
+    share = planned / count if count else 0.0
+    workers = slots or 1
+    total = Estimate(f"the sweep's {planned} cells to compute on {workers} worker"
+                     + ("s" if workers > 1 else ""),
+                     0.0, max(share * flops / workers, largest.flops if planned else 0.0),
+                     max(share * draws / workers, largest.draws if planned else 0.0),
+                     largest.dtype, overhead_seconds=planned * CELL_OVERHEAD_SECONDS)
+    check(total, memory_limit=math.inf, time_limit=time_limit, via=via)
+    return {"cells": count, "largest_cell": {"params": largest_params,
+                                             "peak_bytes": largest.peak_bytes,
+                                             "seconds": largest.seconds},
+            "estimated_seconds": total.seconds, "workers": workers}
+
+
+def _check_resume(store: SweepStore, scan: StoreScan, spec: SweepSpec, resume: bool) -> None:
+    """Apply the resume policy: cells already stored must all belong to the new sweep, and must
+    have been computed with this rftheory's V."""
     rows = len(scan.cells) + len(scan.corrupt)
     if rows and not resume:
         raise SweepStoreError(f"{store.directory} already holds a sweep with {rows} finished "
                               "cells: pass --resume to continue it, or choose another --out")
-    foreign = [k for k in scan.cells if k not in keys]
+    stored_v, recorded = store.v_definition()
+    if scan.cells and stored_v != V_DEFINITION:
+        raise SweepStoreError(
+            f"{store.directory} holds cells computed with V = {stored_v}"
+            + ("" if recorded else " (the store does not record V: written before it did)")
+            + f", and this rftheory draws V = {V_DEFINITION}: they cannot be continued into "
+              "one sweep; use a new --out directory (sweep report still reads the old one)")
+    foreign = [k for k, c in scan.cells.items() if not spec.contains(c.kind, c.params)]
     if foreign:
         old = store.spec() or {}
         new = spec.to_json()
@@ -102,30 +218,41 @@ def _check_resume(store: SweepStore, scan: StoreScan, spec: SweepSpec, keys: set
 
 
 def plan_sweep(spec: SweepSpec, out_dir: str | Path, *, resume: bool = False,
-               retry_errors: bool = False) -> dict:
-    """Count what :func:`run_sweep` would do, reading the store (if any) without changing it."""
-    keys = {c.key for c in spec.cells()}
-    summary = {"store": str(Path(out_dir) / STORE_FILE), "total": len(keys), "already_done": 0,
-               "corrupt": 0, "planned": len(keys)}
+               retry_errors: bool = False, slots: int | None = None,
+               memory_limit: float | str | None = None, time_limit: float | str | None = None,
+               via: tuple[str, str] = ("memory_limit=", "time_limit=")) -> dict:
+    """Count what :func:`run_sweep` would do, reading the store (if any) without changing it,
+    and apply the same checks: the resume policy and the size guards
+    (:func:`check_sweep_size` with ``slots`` workers, default the CPUs)."""
+    total = spec.count_cells()
+    summary = {"store": str(Path(out_dir) / STORE_FILE), "total": total, "already_done": 0,
+               "corrupt": 0, "planned": total}
     if (Path(out_dir) / STORE_FILE).is_file():
         with SweepStore.open_reader(out_dir) as store:
             scan = store.scan()
-            _check_resume(store, scan, spec, keys, resume)
-        done = _finished(scan, retry_errors) & keys
+            _check_resume(store, scan, spec, resume)
+        done = _finished(scan, retry_errors, spec)
         summary.update(already_done=len(done), corrupt=len(scan.corrupt),
-                       planned=len(keys) - len(done))
+                       planned=total - len(done))
+    summary["estimate"] = check_sweep_size(
+        spec, slots=_cpu_count() if slots is None else slots, planned=summary["planned"],
+        memory_limit=memory_limit, time_limit=time_limit, via=via)
     return summary
 
 
-def _finished(scan: StoreScan, retry_errors: bool) -> set[str]:
-    return {k for k, c in scan.cells.items() if c.status == "ok" or not retry_errors}
+def _finished(scan: StoreScan, retry_errors: bool, spec: SweepSpec) -> set[str]:
+    """Keys of the stored cells of ``spec`` that a run skips."""
+    return {k for k, c in scan.cells.items()
+            if (c.status == "ok" or not retry_errors) and spec.contains(c.kind, c.params)}
 
 
 def run_sweep(spec: SweepSpec, out_dir: str | Path, *, resume: bool = False,
               retry_errors: bool = False, workers: int | None = None,
               dask_scheduler: str | None = None, dask_local: int | None = None,
               executor: cf.Executor | None = None, max_in_flight: int | None = None,
-              blas_threads: int | None = 1, progress: bool = False) -> SweepRun:
+              blas_threads: int | None = 1, progress: bool = False,
+              memory_limit: float | str | None = None, time_limit: float | str | None = None,
+              via: tuple[str, str] = ("memory_limit=", "time_limit=")) -> SweepRun:
     """Run every cell of ``spec`` not already in the store at ``out_dir``; return what was done.
 
     Parameters
@@ -150,39 +277,55 @@ def run_sweep(spec: SweepSpec, out_dir: str | Path, *, resume: bool = False,
         Cells submitted but not collected at any time (default: twice the executor's slots).
     progress : bool
         Show a tqdm bar (cells done, rate, ETA) on stderr.
+    memory_limit, time_limit, via
+        The size guards' limits (:func:`check_sweep_size`, :mod:`rftheory.budget`), applied
+        before the store is touched (the largest cell) and before any cell starts (the total).
 
     Raises
     ------
     SweepStoreError
-        The store belongs to another sweep, is locked by another writer, or is damaged.
+        The store belongs to another sweep or another definition of V, is locked by another
+        writer, or is damaged.
+    ResourceLimitError
+        The sweep does not fit the limits.
     SweepAbortedError
         The executor failed; every cell collected before the failure is stored.
+    KeyboardInterrupt
+        SIGINT (or SIGTERM through :mod:`rftheory.cli`): the workers are stopped, the run is
+        recorded as interrupted, every cell collected before is stored; the exception carries
+        a note saying how many.
     """
     start = time.perf_counter()
     if executor is None:  # refuse a bad choice before the store is touched
         check_executor_choice(workers=workers, dask_scheduler=dask_scheduler,
                               dask_local=dask_local)
-    # only the keys are held: the cells themselves are generated again, lazily, for submission
-    keys = {c.key for c in spec.cells()}
+        slots = None if dask_scheduler is not None else (workers or dask_local or _cpu_count())
+    else:
+        slots = getattr(executor, "_max_workers", None) or _cpu_count()
+    limits = {"memory_limit": memory_limit, "time_limit": time_limit, "via": via}
+    total = spec.count_cells()
+    check_sweep_size(spec, slots=slots, planned=0, **limits)  # the largest cell, before the store
     with SweepStore.open_writer(out_dir) as store:
         scan = store.scan()
-        _check_resume(store, scan, spec, keys, resume)
-        store.record_spec(spec, len(keys))
+        _check_resume(store, scan, spec, resume)
+        done = _finished(scan, retry_errors, spec)
+        already, planned = len(done), total - len(done)
+        check_sweep_size(spec, slots=slots, planned=planned, **limits)
+        store.record_spec(spec, total)
+        if not scan.cells:
+            store.record_v_definition()
         if scan.corrupt:  # their cells are not in `done`, so they are recomputed below
             store.delete_rows(scan.corrupt)
         corrupt = len(scan.corrupt)
-        done = _finished(scan, retry_errors) & keys
-        already, planned = len(done), len(keys) - len(done)
         pending = (c for c in spec.cells() if c.key not in done)
         if not planned:
-            return SweepRun(str(store.path), len(keys), already, 0, 0, 0, corrupt,
+            return SweepRun(str(store.path), total, already, 0, 0, 0, corrupt,
                             time.perf_counter() - start, "none (nothing to do)", None)
         with contextlib.ExitStack() as stack:
             if executor is None:
                 handle = stack.enter_context(open_executor(
                     workers=workers, dask_scheduler=dask_scheduler, dask_local=dask_local))
             else:
-                slots = getattr(executor, "_max_workers", None) or _cpu_count()
                 handle = ExecutorHandle(executor, type(executor).__name__, slots)
             window = max_in_flight or 2 * handle.slots
             run_id = store.start_run(handle.description, planned)
@@ -190,30 +333,39 @@ def run_sweep(spec: SweepSpec, out_dir: str | Path, *, resume: bool = False,
             if progress:
                 from tqdm import tqdm
 
-                bar = stack.enter_context(tqdm(total=len(keys), initial=already, unit="cell",
+                bar = stack.enter_context(tqdm(total=total, initial=already, unit="cell",
                                                desc=spec.name or "sweep", file=sys.stderr,
                                                dynamic_ncols=True, smoothing=0.05))
             status = "failed"
+            counts = _Counts()
             try:
-                computed, errors = _collect(handle.executor, blas_threads, pending,
-                                            store, run_id, window, bar)
+                _collect(handle.executor, blas_threads, pending, store, run_id, window, bar,
+                         counts)
                 status = "finished"
-            except KeyboardInterrupt:
+            except KeyboardInterrupt as exc:
                 status = "interrupted"
+                exc.add_note(f"{counts.computed} cells of this run and {already} before it are "
+                             f"stored in {store.path}; rerun with --resume to compute the rest")
                 raise
             finally:
                 store.finish_run(run_id, status)
-    return SweepRun(str(store.path), len(keys), already, planned, computed, errors,
+    return SweepRun(str(store.path), total, already, planned, counts.computed, counts.errors,
                     corrupt, time.perf_counter() - start, handle.description, run_id)
+
+
+@dataclass
+class _Counts:
+    computed: int = 0
+    errors: int = 0
 
 
 def _collect(executor: cf.Executor, blas_threads: int | None,
              pending: Iterable[Cell], store: SweepStore, run_id: int, window: int,
-             bar: Any) -> tuple[int, int]:
-    """Keep ``window`` cells in flight; store each result the moment its future completes."""
+             bar: Any, counts: _Counts) -> None:
+    """Keep ``window`` cells in flight; store each result the moment its future completes
+    (``counts`` says how many, also when an interrupt stops the loop)."""
     queue = iter(pending)
     in_flight: dict[cf.Future, Cell] = {}
-    computed = errors = 0
 
     def refill() -> None:
         while len(in_flight) < window:
@@ -234,16 +386,16 @@ def _collect(executor: cf.Executor, blas_threads: int | None,
                     raise SweepAbortedError(
                         f"the executor failed while running a cell ({type(exc).__name__}: "
                         f"{str(exc).splitlines()[0] if str(exc) else 'no message'}); "
-                        f"{computed} cells of this run are stored — rerun with --resume") from exc
+                        f"{counts.computed} cells of this run are stored — rerun with "
+                        "--resume") from exc
                 store.put(cell, outcome, run_id)
-                computed += 1
-                errors += outcome["status"] == "error"
+                counts.computed += 1
+                counts.errors += outcome["status"] == "error"
                 if bar is not None:
                     bar.update(1)
-                    if errors:
-                        bar.set_postfix(errors=errors, refresh=False)
+                    if counts.errors:
+                        bar.set_postfix(errors=counts.errors, refresh=False)
             refill()
     finally:
         for future in in_flight:
             future.cancel()
-    return computed, errors

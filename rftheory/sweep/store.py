@@ -20,8 +20,8 @@ from .. import __version__
 from ..errors import RFTheoryError
 from .spec import Cell, SweepSpec, _sha256, canonical_json, cell_key
 
-__all__ = ["STORE_FILE", "LOCK_FILE", "SCHEMA_VERSION", "SweepStore", "SweepStoreError",
-           "StoredCell", "StoreScan", "record_checksum"]
+__all__ = ["STORE_FILE", "LOCK_FILE", "SCHEMA_VERSION", "LEGACY_V_DEFINITION", "SweepStore",
+           "SweepStoreError", "StoredCell", "StoreScan", "record_checksum"]
 
 #: Name of the SQLite store inside a sweep's output directory.
 STORE_FILE = "sweep.sqlite"
@@ -29,6 +29,10 @@ STORE_FILE = "sweep.sqlite"
 LOCK_FILE = "sweep.lock"
 #: Version of the store's schema; a store with another version is refused.
 SCHEMA_VERSION = 1
+#: The definition of V assumed for a store that does not record one: stores written before the
+#: record existed, whose V was drawn per 1024-row block by numpy's PCG64
+#: (``default_rng([seed, block])``), the definition before :data:`rftheory.features.V_DEFINITION`.
+LEGACY_V_DEFINITION = "numpy-pcg64-blocks/0"
 
 
 class SweepStoreError(RFTheoryError):
@@ -77,6 +81,12 @@ CREATE TABLE IF NOT EXISTS cells (
     status TEXT NOT NULL, payload TEXT NOT NULL, version TEXT NOT NULL, checksum TEXT NOT NULL,
     seconds REAL, worker TEXT, run_id INTEGER, finished_at TEXT);
 """
+
+
+def _current_v_definition() -> str:
+    from ..features import V_DEFINITION
+
+    return V_DEFINITION
 
 
 def _now() -> str:
@@ -163,10 +173,12 @@ class SweepStore:
             db.executescript(_SCHEMA)
             version = store.meta("schema_version")
             if version is None:
-                store._set_meta({"schema_version": str(SCHEMA_VERSION), "created_at": _now()})
+                store._set_meta({"schema_version": str(SCHEMA_VERSION), "created_at": _now(),
+                                 "v_definition": _current_v_definition()})
             elif version != str(SCHEMA_VERSION):
                 raise SweepStoreError(f"{store.path}: store schema version {version}, this "
                                       f"rftheory writes version {SCHEMA_VERSION}")
+            store._close_dead_runs()
         except sqlite3.DatabaseError as exc:
             lock.close()
             raise SweepStoreError(
@@ -198,8 +210,11 @@ class SweepStore:
         """SQLite's own page-level check; row-level damage is caught by the checksums."""
         problems = [row[0] for row in self._db.execute("PRAGMA integrity_check(5)")]
         if problems != ["ok"]:
-            raise SweepStoreError(f"{self.path}: SQLite integrity check failed: "
-                                  f"{'; '.join(problems)}. Move the file aside and rerun.")
+            # one line: SQLite's first finding (its messages span several lines)
+            first = " ".join(" ".join(problems).split())
+            first = first if len(first) <= 160 else first[:157] + "..."
+            raise SweepStoreError(f"{self.path}: damaged (SQLite integrity check: {first}); "
+                                  "move the file aside and rerun into a new directory")
 
     def close(self) -> None:
         self._db.close()
@@ -212,7 +227,44 @@ class SweepStore:
     def __exit__(self, *exc: Any) -> None:
         self.close()
 
+    def writer_alive(self) -> bool:
+        """Whether a process holds the writer lock of this store now (this one, or another).
+
+        The lock is an ``flock``, released by the kernel when its holder dies however it dies,
+        so a run recorded as ``running`` whose writer lock is free was interrupted.
+        """
+        if self._lock is not None:
+            return True
+        import fcntl
+
+        try:
+            with open(self.directory / LOCK_FILE, "rb") as lock:
+                try:
+                    fcntl.flock(lock.fileno(), fcntl.LOCK_SH | fcntl.LOCK_NB)
+                except OSError:
+                    return True
+                fcntl.flock(lock.fileno(), fcntl.LOCK_UN)
+                return False
+        except OSError:  # no lock file: no writer ever ran here, or it cannot be read
+            return False
+
+    def _close_dead_runs(self) -> None:
+        """Record runs left ``running`` by a writer that died as ``interrupted`` (the caller
+        holds the writer lock, so no other run is alive)."""
+        with self._transaction():
+            self._db.execute("UPDATE runs SET status = 'interrupted' WHERE status = 'running'")
+
     # -- metadata -----------------------------------------------------------------------------
+    def v_definition(self) -> tuple[str, bool]:
+        """(definition of V the store's cells were computed with, whether the store records it);
+        a store without the record is taken to be :data:`LEGACY_V_DEFINITION`."""
+        value = self.meta("v_definition")
+        return (LEGACY_V_DEFINITION, False) if value is None else (value, True)
+
+    def record_v_definition(self) -> None:
+        """Record this rftheory's definition of V (for a store that holds no cells yet)."""
+        self._set_meta({"v_definition": _current_v_definition()})
+
     def meta(self, key: str) -> str | None:
         try:
             row = self._db.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
@@ -309,7 +361,14 @@ class SweepStore:
                              (_now(), status, run_id))
 
     def runs(self) -> list[dict]:
-        columns = ("id", "started_at", "finished_at", "status", "executor", "host", "version",
-                   "planned", "computed")
+        """Every run, oldest first. A run recorded as ``running`` whose writer is gone (the
+        writer lock is free: the process was killed) reads as ``interrupted``."""
+        columns = ("id", "started_at", "finished_at", "status", "executor", "host", "pid",
+                   "version", "planned", "computed")
         rows = self._db.execute(f"SELECT {', '.join(columns)} FROM runs ORDER BY id").fetchall()
-        return [dict(zip(columns, row)) for row in rows]
+        runs = [dict(zip(columns, row)) for row in rows]
+        if any(r["status"] == "running" for r in runs) and not self.writer_alive():
+            for run in runs:
+                if run["status"] == "running":
+                    run["status"] = "interrupted"
+        return runs

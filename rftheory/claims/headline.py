@@ -1,0 +1,326 @@
+"""Claim (the paper's headline table): at CIFAR-10's dimension d = 3072, the training images of
+an RF model are not recoverable at p = n, half-recovered at p = dn and recovered at p = 10·dn,
+while the labels are fit (train loss ≈ 0) throughout.
+
+The paper's table (random features on n = 100 CIFAR-10 images, ReLU): ρ ≈ 1 at p = n, ≈ 0.5 at
+p = dn, ≈ 0 at p = 10·dn, train loss ≈ 0 in every column. This check runs the same table on
+images that ship with an installed package, so nothing is downloaded: 32×32×3 patches of
+scikit-image's photographs (:func:`rftheory.data.patches_data`, ``rftheory[images]``), for ReLU
+and relu + tanh, at p ∈ {n, dn, 10·dn}. Every cell is one :func:`rftheory.pipeline.fit_model` +
+:func:`rftheory.pipeline.recover_training_set` with the reconstruction's default attack, and
+reports the train residual ‖Φθ* − Y‖/‖Y‖ and mean squared train loss, the official ρ, the
+sign-invariant ρ and the signed ρ, and the images side by side.
+
+Sizes. At n = 100, p = 10·dn is 3.07 M features (V = 75 GB in float64): a GPU's job
+(:data:`LARGE`, ``--large``, ``device="gpu"``). On 2 CPU cores :data:`FULL` uses n = 10
+(p = 10·dn = 307 200, V cached = 7.0 GiB in float64). Before a cell starts, its memory and time
+are estimated by :mod:`rftheory.budget` for the whole step budget; a cell this machine cannot
+run within the limits (``RFTHEORY_MEMORY_LIMIT``, ``RFTHEORY_TIME_LIMIT`` or ``time_limit``) is
+reported as skipped with the estimate's one-line reason instead of starting a run that cannot
+finish.
+
+Verdict (falsifiable), over the cells that ran: every train residual < :data:`TRAIN_TOL`; for
+each activation ρ (official) decreases from p = n to p = dn to p = 10·dn, with
+ρ < :data:`RHO_SUCCESS` at 10·dn and ρ > :data:`RHO_SUCCESS` at p = n. ``complete`` says
+whether every cell ran; a table with skipped cells is reported, never called supported.
+
+Run: ``rftheory verify headline [--quick | --large]``, ``python -m rftheory.claims.headline``.
+
+Notes
+-----
+ρ is the threshold-free number of one seed (one training set, one V); the paper's values are
+means over its runs. The reconstruction is the package's default attack at ``max_steps``; near
+p = dn a budget-limited run may stop short, as in :mod:`rftheory.claims.law`. The patches are on
+the √d-sphere by default (the theory's data model); ``data="patches:standardised"`` uses the
+paper's scalar standardisation, whose norms vary by patch (0.3–1.8·√d over the pool) while the
+reconstruction's candidates stay on the sphere — a floor on ρ that the sphere data do not have.
+"""
+
+from __future__ import annotations
+
+import base64
+import dataclasses
+import math
+import time
+from pathlib import Path
+from typing import Any, Callable
+
+import numpy as np
+
+from rftheory.claims._common import ClaimConfig, check_activations, main_for, source_digests
+from rftheory.errors import ResourceLimitError, RFTheoryError
+from rftheory.output import format_table, save_figure
+
+CLAIM = "headline"
+
+#: Feature counts of the table, as multiples: "n" (p = n), "dn", "10dn".
+MULTIPLES = {"n": lambda d, n: n, "dn": lambda d, n: d * n, "10dn": lambda d, n: 10 * d * n}
+#: The paper's values of ρ in each column (Iurada et al., CIFAR-10, n = 100, ReLU), for the table.
+PAPER_RHO = {"n": "≈ 1", "dn": "≈ 0.5", "10dn": "≈ 0"}
+#: A train residual below this counts as "labels fit" (measured ≤ 1e-9 on every cell that ran).
+TRAIN_TOL = 1e-6
+#: ρ below this counts as recovered (the law claim's threshold, :data:`rftheory.claims.law.RHO_SUCCESS`).
+RHO_SUCCESS = 0.1
+#: Images of each cell kept in the result (as 8-bit pixels) and shown in the figure.
+SHOWN = 10
+
+
+@dataclasses.dataclass(frozen=True)
+class Config(ClaimConfig):
+    """What the headline table covers; checked on creation.
+
+    Attributes
+    ----------
+    n : int
+        Training images.
+    multiples : tuple of str
+        Columns, keys of :data:`MULTIPLES` (``"n"``, ``"dn"``, ``"10dn"``).
+    activations : tuple of str
+        Rows (default ReLU, the paper's, and relu + tanh).
+    data : str
+        ``"patches"`` (on the √d-sphere) or ``"patches:standardised"``; any image data set of
+        :func:`rftheory.data.load_dataset` works (``"cifar10:DIR"`` for the real thing).
+    max_steps : int
+        Optimiser budget per reconstruction.
+    device : {"cpu", "gpu"}
+    v_cache_bytes : int
+        Keep V in memory when it fits (speed only).
+    time_limit : float or None
+        Seconds a cell may be estimated to take (None: :func:`rftheory.budget.time_limit`'s,
+        one hour or ``RFTHEORY_TIME_LIMIT``); checked on the CPU only (the budget's rates are
+        the CPU's).
+    """
+
+    n: int = 10
+    multiples: tuple[str, ...] = ("n", "dn", "10dn")
+    activations: tuple[str, ...] = ("relu", "relu+tanh")
+    data: str = "patches"
+    max_steps: int = 3000
+    device: str = "cpu"
+    v_cache_bytes: int = 8 * 2**30
+    time_limit: float | None = None
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if isinstance(self.n, bool) or not isinstance(self.n, int) or self.n < 2:
+            raise RFTheoryError(f"n must be an integer >= 2, got {self.n!r}")
+        multiples = tuple(self.multiples)
+        if not multiples or any(m not in MULTIPLES for m in multiples):
+            raise RFTheoryError(f"multiples must be among {', '.join(MULTIPLES)}, got {multiples!r}")
+        self._set("multiples", multiples)
+        self._set("activations", tuple(str(a) for a in self.activations))
+        if not self.activations:
+            raise RFTheoryError("give at least one activation")
+        if isinstance(self.max_steps, bool) or int(self.max_steps) != self.max_steps \
+                or self.max_steps < 1:
+            raise RFTheoryError(f"max_steps must be a positive integer, got {self.max_steps!r}")
+        if self.device not in ("cpu", "gpu"):
+            raise RFTheoryError(f"device must be 'cpu' or 'gpu', got {self.device!r}")
+        if self.time_limit is not None and not self.time_limit > 0:
+            raise RFTheoryError(f"time_limit must be positive, got {self.time_limit!r}")
+
+
+#: ``rftheory verify headline``: n = 10 on the CPU (p = 10, 30 720, 307 200).
+FULL = Config()
+#: ``--quick``: n = 4, the p = n and p = dn columns, 300 steps (a smoke run of the table).
+QUICK = Config(n=4, multiples=("n", "dn"), max_steps=300)
+#: ``--large``: the paper's size, n = 100 on a GPU (p = 100, 307 200, 3 072 000).
+LARGE = Config(n=100, device="gpu", v_cache_bytes=0)
+
+
+def _pixels(images: np.ndarray) -> dict[str, Any]:
+    """Displayable images in [0, 1] as 8-bit pixels, base64 (compact in JSON)."""
+    data = np.clip(np.round(np.asarray(images) * 255), 0, 255).astype(np.uint8)
+    return {"shape": list(data.shape), "uint8_base64": base64.b64encode(data.tobytes()).decode()}
+
+
+def _unpixels(stored: dict[str, Any]) -> np.ndarray:
+    raw = np.frombuffer(base64.b64decode(stored["uint8_base64"]), dtype=np.uint8)
+    return raw.reshape(stored["shape"]).astype(np.float64) / 255.0
+
+
+def _estimate(config: Config, d: int, p: int) -> tuple[str, float, str | None]:
+    """(the estimate's line, its seconds, the reason to skip or None) of one cell."""
+    from rftheory import budget
+
+    est = budget.estimate_reconstruct(d=d, n=config.n, p=p, max_steps=config.max_steps,
+                                      v_cache_bytes=config.v_cache_bytes)
+    if config.device != "cpu":
+        return est.describe(), est.seconds, None
+    try:
+        budget.check(est, time_limit=config.time_limit)
+    except ResourceLimitError as exc:
+        return est.describe(), est.seconds, str(exc)
+    return est.describe(), est.seconds, None
+
+
+def run(config: Config = FULL, *, progress: Callable[[str], None] | None = None) -> dict[str, Any]:
+    """The table for ``config``: every (activation, p) cell that fits this machine, in order.
+
+    Returns
+    -------
+    dict
+        JSON-serialisable: parameters, the originals (8-bit), one row per cell (numbers, the
+        budget's estimate, or the reason it was skipped; the reconstructions as 8-bit images),
+        the verdict.
+    """
+    from rftheory.data import dataset_dimension, load_dataset
+    from rftheory.pipeline import fit_model, matched_images, recover_training_set
+
+    for name in config.activations:
+        check_activations(name)
+    d = dataset_dimension(config.data)
+    sources = source_digests()
+    dataset = load_dataset(config.data, config.n, seed=config.seed)
+    if not dataset.is_image:
+        raise RFTheoryError(f"the headline table needs an image data set, got {config.data!r}")
+    originals = dataset.to_images(dataset.X)[:SHOWN]
+    rows = []
+    for name in config.activations:
+        for multiple in config.multiples:
+            p = MULTIPLES[multiple](d, config.n)
+            line, seconds, skip = _estimate(config, d, p)
+            row: dict[str, Any] = {"activation": name, "multiple": multiple, "p": p,
+                                   "p_over_dn": p / (d * config.n), "estimate": line,
+                                   "estimated_seconds": seconds}
+            if skip is not None:
+                row.update(status="skipped", reason=skip)
+                rows.append(row)
+                if progress is not None:
+                    progress(f"{name}, p = {multiple} = {p}: skipped ({skip})")
+                continue
+            start = time.perf_counter()
+            fitted = fit_model(activation=name, n=config.n, p=p, seed=config.seed,
+                               data=config.data, device=config.device,
+                               v_cache_bytes=config.v_cache_bytes)
+            fit_seconds = time.perf_counter() - start
+            run_ = recover_training_set(fitted, max_steps=config.max_steps)
+            shown, _, recon = matched_images(run_, SHOWN)
+            residual = float(fitted.train_residual)
+            row.update(
+                status="ok", train_residual=residual,
+                train_mse=residual**2 * float(np.mean(fitted.Y**2)),
+                rho={v: float(m.rho) for v, m in run_.matchings.items()},
+                sign_flips=int(run_.matchings["sign_invariant"].n_flipped),
+                loss=float(run_.loss), steps=int(run_.result.steps),
+                stop_reason=str(run_.result.stop_reason),
+                fit_seconds=fit_seconds, reconstruct_seconds=run_.reconstruct_seconds,
+                seconds_per_step=run_.reconstruct_seconds / max(1, run_.result.steps),
+                shown=[int(i) for i in shown],
+                per_sample_rho=[float(run_.matchings["abs"].per_sample[i]) for i in shown],
+                images=_pixels(recon))
+            rows.append(row)
+            if progress is not None:
+                progress(f"{name}, p = {multiple} = {p}: residual {residual:.1e}, "
+                         f"ρ = {row['rho']['abs']:.3g} ({row['steps']} steps, "
+                         f"{row['reconstruct_seconds']:.0f} s)")
+    return {
+        "claim": CLAIM,
+        "statement": ("At d = 3072 the RF interpolator fits its labels at every p ≥ n, while its "
+                      "training images are not recovered at p = n, half-recovered at p = dn and "
+                      "recovered at p = 10·dn (paper: ρ ≈ 1, 0.5, 0; train loss ≈ 0)."),
+        "data": config.data, "normalisation": dataset.normalisation, "d": d, "n": config.n,
+        "activations": list(config.activations), "multiples": list(config.multiples),
+        "max_steps": config.max_steps, "device": config.device, "labels": "gaussian",
+        "image_indices": [int(i) for i in dataset.indices],
+        "originals": _pixels(originals), "paper_rho": PAPER_RHO, "rows": rows,
+        "verdict": _verdict(rows, config), "sources": sources,
+    }
+
+
+def _verdict(rows: list[dict[str, Any]], config: Config) -> dict[str, Any]:
+    ran = [r for r in rows if r["status"] == "ok"]
+    labels_fit = all(r["train_residual"] < TRAIN_TOL for r in ran)
+    ordered, ends = True, True
+    for name in config.activations:
+        mine = [r for r in ran if r["activation"] == name]
+        rho = [r["rho"]["abs"] for r in mine]
+        ordered &= all(a > b for a, b in zip(rho, rho[1:]))
+        for r in mine:
+            if r["multiple"] == "n":
+                ends &= r["rho"]["abs"] > RHO_SUCCESS
+            if r["multiple"] == "10dn":
+                ends &= r["rho"]["abs"] < RHO_SUCCESS
+    complete = len(ran) == len(rows)
+    return {"complete": complete, "cells_run": len(ran), "cells": len(rows),
+            "labels_fit": bool(labels_fit), "rho_decreases_with_p": bool(ordered),
+            "ends_as_predicted": bool(ends),
+            "supported": bool(complete and labels_fit and ordered and ends),
+            "criterion": (f"every train residual < {TRAIN_TOL:g}; per activation ρ_abs decreasing "
+                          f"in p, > {RHO_SUCCESS} at p = n and < {RHO_SUCCESS} at p = 10dn; "
+                          "every cell run")}
+
+
+def _g(x: float) -> str:
+    return "—" if not isinstance(x, (int, float)) or not math.isfinite(x) else f"{x:.2g}"
+
+
+def summary(result: dict[str, Any]) -> str:
+    """The table, the paper's ρ beside ours, and the verdict."""
+    rows = []
+    for r in result["rows"]:
+        head = [r["activation"], r["multiple"], r["p"]]
+        if r["status"] != "ok":
+            rows.append(head + ["skipped"] + [""] * 4 + [PAPER_RHO[r["multiple"]],
+                                                          f"est. {r['estimated_seconds'] / 60:.0f} min"])
+            continue
+        rows.append(head + [_g(r["train_residual"]), _g(r["rho"]["abs"]),
+                            _g(r["rho"]["sign_invariant"]), _g(r["rho"]["signed"]),
+                            f"{r['steps']} ({r['stop_reason']})", PAPER_RHO[r["multiple"]],
+                            f"{r['fit_seconds'] + r['reconstruct_seconds']:.0f} s"])
+    headers = ["φ", "p", "value", "train residual", "ρ official", "ρ up to sign", "ρ signed",
+               "steps", "paper ρ", "time"]
+    v = result["verdict"]
+    lines = [f"headline table — {result['data']} (d = {result['d']}), n = {result['n']}, "
+             f"{result['device']}, budget {result['max_steps']} steps",
+             format_table(headers, rows)]
+    for r in result["rows"]:
+        if r["status"] != "ok":
+            lines.append(f"skipped {r['activation']} at p = {r['multiple']}: {r['reason']}")
+    lines.append(f"verdict: {'SUPPORTED' if v['supported'] else 'NOT SUPPORTED'}"
+                 f"{'' if v['complete'] else ' (incomplete: ' + str(v['cells_run']) + ' of ' + str(v['cells']) + ' cells ran)'}"
+                 f" — labels fit: {v['labels_fit']}; ρ decreases with p: {v['rho_decreases_with_p']}; "
+                 f"ends as predicted: {v['ends_as_predicted']}")
+    return "\n".join(lines)
+
+
+def plot(result: dict[str, Any], stem: str | Path) -> list[Path]:
+    """Originals (top row) above each cell's matched reconstructions, one row per cell that ran,
+    titled with its activation, p and official ρ; each image's own ρ above it."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from rftheory.pipeline import significant
+    from rftheory.plotting import paper_figure, paper_style
+
+    ran = [r for r in result["rows"] if r["status"] == "ok"]
+    originals = _unpixels(result["originals"])
+    k = originals.shape[0]
+    with paper_style():
+        columns = 1 if k <= 5 else 2
+        size = (3.35 if columns == 1 else 6.9) / k  # inches per image
+        fig, axes = paper_figure(columns, nrows=1 + len(ran), ncols=k, squeeze=False,
+                                 height=(1 + len(ran)) * (size + 0.12) + 0.3)
+        cmap = "gray_r" if originals.ndim == 3 else None
+        for j in range(k):
+            axes[0, j].imshow(originals[j], cmap=cmap, interpolation="nearest")
+        axes[0, 0].set_ylabel("training", fontsize=6)
+        for i, r in enumerate(ran, start=1):
+            images = _unpixels(r["images"])
+            for j in range(images.shape[0]):
+                axes[i, j].imshow(images[j], cmap=cmap, interpolation="nearest")
+                axes[i, j].set_title(significant(r["per_sample_rho"][j]), fontsize=5, pad=1)
+            axes[i, 0].set_ylabel(f"{r['activation']}\np = {r['multiple']}\n"
+                                  f"ρ = {significant(r['rho']['abs'])}", fontsize=6)
+        for ax in axes.ravel():
+            ax.set_xticks([])
+            ax.set_yticks([])
+            for spine in ax.spines.values():
+                spine.set_visible(False)
+        fig.suptitle(f"d = {result['d']} ({result['data']}), n = {result['n']}: official ρ per "
+                     "row, each image's ρ above it")
+        return save_figure(fig, Path(stem))
+
+
+if __name__ == "__main__":
+    raise SystemExit(main_for(CLAIM))

@@ -1,0 +1,134 @@
+"""Worker processes that die with the process that started them.
+
+``concurrent.futures.ProcessPoolExecutor`` workers outlive a parent that is killed: with the
+``forkserver`` start method their parent is the fork server, which itself stays alive while any
+worker holds its "alive" pipe, and the resource tracker stays alive while any of them holds its
+pipe; an idle worker blocks forever on a call queue whose write end it holds itself. So a
+``kill -9`` of ``rftheory sweep run`` or ``rftheory demo`` used to leave the workers (one at
+full CPU for minutes, the idle ones for ever), the fork server and the resource tracker behind.
+
+:func:`process_pool` returns an executor whose workers run :func:`_die_with_parent` first:
+
+* a daemon thread waits on a pidfd of the starting process (``os.pidfd_open``, Linux ≥ 5.3;
+  elsewhere it polls the pid once a second) and SIGKILLs its own worker when that process is
+  gone — a worker whose parent is gone has no one to return its result to;
+* ``prctl(PR_SET_PDEATHSIG, SIGKILL)`` where the worker's parent *is* the starting process
+  (the ``fork`` and ``spawn`` methods; Linux), so the kernel kills it at once, even while a C
+  extension holds the GIL;
+* SIGINT is ignored (a Ctrl-C at a terminal reaches the whole process group: the parent
+  handles it and stops the workers, which should not each print a KeyboardInterrupt) and
+  SIGTERM is reset to its default.
+
+Once the workers are gone the fork server reads EOF on its alive pipe and exits, and the
+resource tracker reads EOF on its pipe and exits: nothing of the run survives it. dask's
+workers already exit when their nanny's pipe closes (``distributed.process.AsyncProcess``), and
+a ``LocalCluster``'s nannies live in the starting process, so a dask-local run needs nothing
+more. :func:`stop_pool` ends a pool at once (on an interrupt), instead of letting
+``shutdown(wait=True)`` finish every running task first.
+
+Notes
+-----
+The watchdog thread needs the GIL to act, so a worker stuck in a C call that holds the GIL
+(numpy releases it in BLAS and large ufunc loops; pure-Python code yields it every 5 ms) dies
+when the call returns; with ``fork``/``spawn`` the death signal does not wait even for that.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures as cf
+import multiprocessing
+import os
+import select
+import signal
+import sys
+import threading
+import time
+
+__all__ = ["process_pool", "stop_pool"]
+
+_PR_SET_PDEATHSIG = 1
+
+
+def _set_death_signal(parent: int) -> None:
+    """PR_SET_PDEATHSIG = SIGKILL when the parent is ``parent`` (Linux only; no-op elsewhere)."""
+    if not sys.platform.startswith("linux") or os.getppid() != parent:
+        return
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+    except (OSError, AttributeError):  # pragma: no cover - no libc prctl
+        return
+    if os.getppid() != parent:  # the parent died before the prctl took effect
+        os.kill(os.getpid(), signal.SIGKILL)
+
+
+def _watch(parent: int) -> None:
+    """Block until process ``parent`` exits, then kill this process."""
+    try:
+        fd = os.pidfd_open(parent)
+    except ProcessLookupError:
+        fd = None
+        gone = True
+    except (AttributeError, OSError):  # not Linux >= 5.3: poll the pid
+        fd, gone = None, False
+    else:
+        gone = False
+    if fd is not None:
+        select.select([fd], [], [])  # a pidfd becomes readable when its process exits
+    elif not gone:
+        while True:
+            try:
+                os.kill(parent, 0)
+            except ProcessLookupError:
+                break
+            except PermissionError:  # pragma: no cover - pid reused by another user's process
+                break
+            time.sleep(1.0)
+    os.kill(os.getpid(), signal.SIGKILL)
+
+
+def _die_with_parent(parent: int) -> None:
+    """Initializer of every worker: die with ``parent`` (see the module docstring)."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    _set_death_signal(parent)
+    threading.Thread(target=_watch, args=(parent,), name="rftheory-parent-watch",
+                     daemon=True).start()
+
+
+def process_pool(workers: int, *, method: str | None = None) -> cf.ProcessPoolExecutor:
+    """A ProcessPoolExecutor of ``workers`` processes that die with this process.
+
+    Parameters
+    ----------
+    workers : int
+        Worker processes.
+    method : str, optional
+        multiprocessing start method (``"forkserver"``, ``"spawn"``, ``"fork"``); default the
+        platform's.
+    """
+    context = multiprocessing.get_context(method)
+    return cf.ProcessPoolExecutor(max_workers=workers, mp_context=context,
+                                  initializer=_die_with_parent, initargs=(os.getpid(),))
+
+
+def stop_pool(executor: cf.ProcessPoolExecutor) -> None:
+    """End a pool now: cancel what has not started and kill the workers (their tasks are lost).
+
+    For an interrupt: ``shutdown(wait=True)`` would first finish every running task (and,
+    without ``cancel_futures``, every queued one).
+    """
+    processes = list((getattr(executor, "_processes", None) or {}).values())
+    for process in processes:
+        try:
+            process.kill()
+        except (OSError, ValueError, AttributeError):  # already gone or closed
+            pass
+    executor.shutdown(wait=False, cancel_futures=True)
+    for process in processes:
+        try:
+            process.join(timeout=5)
+        except (OSError, ValueError, AttributeError, AssertionError):
+            pass

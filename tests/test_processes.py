@@ -1,0 +1,190 @@
+"""Worker processes die with their parent (rftheory.processes), and SIGTERM stops cleanly.
+
+The subprocess tests start ``rftheory sweep run`` (forkserver workers) or ``rftheory demo``
+(the claims' workers), kill *only the main process*, and look for anything of the run still
+alive: every process of its process group (the test starts it in a new session) or carrying the
+test's marker in its environment (inherited by the fork server, the resource tracker and the
+workers). Zombies count as dead (they have exited; only their parent may reap them).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
+from typing import Iterator
+
+import pytest
+
+from conftest import stored_rows
+from rftheory.processes import process_pool, stop_pool
+from rftheory.sweep import STORE_FILE
+
+ROOT = Path(__file__).resolve().parents[1]
+pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
+
+#: 180 label_fit cells of ~0.05–0.3 s each: workers are busy when the parent is killed
+SWEEP = """
+[sweep]
+cell = "label_fit"
+seeds = 30
+[grid]
+activation = ["relu", "tanh", "relu+tanh"]
+p = [1000, 2000]
+[fixed]
+d = 20
+n = 40
+"""
+
+
+def _alive(pgid: int, marker: str) -> list[str]:
+    """Processes (not zombies) in process group ``pgid`` or with ``marker`` in their environment."""
+    found = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit() or int(entry) == os.getpid():
+            continue
+        try:
+            stat = Path(f"/proc/{entry}/stat").read_text()
+            fields = stat.rsplit(")", 1)[1].split()
+            state, group = fields[0], int(fields[2])
+            if state in ("Z", "X"):
+                continue
+            mine = group == pgid
+            if not mine:
+                mine = marker.encode() in Path(f"/proc/{entry}/environ").read_bytes()
+            if mine:
+                command = Path(f"/proc/{entry}/cmdline").read_bytes().replace(b"\0", b" ")
+                found.append(f"{entry} {state} {command.decode(errors='replace')[:120]}")
+        except (OSError, ValueError, IndexError):  # gone meanwhile, or not ours to read
+            continue
+    return found
+
+
+def _wait_until(condition, timeout: float, what: str, proc: subprocess.Popen) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if proc.poll() is not None:
+            raise AssertionError(f"the command ended (status {proc.returncode}) before {what}: "
+                                 f"{proc.stderr.read().decode()}")
+        assert time.monotonic() < deadline, f"no {what} within {timeout} s"
+        time.sleep(0.05)
+
+
+@contextlib.contextmanager
+def _running(args: list[str], cwd: Path) -> Iterator[tuple[subprocess.Popen, str]]:
+    """``rftheory ARGS`` in a new session with a marker in its environment; whatever is left of
+    it is killed on the way out."""
+    marker = uuid.uuid4().hex
+    env = dict(os.environ, RFTHEORY_TEST_MARKER=marker)
+    proc = subprocess.Popen([sys.executable, "-m", "rftheory.cli", *args], cwd=cwd, env=env,
+                            start_new_session=True, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.PIPE)
+    try:
+        yield proc, marker
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+
+
+def _sweep(tmp_path: Path) -> list[str]:
+    (tmp_path / "s.toml").write_text(SWEEP)
+    return ["sweep", "run", str(tmp_path / "s.toml"), "--out", str(tmp_path / "out"),
+            "--workers", "2", "--no-progress", "--no-figures"]
+
+
+def _children(pid: int) -> int:
+    return sum(1 for line in _alive(pid, "no-marker") if not line.startswith(f"{pid} "))
+
+
+def _none_survive(proc: subprocess.Popen, marker: str, within: float = 15.0) -> None:
+    deadline = time.monotonic() + within
+    while (left := _alive(proc.pid, marker)) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    try:
+        assert not left, f"still alive {within} s after the parent died:\n" + "\n".join(left)
+    finally:
+        for line in left:  # do not leave them to the rest of the suite
+            try:
+                os.kill(int(line.split()[0]), signal.SIGKILL)
+            except OSError:
+                pass
+
+
+def test_stop_pool_kills_running_tasks_at_once():
+    pool = process_pool(2)
+    futures = [pool.submit(time.sleep, 60) for _ in range(4)]
+    time.sleep(0.5)
+    processes = list(pool._processes.values())
+    assert processes and all(p.is_alive() for p in processes)
+    start = time.monotonic()
+    stop_pool(pool)
+    assert time.monotonic() - start < 10
+    assert not any(p.is_alive() for p in processes)
+    assert all(f.done() for f in futures)
+
+
+def test_sigkill_of_a_sweep_leaves_no_process_and_the_run_reads_interrupted(tmp_path):
+    from rftheory.sweep import SweepStore
+
+    out = tmp_path / "out"
+    with _running(_sweep(tmp_path), ROOT) as (proc, marker):
+        _wait_until(lambda: stored_rows(out / STORE_FILE) >= 1, 120, "stored cell", proc)
+        assert _children(proc.pid) >= 3  # resource tracker, fork server, 2 workers
+        os.kill(proc.pid, signal.SIGKILL)  # the main process only
+        proc.wait()
+        _none_survive(proc, marker)
+    with SweepStore.open_reader(out) as store:
+        runs = store.runs()
+    assert [r["status"] for r in runs] == ["interrupted"]
+    assert runs[0]["pid"] == proc.pid and runs[0]["host"]
+
+
+def test_sigkill_of_a_claim_run_leaves_no_worker(tmp_path):
+    with _running(["demo", "--quick", "--out", str(tmp_path / "results")], tmp_path) \
+            as (proc, marker):
+        _wait_until(lambda: _children(proc.pid) >= 2, 120, "two workers", proc)
+        time.sleep(0.5)  # the workers are computing
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait()
+        _none_survive(proc, marker)
+    assert not (tmp_path / "results" / "law.json").exists()
+
+
+def test_sigterm_stops_a_sweep_like_sigint_and_keeps_its_cells(tmp_path):
+    from rftheory.sweep import SweepStore, sweep_report
+
+    out = tmp_path / "out"
+    with _running(_sweep(tmp_path), ROOT) as (proc, marker):
+        _wait_until(lambda: stored_rows(out / STORE_FILE) >= 1, 120, "stored cell", proc)
+        seen = stored_rows(out / STORE_FILE)
+        os.kill(proc.pid, signal.SIGTERM)
+        _, err = proc.communicate(timeout=30)
+        lines = err.decode().strip().splitlines()
+        assert proc.returncode == 143, err.decode()
+        assert len(lines) == 1 and "interrupted by SIGTERM" in lines[0], lines
+        assert "rerun with --resume" in lines[0]
+        _none_survive(proc, marker)
+    with SweepStore.open_reader(out) as store:
+        runs = store.runs()
+        stored = len(store.scan().cells)
+    assert [r["status"] for r in runs] == ["interrupted"]
+    assert seen <= stored == runs[0]["computed"] < sweep_report(out)["total_cells"]
+
+
+def test_sigterm_stops_a_claim_run_like_sigint_and_leaves_no_worker(tmp_path):
+    with _running(["demo", "--quick", "--out", str(tmp_path / "results")], tmp_path) \
+            as (proc, marker):
+        _wait_until(lambda: _children(proc.pid) >= 2, 120, "two workers", proc)
+        os.kill(proc.pid, signal.SIGTERM)
+        _, err = proc.communicate(timeout=60)
+        lines = err.decode().strip().splitlines()
+        assert proc.returncode == 143, err.decode()
+        assert lines and lines[-1] == "rftheory demo: interrupted by SIGTERM", lines
+        _none_survive(proc, marker)
+    assert not (tmp_path / "results" / "law.json").exists()
