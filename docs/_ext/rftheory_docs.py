@@ -396,13 +396,31 @@ def resolve_short_names(app, env, node, contnode):
                               node.get("reftype"), 1)
     if len({entry.node_id for _, entry in matches}) > 1:
         matches = [m for m in matches if _canonical(m[0])]
+    here = node.get("py:module")
+    if len({entry.node_id for _, entry in matches}) > 1 and here:
+        # the same name in several modules (each claim's FULL): the one of the docstring's module
+        matches = [m for m in matches if m[0].startswith(here + ".")] or matches
     if len({entry.node_id for _, entry in matches}) == 1:
         name, entry = matches[0]
         return make_refnode(app.builder, node["refdoc"], entry.docname, entry.node_id, contnode,
                             name)
-    if not matches and _exists_undocumented(node.get("py:module"), node.get("py:class"), target):
+    if len({entry.node_id for _, entry in matches}) > 1 and all(
+            _canonical(m[0]) for m in matches) and _defined_in_package(target):
+        return contnode  # defined in several modules (each claim's FULL): shown as code
+    if not matches and (_exists_undocumented(node.get("py:module"), node.get("py:class"), target)
+                        or _defined_in_package(target)):
         return contnode
     return None
+
+
+def _defined_in_package(target: str) -> bool:
+    """Whether an unqualified ``target`` is a module-level name of some rftheory module (seen
+    from a docstring inherited by, or re-exported into, another module: ``FULL`` of a claim
+    named in a ``run`` docstring, a private helper named in a base class's method)."""
+    if "." in target:
+        return False
+    return any(name.startswith("rftheory") and hasattr(module, target)
+               for name, module in list(sys.modules.items()) if module is not None)
 
 
 def setup(app):
