@@ -1231,10 +1231,22 @@ def get_activation(spec: "str | Activation") -> Activation:
         A registry name (``"relu+tanh"``), or an expression in ``z`` such as
         ``"relu(z) + 0.5*tanh(z)"``. An :class:`Activation` is returned unchanged.
 
+    Returns
+    -------
+    Activation
+        The activation: its name, its numpy, sympy and derivative forms.
+
     Raises
     ------
     ActivationError
         If the string is neither a registered name nor a safe, valid expression.
+
+    Examples
+    --------
+    >>> get_activation("relu+tanh").expr
+    tanh(z) + Max(0, z)
+    >>> get_activation("log(1+exp(z))").expr  # an expression a theorist types
+    log(exp(z) + 1)
     """
     if isinstance(spec, Activation):
         return spec

@@ -23,6 +23,16 @@ DEVICES = ("cpu", "gpu")
 def namespace(device: str = "cpu") -> Any:
     """The array namespace of ``device``: numpy for ``"cpu"``, CuPy for ``"gpu"``.
 
+    Parameters
+    ----------
+    device : {"cpu", "gpu"}
+        Where the arrays live.
+
+    Returns
+    -------
+    module
+        :mod:`numpy` or ``cupy``.
+
     Raises
     ------
     BackendError
@@ -54,6 +64,18 @@ def to_host(A: Any, dtype: Any = None) -> np.ndarray:
     """Copy an array of any array-API namespace to a host numpy array (CuPy via ``.get()``).
 
     A numpy array is returned as it is (no copy) unless ``dtype`` asks for a conversion.
+
+    Parameters
+    ----------
+    A : array
+        An array of numpy, CuPy or any array-API namespace.
+    dtype : dtype, optional
+        Convert to this dtype (default: keep ``A``'s).
+
+    Returns
+    -------
+    numpy.ndarray
+        The values on the host.
 
     Examples
     --------

@@ -241,6 +241,18 @@ def collision_assignments(kind: Sequence[int], n: int) -> Iterator[Collision]:
     Distinct multiset permutations of ``kind`` padded with zeros: n!/∏_v c_v! of them (c_v the
     number of parts equal to v, zeros included).
 
+    Parameters
+    ----------
+    kind : sequence of int
+        The collision type: multiplicities, largest first (e.g. ``(2, 1)``).
+    n : int
+        Training points.
+
+    Yields
+    ------
+    Collision
+        One placement: the multiplicity of each training point.
+
     Examples
     --------
     >>> [c.multiplicities for c in collision_assignments((2, 1), 3)]
@@ -275,6 +287,18 @@ def zero_threshold(collision: Collision, d: int) -> int:
     The count of the module Notes (exact for multiplicities ≤ 3 given generic V and data; for
     multiplicity ≥ 4 the count of curvilinear schemes).
 
+    Parameters
+    ----------
+    collision : Collision
+        Multiplicities per training point.
+    d : int
+        Input dimension.
+
+    Returns
+    -------
+    int
+        p*(m).
+
     Examples
     --------
     >>> zero_threshold(Collision((2, 1, 1, 0)), d=6), zero_threshold(Collision((2, 2, 0, 0)), d=6)
@@ -289,6 +313,16 @@ def zero_threshold(collision: Collision, d: int) -> int:
 
 def tangent_basis(x: Any) -> np.ndarray:
     """Orthonormal basis (d, d−1) of the tangent space x⊥ of the sphere at x (host float64).
+
+    Parameters
+    ----------
+    x : array_like
+        A non-zero point, shape (d,).
+
+    Returns
+    -------
+    numpy.ndarray, shape (d, d − 1)
+        Orthonormal columns, each orthogonal to x.
 
     Examples
     --------
@@ -307,6 +341,18 @@ def kink_radius(features: FeatureMap, X: Any) -> float:
 
     Minimum over the rows x of X (shape (d,) or (n, d)), the features k and the kinks κ of
     |v_kᵀx − κ|/(‖v_k‖√d); ``inf`` for a smooth activation.
+
+    Parameters
+    ----------
+    features : FeatureMap
+        V and φ (its kinks).
+    X : array_like
+        The centres, shape (d,) or (n, d).
+
+    Returns
+    -------
+    float
+        The radius δ, in units of √d.
     """
     kinks = features.activation.kinks
     if not kinks:
@@ -327,6 +373,18 @@ def max_region_radius(X: Any, collision: Collision) -> float:
 
     Regions D_m(δ) with δ below this contain no other training point nor its negative (odd
     activations cannot tell x from −x), so they are pure collision regions.
+
+    Parameters
+    ----------
+    X : array_like
+        Training points, shape (n, d).
+    collision : Collision
+        Which training points are centres.
+
+    Returns
+    -------
+    float
+        The radius, in units of √d.
     """
     X = np.asarray(to_host(X), dtype=np.float64)
     if X.shape[0] != collision.n:
@@ -528,6 +586,7 @@ def collision_limit(features: FeatureMap, X: Any, theta: Any, collision: Collisi
     Parameters
     ----------
     features : FeatureMap
+        V and φ.
     X : array, shape (n, d)
         Training points (on the √d-sphere).
     theta : array, shape (p,) or (p, k)
@@ -825,8 +884,11 @@ def min_collision_limit(features: FeatureMap, X: Any, theta: Any, kind: Sequence
     Parameters
     ----------
     features : FeatureMap
+        V and φ.
     X : array, shape (n, d)
+        Training points.
     theta : array, shape (p,) or (p, k)
+        Trained weights.
     kind : sequence of int
         The type (e.g. ``(2, 1, 1)``); placements are :func:`collision_assignments`. A type with
         no part ≥ 2, such as (1,)·(n − 1), gives the baseline of candidates at distinct training
@@ -890,9 +952,19 @@ def limit_configuration(X: Any, limit: CollisionLimit, angle: float) -> np.ndarr
     τ chosen so that every point stays within ``angle`` of its centre. These are the starting
     points of :func:`collision_region_minimum` from the limit.
 
+    Parameters
+    ----------
+    X : array_like
+        Training points, shape (n, d).
+    limit : CollisionLimit
+        A result of :func:`collision_limit`.
+    angle : float
+        The scale, in radians.
+
     Returns
     -------
     numpy.ndarray, shape (n̂, d)
+        The candidates.
     """
     Xh = np.asarray(to_host(X), dtype=np.float64)
     col = limit.collision
@@ -1020,15 +1092,19 @@ def collision_region_minimum(features: FeatureMap, X: Any, theta: Any,
     Parameters
     ----------
     features : FeatureMap
+        V and φ.
     X : array, shape (n, d)
         Training points (the centres).
     theta : array, shape (p,) or (p, k)
+        Trained weights.
     collision : Collision or sequence of int
+        Multiplicities per training point.
     delta : float
         Radius in units of √d, 0 < δ < 2.
     random_starts : int
         Random configurations (cap angles uniform in [α/2, α], directions uniform).
     seed : int
+        Seed of the random starts.
     warm : sequence of arrays (n̂, d)
         Extra starts (e.g. minimisers for a smaller δ: the regions are nested); those outside
         D_m(δ) are skipped.

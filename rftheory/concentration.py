@@ -62,13 +62,40 @@ _V_STREAM = 0x4B434F4E
 # ---------------------------------------------------------------------------------------------
 
 def feature_seed(seed: int, rep: int, index: int) -> int:
-    """Seed of V for repetition ``rep`` at the ``index``-th value of p (independent draws)."""
+    """Seed of V for repetition ``rep`` at the ``index``-th value of p (independent draws).
+
+    Parameters
+    ----------
+    seed : int
+        The measurement's base seed.
+    rep : int
+        The repetition.
+    index : int
+        The position of p in the list of widths.
+
+    Returns
+    -------
+    int
+        The seed of V.
+    """
     state = np.random.SeedSequence([seed, _V_STREAM, rep, index]).generate_state(1, np.uint32)
     return int(state[0])
 
 
 def fit_loglog_slope(p: Sequence[float], error: Sequence[float]) -> tuple[float, float]:
-    """Least-squares fit ``log error = slope · log p + intercept``; returns (slope, intercept).
+    """Least-squares fit ``log error = slope · log p + intercept``.
+
+    Parameters
+    ----------
+    p : sequence of float
+        The widths.
+    error : sequence of float
+        The errors (positive).
+
+    Returns
+    -------
+    slope, intercept : float
+        Of the fitted line.
 
     Raises
     ------
@@ -88,10 +115,26 @@ def fit_loglog_slope(p: Sequence[float], error: Sequence[float]) -> tuple[float,
 def kernel_on_sphere(series: KernelSeries, X: np.ndarray) -> tuple[np.ndarray, float]:
     """K = Σ_k μ_k² (XXᵀ/d)^{∘k} from the series, with its exact diagonal ``E[φ(g)²]``.
 
-    Returns the matrix and a bound on ``‖K_true − K‖_op`` (``n`` times the off-diagonal
-    entrywise bound of :func:`rftheory.kernel.kernel_matrix`). On the sphere ``K_ii = K(1)
-    = E[φ(g)²]`` exactly, whereas the truncated series misses the whole Parseval tail there
-    (8e-5 for ReLU at order 64), which would shift λ_min(K) by that much.
+    Parameters
+    ----------
+    series : KernelSeries
+        The kernel's Hermite series (:func:`rftheory.kernel.rf_kernel_series`).
+    X : numpy.ndarray
+        Points on the √d-sphere, shape (n, d).
+
+    Returns
+    -------
+    K : numpy.ndarray
+        The n×n kernel matrix.
+    error_bound : float
+        A bound on ``‖K_true − K‖_op``.
+
+    Notes
+    -----
+    The bound is ``n`` times the off-diagonal entrywise bound of
+    :func:`rftheory.kernel.kernel_matrix`. On the sphere ``K_ii = K(1) = E[φ(g)²]`` exactly,
+    whereas the truncated series misses the whole Parseval tail there (8e-5 for ReLU at order
+    64), which would shift λ_min(K) by that much.
     """
     km = kernel_matrix(series, X)
     K = np.array(km.values, dtype=np.float64)
@@ -252,11 +295,43 @@ def measure_concentration(activation: str, d: int, n: int, p_values: Sequence[in
                           progress: Callable[[str], None] | None = None) -> dict:
     """Sample X (n Gaussian rows normalised to norm √d, seed ``seed``) and run :func:`concentration`.
 
+    Parameters
+    ----------
+    activation : str
+        A registry name or an expression in ``z``.
+    d, n : int
+        Input dimension and points.
+    p_values : sequence of int
+        The widths.
+    seed : int
+        Seed of the data and, through :func:`feature_seed`, of each V.
+    reps : int
+        Independent draws of V per width.
+    order : int
+        Truncation order of the kernel's Hermite series.
+    progress : callable, optional
+        Called with one line of text per width.
+
+    Returns
+    -------
+    dict
+        The result of :func:`concentration`: per width the operator-norm errors and λ_min of
+        every draw, the CLT standard deviations, λ_min(K), its Hermite bounds and the fitted
+        slope.
+
     Raises
     ------
     RFTheoryError
         For d, n, reps, order not positive integers, p values not positive integers, or a
         negative seed.
+
+    Examples
+    --------
+    >>> from rftheory.concentration import measure_concentration
+    >>> c = measure_concentration("relu", d=10, n=8, p_values=[256, 4096], reps=2)
+    >>> err = c["op_error_mean"]
+    >>> bool(err[1] < err[0]), -1.0 < c["slope"] < 0.0  # the error falls roughly as p^(-1/2)
+    (True, True)
     """
     for name, value, low in (("d", d, 1), ("n", n, 1), ("reps", reps, 1), ("order", order, 0),
                              ("seed", seed, 0)):
@@ -281,6 +356,21 @@ def lambda_min_vs_d(activations: Sequence[str], n: int, d_values: Sequence[int],
 
     For each d, X = ``sphere_data(n, d, seed)``; the Hadamard-power bounds are computed once per
     d and shared by the activations.
+
+    Parameters
+    ----------
+    activations : sequence of str
+        Registry names or expressions in ``z``.
+    n : int
+        Points.
+    d_values : sequence of int
+        Input dimensions.
+    seed : int
+        Seed of the data.
+    order : int
+        Truncation order of the Hermite series.
+    progress : callable, optional
+        Called with one line of text per finished d.
 
     Returns
     -------
@@ -324,70 +414,118 @@ def lambda_min_vs_d(activations: Sequence[str], n: int, d_values: Sequence[int],
 
 
 def plot_curves(curves: Sequence[dict], stem: Path, sweep: dict | None = None) -> list[Path]:
-    """Error vs p (log–log, −1/2 reference), λ_min ratio vs p, and optionally λ_min vs d.
+    """Draw the concentration figure: (a) the error against p, (b) λ_min against p, (c) λ_min(K)
+    against d.
 
-    Writes ``stem.png`` and ``stem.pdf``; returns their paths.
+    (a) ‖ΦΦᵀ/p − K‖_op against p (log–log; the mean over the draws of V, bars from the smallest
+    to the largest draw), with a p^{−1/2} reference line and each activation's fitted slope in
+    the legend. (b) λ_min(ΦΦᵀ)/p against p (mean over draws, bars ± the CLT standard deviation
+    σ̂_u/√p): it converges to λ_min(K) (solid horizontal line), which lies above the Hermite lower
+    bound Σ_k μ_k² λ_min((XXᵀ/d)^∘k) (dotted). (c), when ``sweep`` is given: λ_min(K) (solid, dots)
+    and its Hermite bound (dashed) against d at fixed n, both divided by Σ_{k≥2} μ_k² — the
+    large-d value both approach. Values ≤ 0 (or below the axis' floor), which a log axis cannot
+    show, are drawn as open down-triangles on the bottom edge.
+
+    Parameters
+    ----------
+    curves : sequence of dict
+        Results of :func:`concentration` (one per activation).
+    stem : path
+        Where to write ``stem.png`` and ``stem.pdf``.
+    sweep : dict, optional
+        A result of :func:`lambda_min_vs_d` (panel (c)).
+
+    Returns
+    -------
+    list of Path
+        The PNG's and the PDF's paths.
     """
     import matplotlib
 
     matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    from .plotting import PALETTE, SYMBOLS, legend_above, log_values, mark_floor, panel_label, \
+        paper_figure, paper_style, tidy_log_axis
 
     stem = Path(stem)
     stem.parent.mkdir(parents=True, exist_ok=True)
-    panels = 3 if sweep else 2
-    fig, axes = plt.subplots(1, panels, figsize=(5.0 * panels, 4.2), constrained_layout=True)
-    colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
-    ax = axes[0]
-    for i, c in enumerate(curves):
-        p = np.asarray(c["p"], dtype=float)
-        err = np.asarray(c["op_error"])
-        label = c["activation"] + ("" if c["slope"] is None else f" (slope {c['slope']:.3f})")
-        ax.errorbar(p, err.mean(axis=1), yerr=err.std(axis=1) if err.shape[1] > 1 else None,
-                    marker="o", ms=4, capsize=2, color=colors[i % len(colors)], label=label)
-    p_all = np.asarray(curves[0]["p"], dtype=float)
-    anchor = np.exp(np.mean([np.log(c["op_error_mean"][0]) for c in curves]))
-    ax.plot(p_all, anchor * (p_all / p_all[0]) ** EXPECTED_SLOPE, "k--", lw=1,
-            label=r"$\propto p^{-1/2}$")
-    ax.set_xscale("log")
-    ax.set_yscale("log")
-    ax.set_xlabel(r"$p$")
-    ax.set_ylabel(r"$\|\Phi\Phi^\top/p - K\|_{\mathrm{op}}$")
-    c0 = curves[0]
-    ax.set_title(f"n = {c0['n']}, d = {c0['d']}, {c0['reps']} draws of V per p")
-    ax.legend(fontsize=8)
-
-    ax = axes[1]
-    for i, c in enumerate(curves):
-        lam_k = c["lambda_min_kernel"]
-        lam = np.asarray(c["lambda_min_empirical"]) / lam_k
-        color = colors[i % len(colors)]
-        ax.errorbar(c["p"], lam.mean(axis=1), yerr=np.asarray(c["clt_sd"]).mean(axis=1) / lam_k,
-                    marker="o", ms=4, capsize=2, color=color, label=c["activation"])
-        ax.axhline(c["hermite_bound_k0"] / lam_k, color=color, ls=":", lw=1)
-    ax.axhline(1.0, color="k", lw=1)
-    ax.set_xscale("log")
-    ax.set_xlabel(r"$p$")
-    ax.set_ylabel(r"$\lambda_{\min}(\Phi\Phi^\top)\,/\,(p\,\lambda_{\min}(K))$")
-    ax.set_title(r"bars: CLT sd $\hat\sigma_u/\sqrt{p}$; dotted: Hermite bound / $\lambda_{\min}(K)$",
-                 fontsize=9)
-    ax.legend(fontsize=8)
-
+    colours = {c["activation"]: PALETTE[i % len(PALETTE)] for i, c in enumerate(curves)}
     if sweep:
-        ax = axes[2]
-        d = np.asarray(sweep["d"], dtype=float)
-        for i, (name, e) in enumerate(sweep["activations"].items()):
-            color = colors[i % len(colors)]
-            s2 = e["parseval_tail_k2"]
-            ax.plot(d, np.asarray(e["lambda_min_kernel"]) / s2, "o-", color=color, label=name)
-            ax.plot(d, np.asarray(e["hermite_bound_k0"]) / s2, "--", color=color, lw=1)
-            ax.plot(d, np.asarray(e["hermite_bound_k2"]) / s2, ":", color=color, lw=1)
-        ax.axhline(1.0, color="k", lw=1)
+        for name in sweep["activations"]:
+            colours.setdefault(name, PALETTE[len(colours) % len(PALETTE)])
+    panels = 3 if sweep else 2
+    with paper_style():
+        fig, axes = paper_figure(2, ncols=panels, aspect=0.95 if panels == 3 else 0.75)
+        ax = axes[0]
+        for c in curves:
+            p = np.asarray(c["p"], dtype=float)
+            err = np.asarray(c["op_error"], dtype=float)
+            mean = err.mean(axis=1)
+            label = c["activation"] + ("" if c["slope"] is None else f", slope {c['slope']:.2f}")
+            ax.errorbar(p, mean, yerr=[mean - err.min(axis=1), err.max(axis=1) - mean],
+                        marker="o", color=colours[c["activation"]], label=label)
+        p_all = np.asarray(curves[0]["p"], dtype=float)
+        anchor = np.exp(np.mean([np.log(c["op_error_mean"][0]) for c in curves]))
+        ax.plot(p_all, anchor * (p_all / p_all[0]) ** EXPECTED_SLOPE, "k--", lw=0.8,
+                label=r"$\propto p^{-1/2}$")
         ax.set_xscale("log")
         ax.set_yscale("log")
-        ax.set_xlabel(r"$d$")
-        ax.set_ylabel(r"ratio to $\sum_{k\geq 2}\mu_k^2$")
-        ax.set_title(rf"n = {sweep['n']}: $\lambda_{{\min}}(K)$ (solid), bound $k_0=0$ (dashed), "
-                     r"$k_0=2$ (dotted)", fontsize=9)
-        ax.legend(fontsize=8)
-    return save_figure(fig, stem)
+        ax.set_xlabel(SYMBOLS["p"])
+        ax.set_ylabel(SYMBOLS["op_error"])
+        panel_label(ax, "a")
+
+        ax = axes[1]
+        positive = [v for c in curves for v in (c["lambda_min_kernel"], c["hermite_bound_k0"],
+                                                *np.ravel(c["lambda_min_empirical"])) if v > 0]
+        low_all = [v for c in curves for v in np.ravel(c["lambda_min_empirical"])]
+        floor = (min(positive) / (3.0 if min(low_all) <= 0 else 1.25)) if positive else 1e-16
+        marked = 0
+        for c in curves:
+            colour = colours[c["activation"]]
+            p = np.asarray(c["p"], dtype=float)
+            lam = np.asarray(c["lambda_min_empirical"], dtype=float).mean(axis=1)
+            sd = np.asarray(c["clt_sd"], dtype=float).mean(axis=1)
+            shown, below = log_values(lam, floor)
+            low = np.where(shown - sd > floor, sd, shown - floor)  # bars stay above the floor
+            ax.errorbar(p, shown, yerr=[np.nan_to_num(low), sd], marker="o", color=colour)
+            marked += mark_floor(ax, p, lam, floor, color=colour)
+            for value, style in ((c["lambda_min_kernel"], "-"), (c["hermite_bound_k0"], ":")):
+                if value > floor:
+                    ax.axhline(value, color=colour, ls=style, lw=0.8)
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        ax.set_ylim(bottom=floor)
+        tidy_log_axis(ax, "y")
+        ax.set_xlabel(SYMBOLS["p"])
+        ax.set_ylabel(r"$\lambda_{\min}(\Phi\Phi^\top)/p$")
+        panel_label(ax, "b")
+
+        if sweep:
+            ax = axes[2]
+            d = np.asarray(sweep["d"], dtype=float)
+            ratios = []
+            for name, e in sweep["activations"].items():
+                s2 = e["parseval_tail_k2"]
+                ratios.append((name, np.asarray(e["lambda_min_kernel"]) / s2,
+                               np.asarray(e["hermite_bound_k0"]) / s2))
+            positive = [v for _, a, b in ratios for v in (*a, *b) if v > 0]
+            low_all = [v for _, a, b in ratios for v in (*a, *b)]
+            floor = (min(positive) / (3.0 if min(low_all) <= 0 else 1.25)) if positive else 1e-16
+            for name, lam, bound in ratios:
+                colour = colours[name]
+                ax.plot(d, log_values(lam, floor)[0], "o-", color=colour)
+                ax.plot(d, log_values(bound, floor)[0], "--", color=colour, lw=0.8)
+                marked += mark_floor(ax, d, lam, floor, color=colour)
+                marked += mark_floor(ax, d, bound, floor, color=colour)
+            ax.axhline(1.0, color="0.5", lw=0.6)
+            ax.set_xscale("log")
+            ax.set_yscale("log")
+            ax.set_ylim(bottom=floor)
+            ax.set_xlabel(r"$d$" + f"  ($n = {sweep['n']}$)")
+            ax.set_ylabel(r"$\lambda_{\min}(K)\,/\sum_{k\geq 2}\mu_k^2$")
+            panel_label(ax, "c")
+        handles, labels = axes[0].get_legend_handles_labels()
+        if marked:
+            handles.append(axes[1].plot([], [], "v", mfc="none", mec="k", ms=4)[0])
+            labels.append(r"$\leq 0$ (on the axis floor)")
+        legend_above(fig, handles, labels, ncol=min(len(handles), 3 if panels == 2 else 6))
+        return save_figure(fig, stem)

@@ -218,21 +218,62 @@ def to_sphere(X: Any, d: int | None = None, *, centre: bool = False,
 def sphere_data(n: int, d: int, seed: int = 0) -> np.ndarray:
     """n points uniform on the sphere of radius √d in R^d (Gaussian rows, normalised).
 
+    Parameters
+    ----------
+    n, d : int
+        Points and dimension.
+    seed : int
+        Seed of the points (a stream of its own: labels of the same seed are independent).
+
     Returns
     -------
     numpy.ndarray, shape (n, d), float64
+        The points, each of norm √d.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> X = sphere_data(3, 10, seed=0)
+    >>> X.shape, bool(np.allclose(np.linalg.norm(X, axis=1), np.sqrt(10)))
+    ((3, 10), True)
     """
     n, d = _check_count("n", n), _check_count("d", d)
     return to_sphere(_rng(seed, _STREAM_SPHERE).standard_normal((n, d)))
 
 
 def gaussian_labels(n: int, seed: int = 0) -> np.ndarray:
-    """n i.i.d. N(0, 1) labels, shape (n,), float64."""
+    """n i.i.d. N(0, 1) labels, shape (n,), float64.
+
+    Parameters
+    ----------
+    n : int
+        How many.
+    seed : int
+        Seed (a stream of its own).
+
+    Returns
+    -------
+    numpy.ndarray, shape (n,)
+        The labels.
+    """
     return _rng(seed, _STREAM_GAUSSIAN_LABELS).standard_normal(_check_count("n", n))
 
 
 def sign_labels(n: int, seed: int = 0) -> np.ndarray:
-    """n i.i.d. uniform ±1 labels, shape (n,), float64."""
+    """n i.i.d. uniform ±1 labels, shape (n,), float64.
+
+    Parameters
+    ----------
+    n : int
+        How many.
+    seed : int
+        Seed (a stream of its own).
+
+    Returns
+    -------
+    numpy.ndarray, shape (n,)
+        The labels.
+    """
     n = _check_count("n", n)
     return _rng(seed, _STREAM_SIGN_LABELS).choice(np.array([-1.0, 1.0]), size=n)
 
@@ -248,6 +289,18 @@ def digits_data(n: int, seed: int = 0) -> Dataset:
 
     Each image is centred (its mean pixel subtracted) and scaled to norm √64 = 8. The images ship
     inside scikit-learn (:func:`sklearn.datasets.load_digits`); nothing is downloaded.
+
+    Parameters
+    ----------
+    n : int
+        Images, at most 1797.
+    seed : int
+        Seed of the subset.
+
+    Returns
+    -------
+    Dataset
+        The images on the √64-sphere, with what is needed to draw them.
     """
     from sklearn.datasets import load_digits
 
@@ -477,6 +530,18 @@ def dataset_dimension(spec: str, d: int | None = None) -> int:
     Raises the errors :func:`load_dataset` raises for a bad ``spec`` or ``d``, except those that
     need the files (a missing CIFAR-10 folder).
 
+    Parameters
+    ----------
+    spec : str
+        ``"sphere"``, ``"digits"`` or ``"cifar10:DIR"``.
+    d : int, optional
+        The dimension asked for (required for ``sphere``).
+
+    Returns
+    -------
+    int
+        d.
+
     Examples
     --------
     >>> dataset_dimension("digits"), dataset_dimension("sphere", 20)
@@ -503,6 +568,11 @@ def load_dataset(spec: str, n: int, d: int | None = None, seed: int = 0) -> Data
         if given, must agree.
     seed : int
         Seed of the points (sphere) or of the subset (images).
+
+    Returns
+    -------
+    Dataset
+        ``X`` (n, d) on the √d-sphere and, for images, what is needed to draw them.
     """
     name, arg, d = _parse_dataset(spec, d)
     if name == "sphere":

@@ -54,7 +54,15 @@ REQUIREMENTS = {"positive": "> 0", "nonnegative": "≥ 0", "nonzero": "≠ 0"}
 
 
 class Range(NamedTuple):
-    """A sound bound ``lo <= u(z) <= hi`` over all real z; ``*_open`` means strict inequality."""
+    """A sound bound ``lo <= u(z) <= hi`` over all real z; ``*_open`` means strict inequality.
+
+    Attributes
+    ----------
+    lo, hi : sympy.Expr
+        The bounds (``-oo``/``oo`` when unbounded).
+    lo_open, hi_open : bool
+        Whether the bound is strict.
+    """
 
     lo: sp.Expr
     hi: sp.Expr
@@ -410,6 +418,18 @@ def _numeric_witness(u: sp.Expr, kind: str,
 
 def proves(u: sp.Expr, kind: str) -> bool:
     """True if ``u`` meets ``kind`` for every real z, proved as :func:`require` proves it.
+
+    Parameters
+    ----------
+    u : sympy.Expr
+        An expression in ``z``.
+    kind : str
+        The requirement: ``"positive"``, ``"nonnegative"`` or another kind of :func:`require`.
+
+    Returns
+    -------
+    bool
+        True only when proved; False when false or not proved.
 
     Examples
     --------

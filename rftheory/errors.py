@@ -3,6 +3,18 @@
 Every error that bad user input can cause derives from :class:`RFTheoryError`, itself a
 :class:`ValueError`, so callers can catch one type and the CLI can turn it into a one-line message
 with exit status 2.
+
+Examples
+--------
+>>> from rftheory import get_activation
+>>> from rftheory.errors import ActivationError, RFTheoryError
+>>> issubclass(ActivationError, RFTheoryError) and issubclass(RFTheoryError, ValueError)
+True
+>>> try:
+...     get_activation("__import__('os')")
+... except RFTheoryError as error:
+...     print(type(error).__name__)
+ActivationError
 """
 
 

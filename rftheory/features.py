@@ -77,7 +77,24 @@ THREADED_DRAW_MIN = 2**21
 def check_data(X: Any, d: int, name: str = "X") -> Any:
     """Validate a data matrix: 2-D, ``d`` columns, real floating dtype, finite entries.
 
-    Returns the array namespace of ``X``.
+    Parameters
+    ----------
+    X : array
+        The data.
+    d : int
+        The columns it must have.
+    name : str
+        Its name in error messages.
+
+    Returns
+    -------
+    module
+        The array namespace of ``X``.
+
+    Raises
+    ------
+    RFTheoryError
+        When ``X`` is not such a matrix.
     """
     try:
         xp = array_namespace(X)
@@ -631,6 +648,7 @@ class DenseFeatures(FeatureMap):
     Parameters
     ----------
     activation : Activation or str
+        φ.
     weights : array, shape (p, d)
         W, in the namespace and on the device where the features will be computed. It is cast to
         the data's dtype per call.
@@ -704,16 +722,39 @@ def train_min_norm(features: FeatureMap, X: Any, Y: Any, *, rcond: float | None 
     Parameters
     ----------
     features : FeatureMap
+        The feature map (V and φ).
     X : array, shape (n, d)
+        Training inputs.
     Y : array, shape (n,) or (n, k)
+        Labels.
     rcond : float, optional
         Eigenvalue cut-off for a rank-deficient Gram (see :func:`rftheory.gram.solve_gram`).
+
+    Returns
+    -------
+    TrainedModel
+        θ*, the Gram's solve (``gram``) and the relative training residual ‖Φθ* − Y‖/‖Y‖.
 
     Notes
     -----
     When p < n the Gram matrix is singular: θ* is then the least-squares solution of minimum
     norm and ``train_residual`` is typically far from 0 — the label-fitting threshold p ≈ n is
     read off this number. ``gram.rank_deficient`` flags the case.
+
+    Examples
+    --------
+    With p ≫ n the labels are fit exactly, and θ* is a zero of the projection loss at the
+    training set:
+
+    >>> from rftheory.data import gaussian_labels, sphere_data
+    >>> from rftheory.features import RandomFeatures, train_min_norm
+    >>> from rftheory.projection import projection_loss
+    >>> X, Y = sphere_data(4, 10, seed=0), gaussian_labels(4, seed=0)
+    >>> model = train_min_norm(RandomFeatures("relu", d=10, p=200, seed=1), X, Y)
+    >>> model.theta.shape, bool(model.train_residual < 1e-12)
+    ((200,), True)
+    >>> bool(projection_loss(model.features, X, model.theta).loss < 1e-20)
+    True
     """
     xp = check_data(X, features.d)
     if Y.ndim not in (1, 2) or Y.shape[0] != X.shape[0]:

@@ -77,6 +77,14 @@ def solve_gram(G: Any, B: Any, *, rcond: float | None = None) -> GramSolution:
     pseudo-inverse semantics needed when rows of Φ coincide (duplicated candidates), when p < n, or
     when a projection has converged onto a lower-dimensional span; no jitter is added, so no bias
     is introduced on well-conditioned problems. Results are always finite for finite input.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from rftheory.gram import solve_gram
+    >>> s = solve_gram(np.array([[2.0, 1.0], [1.0, 2.0]]), np.array([1.0, 1.0]))
+    >>> s.solution.round(12).tolist(), s.method, s.rank, s.rank_deficient
+    ([0.333333333333, 0.333333333333], 'cholesky', 2, False)
     """
     xp = array_namespace(G, B)
     if G.ndim != 2 or G.shape[0] != G.shape[1]:

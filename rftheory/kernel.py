@@ -596,6 +596,21 @@ def rf_kernel_series(activation: "str | Activation | KernelSeries", t: Any, *,
     -----
     The bound (see :class:`KernelSeries`) is ``Σ ε_k |t|^k + T |t|^{K+1} + γ Σ c_k |t|^k``,
     with ``T`` the Parseval tail bound; it does not cover errors already present in ``t``.
+    Against the closed forms of :func:`closed_form_kernel` the series agrees to 1e-12 for
+    |t| ≤ 0.9 once the order makes ``T·0.9^{K+1}`` < 1e-12; near |t| = 1 the bound is dominated
+    by the Parseval tail (8e-5 for ReLU at order 64), which decays only like a power of K for a
+    kinked φ.
+
+    Examples
+    --------
+    The ReLU kernel at cosine t = 0.5, from its Hermite series and in closed form:
+
+    >>> from rftheory.kernel import rf_kernel_series, closed_form_kernel
+    >>> k = rf_kernel_series("relu", 0.5)
+    >>> round(float(k.values), 12), bool(k.error_bound < 1e-13)
+    (0.304498890522, True)
+    >>> bool(abs(k.values - closed_form_kernel("relu", 0.5)) <= k.error_bound)
+    True
     """
     series = _resolve_series(activation, order, method, dps)
     if series.dps is None:
@@ -658,6 +673,17 @@ def kernel_matrix(activation: "str | Activation | KernelSeries", X: Any, Y: Any 
     Cost: the product ``XYᵀ`` plus ``2K`` in-place passes over the ``n × m`` matrix (double);
     the mpmath path costs ``n m (d + 2K)`` mpf operations (about 3 s for n = m = 100,
     d = 10, K = 64 at 30 digits, plus ~3 s for the mpmath coefficients).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from rftheory.data import sphere_data
+    >>> from rftheory.kernel import kernel_matrix
+    >>> K = kernel_matrix("relu", sphere_data(4, 10, seed=0))
+    >>> K.values.shape, bool(np.allclose(K.values, K.values.T))
+    ((4, 4), True)
+    >>> bool(np.all(np.abs(np.diag(K.values) - 0.5) <= K.error_bound))  # K(1) = E[relu(g)²]
+    True
     """
     series = _resolve_series(activation, order, method, dps)
     if series.dps is not None:
@@ -863,7 +889,23 @@ def _recognise(expr: sp.Expr) -> _ClosedForm | None:
 
 
 def has_closed_form(activation: "str | Activation") -> bool:
-    """Whether :func:`closed_form_kernel` knows ``activation``'s kernel exactly."""
+    """Whether :func:`closed_form_kernel` knows ``activation``'s kernel exactly.
+
+    Parameters
+    ----------
+    activation : str or Activation
+        A registry name, an expression in ``z`` or an activation.
+
+    Returns
+    -------
+    bool
+        True for the activations with a closed-form kernel (ReLU, erf, …).
+
+    Examples
+    --------
+    >>> has_closed_form("relu"), has_closed_form("tanh")
+    (True, False)
+    """
     return _recognise(get_activation(activation).expr) is not None
 
 
@@ -901,6 +943,21 @@ def closed_form_kernel(activation: "str | Activation", t: Any, *,
     ------
     NoClosedFormError
         If the activation is not one of the known families.
+
+    Notes
+    -----
+    The formulas (ReLU's arc-cosine kernel, erf's arcsine kernel, polynomials, sin/cos, …) are
+    evaluated in double precision, or with mpmath at ``dps`` digits. Checked against the
+    independent Hermite series of :func:`rf_kernel_series` (``tests/test_kernel.py``): agreement
+    to 1e-12 for |t| ≤ 0.9 in double precision (at orders where the series' Parseval bound is
+    below 1e-12), and to 25 digits with ``dps=30``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from rftheory.kernel import closed_form_kernel
+    >>> closed_form_kernel("relu", np.array([0.0, 1.0])).round(12).tolist()  # 1/(2π), E[relu(g)²]
+    [0.159154943092, 0.5]
     """
     _, form = _closed_form_of(activation)
     if dps is None:
@@ -1201,6 +1258,20 @@ def hermite_lower_bound(activation: "str | Activation | KernelSeries", X: Any, *
     ``ℓ_k <= λ_min(T^{∘k})`` of :func:`hadamard_power_bounds`. If the power bounds were computed
     to a lower order than the series, only their orders are used (still a valid bound). The
     rounding of the final sum of non-negative terms (relative ``(K+1) u``) is not subtracted.
+
+    Examples
+    --------
+    The bound lies below λ_min of the kernel matrix it bounds:
+
+    >>> import numpy as np
+    >>> from rftheory.data import sphere_data
+    >>> from rftheory.kernel import hermite_lower_bound, kernel_matrix
+    >>> X = sphere_data(4, 10, seed=0)
+    >>> bound = hermite_lower_bound("relu", X)
+    >>> K = kernel_matrix("relu", X)
+    >>> lam_min = np.linalg.eigvalsh(K.values)[0]
+    >>> bool(0 < bound.value <= lam_min + 4 * K.error_bound)  # ‖K − values‖_op ≤ n·error_bound
+    True
     """
     k_min = _check_k_min(k_min)
     series = _resolve_series(activation, order, method, dps)

@@ -133,6 +133,15 @@ def match(X: Any, X_hat: Any, variant: str = "abs") -> Matching:
     The assignment is computed in float64 on the host: O(n·n̂·d) for the costs and
     O(max(n, n̂)³) for the assignment — negligible next to a reconstruction for n up to a few
     thousand. Ties (e.g. duplicated candidates) are broken by SciPy; ρ does not depend on how.
+
+    Examples
+    --------
+    >>> from rftheory.data import sphere_data
+    >>> from rftheory.metrics import match
+    >>> X = sphere_data(4, 10, seed=0)
+    >>> m = match(X, -X[::-1], "sign_invariant")  # reversed and negated
+    >>> m.rho, m.assignment.tolist(), bool(m.flipped.all())
+    (0.0, [3, 2, 1, 0], True)
     """
     if variant not in VARIANTS:
         raise RFTheoryError(f"unknown ρ variant {variant!r}; choose one of {', '.join(VARIANTS)}")
@@ -165,5 +174,30 @@ def match(X: Any, X_hat: Any, variant: str = "abs") -> Matching:
 
 
 def rho(X: Any, X_hat: Any, variant: str = "abs") -> float:
-    """The reconstruction error ρ of ``X_hat`` for ``X`` (see :func:`match`)."""
+    """The reconstruction error ρ of ``X_hat`` for ``X`` (see :func:`match`).
+
+    Parameters
+    ----------
+    X : array_like
+        Training points, shape (n, d).
+    X_hat : array_like
+        Candidates, shape (n̂, d), n̂ ≥ n.
+    variant : {"abs", "sign_invariant", "signed"}
+        The cost (``"abs"``: the paper's official ρ).
+
+    Returns
+    -------
+    float
+        ρ = the mean matched cost per sample, divided by √d.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> X = np.array([[1.0, 1.0], [1.0, -1.0]])  # two points on the √d-sphere, d = 2
+    >>> rho(X, X[::-1])  # the order of the candidates does not matter
+    0.0
+    >>> x = X[:1]  # one point, recovered as its antipode
+    >>> rho(x, -x, "signed"), rho(x, -x, "sign_invariant"), rho(x, -x)
+    (2.0, 0.0, 0.0)
+    """
     return match(X, X_hat, variant).rho

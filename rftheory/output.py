@@ -42,6 +42,11 @@ def to_jsonable(value: Any, *, finite_only: bool = True, strict: bool = False,
     where : str
         Name of ``value`` in that error message (nested keys are appended, ``result.rho``).
 
+    Returns
+    -------
+    any
+        Dicts, lists, floats, ints, strings, booleans and None only.
+
     Examples
     --------
     >>> import numpy as np
@@ -80,13 +85,31 @@ def to_jsonable(value: Any, *, finite_only: bool = True, strict: bool = False,
 
 
 def print_json(payload: Any) -> None:
-    """Print ``payload`` as indented strict JSON on stdout (NaN and ±inf as ``null``)."""
+    """Print ``payload`` as indented strict JSON on stdout (NaN and ±inf as ``null``).
+
+    Parameters
+    ----------
+    payload : any
+        Converted by :func:`to_jsonable` first.
+    """
     json.dump(to_jsonable(payload), sys.stdout, indent=2, allow_nan=False)
     sys.stdout.write("\n")
 
 
 def format_table(headers: Sequence[str], rows: Iterable[Sequence[Any]]) -> str:
     """A plain-text table with right-aligned columns.
+
+    Parameters
+    ----------
+    headers : sequence of str
+        Column titles.
+    rows : iterable of sequence
+        The rows (any values; formatted with ``str``).
+
+    Returns
+    -------
+    str
+        The table, one line per row, without a final newline.
 
     Examples
     --------
@@ -106,7 +129,15 @@ def format_table(headers: Sequence[str], rows: Iterable[Sequence[Any]]) -> str:
 
 def write_json_atomic(path: Path, payload: Any) -> None:
     """Write JSON to ``path`` via a temporary file and ``os.replace``: a crash or a bad value
-    never leaves a truncated or corrupted result behind."""
+    never leaves a truncated or corrupted result behind.
+
+    Parameters
+    ----------
+    path : Path
+        Where to write (the parent directory must exist).
+    payload : any
+        Converted by :func:`to_jsonable` first (strict JSON: NaN and ±inf as ``null``).
+    """
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     # serialise fully before touching the disk; strict JSON (NaN and ±inf as null)
@@ -125,7 +156,13 @@ def write_json_atomic(path: Path, payload: Any) -> None:
 
 def sparse_log_ticks(ax: Any) -> None:
     """At most ~6 major and no minor ticks on log axes: the default locators put hundreds of
-    ticks on axes spanning 15 decades, which makes drawing take tens of seconds."""
+    ticks on axes spanning 15 decades, which makes drawing take tens of seconds.
+
+    Parameters
+    ----------
+    ax : Axes
+        The panel (its linear axes are left alone).
+    """
     from matplotlib.ticker import LogLocator, NullLocator
 
     for axis in (ax.xaxis, ax.yaxis):
@@ -134,17 +171,33 @@ def sparse_log_ticks(ax: Any) -> None:
             axis.set_minor_locator(NullLocator())
 
 
-def save_figure(fig: Any, stem: str | Path, dpi: int = 150) -> list[Path]:
+def save_figure(fig: Any, stem: str | Path, dpi: float | None = None) -> list[Path]:
     """Save a matplotlib figure as ``stem.png`` and ``stem.pdf``, close it, return the paths.
 
-    A suffix of ``stem`` (``.png``, ``.pdf``) is replaced: both files are always written.
+    Parameters
+    ----------
+    fig : Figure
+        The figure (closed afterwards).
+    stem : path
+        Where to write; a suffix (``.png``, ``.pdf``) is replaced: both files are always
+        written. Missing parent directories are created.
+    dpi : float, optional
+        Resolution of the PNG (default: the style's ``savefig.dpi``, 300 under
+        :func:`rftheory.plotting.paper_style`; 150 where no style sets it).
+
+    Returns
+    -------
+    list of Path
+        The PNG's and the PDF's paths.
     """
     import matplotlib.pyplot as plt
 
+    if dpi is None and plt.rcParams["savefig.dpi"] == "figure":
+        dpi = 150
     stem = Path(stem)
     stem.parent.mkdir(parents=True, exist_ok=True)
     paths = [stem.with_suffix(".png"), stem.with_suffix(".pdf")]
     for path in paths:
-        fig.savefig(path, dpi=dpi)
+        fig.savefig(path, **({} if dpi is None else {"dpi": dpi}))
     plt.close(fig)
     return paths

@@ -75,6 +75,16 @@ _local = threading.local()
 def philox_key(seed: int) -> np.ndarray:
     """The Philox key of a seed: ``(seed mod 2**64, seed // 2**64)`` as uint64[2].
 
+    Parameters
+    ----------
+    seed : int
+        A non-negative seed below 2**128.
+
+    Returns
+    -------
+    numpy.ndarray of uint64
+        The two key words.
+
     Examples
     --------
     >>> philox_key(5).tolist()
@@ -171,11 +181,14 @@ def box_muller(words: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
     Parameters
     ----------
     words : ndarray of uint64, shape (..., 4)
+        Philox outputs (:func:`philox_words`).
     out : ndarray of float64, shape (..., 4), optional
+        Where to write the normals (default: a new array).
 
     Returns
     -------
     ndarray of float64, shape (..., 4)
+        The standard normals.
 
     Notes
     -----
@@ -431,6 +444,16 @@ def kernel_source(target: str = "cuda") -> str:
     ``__umul64hi``; compile without fast-math or FP contraction (``-ffp-contract=off``) so the
     floating-point operations are those of :func:`box_muller`.
 
+    Parameters
+    ----------
+    target : {"cuda", "host"}
+        Which compiler the source is for.
+
+    Returns
+    -------
+    str
+        The C source.
+
     Examples
     --------
     >>> "rf_fill_f32" in kernel_source("host")
@@ -465,6 +488,22 @@ def cupy_fill(seed: int, row0: int, out: Any, *, scale_dim: int | None = None) -
 
     ``out`` is viewed as (rows, d); float32 or float64. With ``scale_dim`` it receives
     V = Z/√scale_dim, else Z. No host draw, no transfer: one kernel launch.
+
+    Parameters
+    ----------
+    seed : int
+        The seed of V.
+    row0 : int
+        The first row.
+    out : cupy.ndarray
+        C-contiguous, float32 or float64, last axis d.
+    scale_dim : int, optional
+        Divide by √scale_dim (V's d); default: the raw normals Z.
+
+    Returns
+    -------
+    cupy.ndarray
+        ``out``.
     """
     import cupy
 
@@ -486,7 +525,22 @@ def cupy_fill(seed: int, row0: int, out: Any, *, scale_dim: int | None = None) -
 
 
 def cupy_words(seed: int, row0: int, rows: int, groups: int) -> Any:
-    """The Philox words of counters (row0 + r, g, 0, 0) computed on the device, (rows, groups, 4)."""
+    """The Philox words of counters (row0 + r, g, 0, 0) computed on the device, (rows, groups, 4).
+
+    Parameters
+    ----------
+    seed : int
+        The seed (key).
+    row0 : int
+        The first row counter.
+    rows, groups : int
+        How many rows, and groups of four columns per row.
+
+    Returns
+    -------
+    cupy.ndarray of uint64
+        Shape (rows, groups, 4).
+    """
     import cupy
 
     key = philox_key(seed)

@@ -211,6 +211,18 @@ def span_point_attack(*, starts_per_point: int = 10, **options: Any) -> Attack:
 
     ``starts_per_point``·n̂ random starts (the attacker reads n̂ = rank θ when k > n; here it is
     passed in). ``info`` holds the rank of θ, the number of zeros found and the end residuals.
+
+    Parameters
+    ----------
+    starts_per_point : int
+        Random starts per candidate sought.
+    **options
+        Passed to :func:`rftheory.span_attack.span_attack`.
+
+    Returns
+    -------
+    Attack
+        The attack, for :func:`sample_recovery`.
     """
     from .span_attack import span_attack
 

@@ -61,6 +61,18 @@ class ThetaSpan:
 def theta_span(theta: Any, *, rtol: float = RANK_RTOL) -> ThetaSpan:
     """Orthonormal basis of the column space of θ (shape (p,) or (p, k)) by a thin SVD.
 
+    Parameters
+    ----------
+    theta : array_like
+        The trained weights.
+    rtol : float
+        Singular values below ``rtol`` times the largest are dropped (the numerical rank).
+
+    Returns
+    -------
+    ThetaSpan
+        The basis (p, rank) and the rank.
+
     Examples
     --------
     >>> rng = np.random.default_rng(0)
@@ -87,14 +99,20 @@ def span_residual(features: FeatureMap, span: ThetaSpan, x_hat: Any, *,
     Parameters
     ----------
     features : FeatureMap
+        V and φ.
     span : ThetaSpan
         From :func:`theta_span`.
     x_hat : array, shape (d,)
+        The candidate.
     gradient : bool
+        Also return the gradient.
 
     Returns
     -------
-    (float, numpy.ndarray or None)
+    value : float
+        r(x̂)².
+    gradient : numpy.ndarray or None
+        ∂r²/∂x̂, shape (d,) (None when not asked for).
 
     Notes
     -----
@@ -167,10 +185,13 @@ def span_attack(features: FeatureMap, theta: Any, *, starts: int = 50, seed: int
     Parameters
     ----------
     features : FeatureMap
+        V and φ.
     theta : array, shape (p,) or (p, k)
+        Trained weights.
     starts : int
         Random starting points, uniform on the √d-sphere.
     seed : int
+        Seed of the starts.
     zero_tol : float
         End points with r² ≤ zero_tol are zeros (the attack's candidates). The floor at a
         training point is ~1e-30; non-zero local minima measured at p ≥ n + d are ≳ 1e-6.

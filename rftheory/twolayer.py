@@ -184,6 +184,7 @@ def init_network(activation: "str | Activation", d: int, width: int, k: int = 1,
     Parameters
     ----------
     activation : str or Activation
+        φ.
     d, width, k : int
         Input dimension, hidden width, number of outputs.
     seed : int
@@ -195,6 +196,11 @@ def init_network(activation: "str | Activation", d: int, width: int, k: int = 1,
         s in W₂(0) ~ N(0, s²/width) (``"normal"`` only).
     xp, dtype, device
         Namespace, dtype (default float64) and device of the weights.
+
+    Returns
+    -------
+    TwoLayerNetwork
+        W₁(0), W₂(0), φ and the scaling.
     """
     d, width, k = (_positive_int(name, v) for name, v in (("d", d), ("width", width), ("k", k)))
     seed = _positive_int("seed", seed, 0)
@@ -231,6 +237,8 @@ def encode_targets(Y: Any, loss: str, n: int, *, n_classes: int | None = None,
         Number of samples (rows of X).
     n_classes : int, optional
         Cross-entropy only: number of outputs k (default: largest label + 1, at least 2).
+    xp, dtype, device : optional
+        Namespace, dtype (default float64) and device of the result (default: those of ``Y``).
 
     Returns
     -------
@@ -337,7 +345,9 @@ def loss_and_gradients(network: TwoLayerNetwork, X: Any, targets: Any, loss: str
     Parameters
     ----------
     network : TwoLayerNetwork
+        The weights.
     X : array, shape (n, d)
+        Training inputs.
     targets : array, shape (n, k)
         As returned by :func:`encode_targets`.
     loss : str
@@ -346,6 +356,11 @@ def loss_and_gradients(network: TwoLayerNetwork, X: Any, targets: Any, loss: str
         Compute the gradients.
     first_layer : bool
         Also compute ∂loss/∂W₁ (skipped when W₁ is frozen).
+
+    Returns
+    -------
+    LossEvaluation
+        The loss, and the gradients in W₁ and W₂ (None when not computed).
 
     Notes
     -----
@@ -388,7 +403,22 @@ def _evaluate(activation: Activation, c: float, W1: Any, W2: Any, X: Any, T: Any
 
 
 def default_learning_rate(network: TwoLayerNetwork, X: Any, lr_scale: float = 1.0) -> float:
-    """η = lr_scale·n/(c²·λ_max(ΦΦᵀ)), Φ = φ(XW₁ᵀ): inverse top curvature of the square loss in W₂."""
+    """η = lr_scale·n/(c²·λ_max(ΦΦᵀ)), Φ = φ(XW₁ᵀ): inverse top curvature of the square loss in W₂.
+
+    Parameters
+    ----------
+    network : TwoLayerNetwork
+        The network at which the curvature is measured.
+    X : array, shape (n, d)
+        Training inputs.
+    lr_scale : float
+        Factor on the step size.
+
+    Returns
+    -------
+    float
+        The step size η.
+    """
     xp = check_data(X, network.d)
     G = network.features().gram(X)
     lam = float(xp.max(xp.linalg.eigvalsh(G)))
@@ -476,6 +506,7 @@ def train_two_layer(X: Any, Y: Any, *, width: int | None = None, activation: "st
     width : int
         Hidden width (needed unless ``initial`` is given).
     activation : str or Activation
+        φ.
     loss : {"square", "logistic", "cross_entropy"}
     train_first_layer : bool
         False freezes W₁: the network is then the RF model with V = W₁(0) trained by GD.
@@ -514,6 +545,18 @@ def train_two_layer(X: Any, Y: Any, *, width: int | None = None, activation: "st
     converge (η ≤ 2/curvature) to the min-norm interpolator θ* = Φ⁺Y at the linear rate
     1 − η·λ_min⁺(ΦᵀΦ)/n per step (the smallest non-zero eigenvalue): the number of steps needed
     grows with the Gram matrix's condition number.
+
+    Examples
+    --------
+    With W₁ frozen and W₂(0) = 0, gradient descent converges to the RF model's min-norm
+    interpolator:
+
+    >>> from rftheory.data import gaussian_labels, sphere_data
+    >>> from rftheory.twolayer import train_two_layer
+    >>> X, Y = sphere_data(4, 5, seed=0), gaussian_labels(4, seed=0)
+    >>> out = train_two_layer(X, Y, width=64, train_first_layer=False, steps=3000, tol=1e-10)
+    >>> out.stop_reason, bool(out.train_loss <= 1e-10)
+    ('tolerance', True)
     """
     if loss not in LOSSES:
         raise RFTheoryError(f"unknown loss {loss!r}; choose one of {', '.join(LOSSES)}")

@@ -73,6 +73,27 @@ class ActivationReport:
     JSON-serialisable with :func:`rftheory.output.to_jsonable`. Floating-point fields
     hold float64 roundings; ``coefficient_text`` holds the values in the method's own precision
     (exact sympy form, mpmath digits, or 17 significant digits).
+
+    Attributes
+    ----------
+    activation, expression : str
+        The name given and the expression of φ in ``z``.
+    method : str
+        How the coefficients were computed (``"exact"``, ``"mpmath"``, ``"fast"``).
+    order : int
+        The highest k.
+    dps : int or None
+        mpmath's decimal digits (None for the other methods).
+    coefficients, coefficient_text, errors : tuple
+        μ_0 … μ_order as floats, as text in the method's precision, and their error bounds.
+    second_moment, second_moment_text, second_moment_error
+        E[φ(g)²] = Σ_k μ_k², as a float and as text, and its error bound.
+    tail_mass, tail_mass_error : float
+        Σ_{k > order} μ_k² and its error bound.
+    notes : str
+        What the computation could not decide, in words.
+    lipschitz, nonlinearity, parity, sign_identifiability : Verdict
+        The theorem-condition verdicts.
     """
 
     activation: str
@@ -444,6 +465,15 @@ def activation_report(
     (the other part only feeds the other parity). This is what proves ReLU's odd coefficients of
     order >= 3 vanish (its odd part is z/2). For piecewise-polynomial φ the exact closed-form odd
     coefficients are also reported.
+
+    Examples
+    --------
+    >>> from rftheory.verdicts import activation_report
+    >>> report = activation_report("relu", order=8)
+    >>> report.lipschitz.holds, report.nonlinearity.holds, report.sign_identifiability.holds
+    (True, True, False)
+    >>> report.parity.numbers["symmetry"]
+    'neither'
     """
     act = get_activation(activation)
     coeffs = hermite_coefficients(act, order, method, dps=dps, time_budget=time_budget)

@@ -263,15 +263,3 @@ def test_limit_in_the_strict_array_namespace_matches_numpy(xp_strict):
     got = collision_limit(f, xp_strict.asarray(X), xp_strict.asarray(theta), (3, 0, 0))
     assert got.loss == pytest.approx(ref.loss, rel=1e-10)
     assert got.first_order_loss == pytest.approx(ref.first_order_loss, rel=1e-12)
-
-
-def test_docstring_examples():
-    import doctest
-
-    import rftheory.collisions
-    import rftheory.sample_recovery
-    import rftheory.span_attack
-
-    for mod in (rftheory.collisions, rftheory.span_attack, rftheory.sample_recovery):
-        result = doctest.testmod(mod, optionflags=doctest.ELLIPSIS)
-        assert result.attempted > 0 and result.failed == 0, mod.__name__

@@ -305,14 +305,3 @@ def test_underflow_then_log_is_computed_not_refused_by_the_quadrature():
     stable = hermite_coefficients("log(4) - 2*abs(z) - 2*log1p(exp(-2*abs(z)))", 4, "fast")
     assert np.all(np.abs(typed.as_float() - stable.as_float())
                   <= np.asarray(typed.errors) + np.asarray(stable.errors))
-
-
-def test_docstring_examples():
-    import doctest
-
-    import rftheory.activations
-    import rftheory.domain
-
-    for module in (rftheory.domain, rftheory.activations):
-        result = doctest.testmod(module, optionflags=doctest.ELLIPSIS)
-        assert result.attempted > 0 and result.failed == 0, module.__name__

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import ctypes
-import doctest
 import math
 import os
 import shutil
@@ -19,10 +18,6 @@ from tests import philox_reference as ref
 from tests.conftest import cupy_or_skip
 
 R_MAX = math.sqrt(106 * math.log(2))  # √(−2 ln 2**-53): the largest |z| the transform can give
-
-
-def test_docstring_examples():
-    assert doctest.testmod(philox).failed == 0
 
 
 # -- integers ---------------------------------------------------------------------------------

@@ -1,7 +1,5 @@
 """The shared figure style: shipped with the package, applied in a context, paper widths."""
 
-import doctest
-
 import matplotlib
 import pytest
 
@@ -9,10 +7,6 @@ matplotlib.use("Agg")
 
 from rftheory import plotting
 from rftheory.errors import RFTheoryError
-
-
-def test_doctests():
-    assert doctest.testmod(plotting).failed == 0
 
 
 def test_style_file_is_shipped_and_restores_the_callers_style():

@@ -80,8 +80,32 @@ QUICK = Config(n=20, d=10, p=tuple(2**k for k in range(7, 14)), reps=4, sweep_n=
 # ---------------------------------------------------------------------------------------------
 
 def run(config: Config = FULL, *, progress: Callable[[str], None] | None = None) -> dict:
-    """The check for ``config`` (:data:`FULL` by default, :data:`QUICK` for ``--quick``); see the
-    module docstring for what is measured."""
+    """The check for ``config``; see the module docstring for what is measured.
+
+    Parameters
+    ----------
+    config : Config
+        The sizes and seeds (:data:`FULL` by default, :data:`QUICK` for ``--quick``).
+    progress : callable, optional
+        Called with one line of text per finished step.
+
+    Returns
+    -------
+    dict
+        JSON-serialisable: the parameters, one concentration curve per activation
+        (``curves``), λ_min(K) against d (``lambda_min_vs_d``) and the ``verdict``.
+
+    Examples
+    --------
+    A small run (seconds): one activation, two widths.
+
+    >>> from rftheory.claims import kernel_concentration as claim
+    >>> config = claim.QUICK.replace(n=5, d=5, p=(64, 1024), reps=2, sweep_n=8, sweep_d=(5, 10),
+    ...                              activations=("relu",))
+    >>> result = claim.run(config)
+    >>> result["verdict"]["supported"], -0.8 < result["curves"][0]["slope"] < -0.2
+    (True, True)
+    """
     seed, activations = config.seed, config.activations
     X = sphere_data(config.n, config.d, seed)
     powers = hadamard_power_bounds(X, DEFAULT_ORDER)
@@ -114,7 +138,29 @@ def run(config: Config = FULL, *, progress: Callable[[str], None] | None = None)
 
 
 def plot(result: dict, stem: Path) -> list[Path]:
-    """The claim's figure from a result of :func:`run` (PNG + PDF at ``stem``)."""
+    """Draw the concentration figure: (a) ‖ΦΦᵀ/p − K‖_op against p, (b) λ_min(ΦΦᵀ)/p against p,
+    (c) λ_min(K) against d.
+
+    (a) The mean over the draws of V (bars from the smallest to the largest draw), a p^{−1/2}
+    reference (dashed) and each activation's fitted slope (legend). (b) The mean over the draws
+    (bars: the CLT standard deviation σ̂_u/√p) converges to λ_min(K) (solid horizontal line), which
+    lies above the Hermite lower bound Σ_k μ_k² λ_min((XXᵀ/d)^∘k) (dotted). (c) λ_min(K) (dots)
+    and its Hermite bound (dashed) at fixed n against d, both divided by Σ_{k≥2} μ_k², the value
+    they approach at large d. Values ≤ 0, which a log axis cannot show, are open down-triangles on
+    the bottom edge. Drawn by :func:`rftheory.concentration.plot_curves`.
+
+    Parameters
+    ----------
+    result : dict
+        A result of :func:`run` (or its JSON).
+    stem : path
+        Where to write ``stem.png`` and ``stem.pdf``.
+
+    Returns
+    -------
+    list of Path
+        The PNG's and the PDF's paths.
+    """
     return plot_curves(result["curves"], Path(stem), result.get("lambda_min_vs_d"))
 
 
@@ -123,7 +169,18 @@ def _g(x: Any, digits: int = 3) -> str:
 
 
 def summary(result: dict) -> str:
-    """Short tables: slopes and λ_min per activation, then λ_min(K)/Σ_{k>=2}μ_k² against d."""
+    """Short tables: slopes and λ_min per activation, then λ_min(K)/Σ_{k>=2}μ_k² against d.
+
+    Parameters
+    ----------
+    result : dict
+        A result of :func:`run` (or its JSON).
+
+    Returns
+    -------
+    str
+        The table, ready to print.
+    """
     rows = []
     for c in result["curves"]:
         se = c["slope_standard_error"]

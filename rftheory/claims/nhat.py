@@ -180,7 +180,20 @@ def analyse(X: np.ndarray, X_hat: np.ndarray, coefficients: np.ndarray) -> dict[
 
 def run_case(task: dict[str, Any]) -> dict[str, Any]:
     """Train, reconstruct with n̂ candidates, analyse (one n̂, one seed): a summary of one
-    :func:`rftheory.pipeline.run_reconstruction` (the model of the sweep cell, same streams)."""
+    :func:`rftheory.pipeline.run_reconstruction` (the model of the sweep cell, same streams).
+
+    Parameters
+    ----------
+    task : dict
+        One run's arguments, as :func:`run` makes them (activation, d, n, p, n̂, seed,
+        optimiser budget).
+
+    Returns
+    -------
+    dict
+        JSON-serialisable: final loss, ρ, how many training points are covered, and per
+        candidate its nearest training point and relative weight.
+    """
     from threadpoolctl import threadpool_limits
 
     from rftheory.pipeline import run_reconstruction
@@ -203,7 +216,30 @@ def run(config: Config = FULL, *, progress: Callable[[str], None] | None = None,
         workers: int | None = None) -> dict[str, Any]:
     """Reconstruct with n̂ = factor·n candidates for several factors; coverage and extras.
 
-    ``config``, ``progress`` and ``workers`` as in the protocol (:mod:`rftheory.claims`).
+    Parameters
+    ----------
+    config : Config
+        The sizes and seeds (:data:`FULL` by default, :data:`QUICK` for ``--quick``).
+    progress : callable, optional
+        Called with one line of text per finished step.
+    workers : int, optional
+        Processes for the independent runs (default: one per core, at most the runs).
+
+    Returns
+    -------
+    dict
+        JSON-serialisable: the parameters, every run (``runs``), per n̂ the coverage
+        and the extras' statistics, and the ``verdict``.
+
+    Examples
+    --------
+    The grid of the quick run (``rftheory verify nhat --quick``) against the full one:
+
+    >>> from rftheory.claims import nhat
+    >>> nhat.QUICK.n_hat_factors, nhat.FULL.n_hat_factors
+    ((0.5, 1.0, 1.5), (0.5, 0.75, 1.0, 1.25, 1.5, 2.0))
+    >>> nhat.QUICK.replace(seeds=1).seeds
+    1
     """
     check_activations(config.activation)
     workers = default_workers(workers)
@@ -265,7 +301,18 @@ def run(config: Config = FULL, *, progress: Callable[[str], None] | None = None,
 
 
 def summary(result: dict[str, Any]) -> str:
-    """Per n̂: loss, ρ, coverage and the extras' character, as a table."""
+    """Per n̂: loss, ρ, coverage and the extras' character, as a table.
+
+    Parameters
+    ----------
+    result : dict
+        A result of :func:`run` (or its JSON).
+
+    Returns
+    -------
+    str
+        The table, ready to print.
+    """
     n = result["n"]
     rows = []
     for r in result["rows"]:
@@ -289,61 +336,102 @@ def summary(result: dict[str, Any]) -> str:
 
 
 def plot(result: dict[str, Any], stem: str | Path) -> list[Path]:
-    """Coverage and loss against n̂/n; extras' distance to the data against their weight |a_j|."""
+    """Draw the n̂ ≠ n figure: (a) coverage, (b) final loss against n̂/n, (c) where the extra
+    candidates land and what weight they carry.
+
+    (a) Fraction of the training points recovered (within ``rho_close`` per sample, up to sign;
+    circles) and fraction of the candidates that sit on a training point (crosses), one mark per
+    run, against n̂/n; dashed: min(n̂/n, 1), full coverage by as many candidates as possible.
+    (b) The projection loss at the end of each run (dashed: the optimiser's tolerance; open
+    down-triangles on the bottom edge: exact zeros). Too few candidates (n̂ < n) cannot fit θ*;
+    n̂ ≥ n reaches the tolerance. (c) For n̂ > n: each extra candidate's distance to the nearest
+    ±x_i (over √d) against its weight |a_j|/max_k |a_k| in the fit of θ* (coloured by n̂; grey:
+    the matched candidates); dashed: ``rho_close``, dotted: the weight below which a candidate
+    counts as unused. Extras sit away from the data with negligible weight.
+
+    Parameters
+    ----------
+    result : dict
+        A result of :func:`run` (or its JSON).
+    stem : path
+        Where to write ``stem.png`` and ``stem.pdf``.
+
+    Returns
+    -------
+    list of Path
+        The PNG's and the PDF's paths.
+    """
     import matplotlib
 
     matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    from matplotlib.lines import Line2D
+
+    from rftheory.plotting import (PALETTE, SYMBOLS, legend_above, log_values, mark_floor,
+                                   panel_label, paper_figure, paper_style, tidy_log_axis)
 
     stem = Path(stem)
     stem.parent.mkdir(parents=True, exist_ok=True)
     n = result["n"]
     runs = result["runs"]
-    fig, (ax_c, ax_l, ax_e) = plt.subplots(1, 3, figsize=(15, 4.4))
-    x = [c["n_hat_over_n"] for c in runs]
-    ax_c.scatter(x, [c["covered"] / n for c in runs], color="tab:blue", alpha=0.5, s=18,
-                 label="training points recovered / n")
-    ax_c.scatter(x, [c["exact_candidates"] / c["n_hat"] for c in runs], color="tab:orange",
-                 marker="x", s=22, label="candidates on a training point / n̂")
-    grid = np.linspace(min(x), max(x), 100)
-    ax_c.plot(grid, np.minimum(grid, 1.0), "k--", lw=0.8, label=r"$\min(\hat n/n, 1)$")
-    ax_c.set_xlabel(r"$\hat n/n$")
-    ax_c.set_ylabel("fraction")
-    ax_c.set_ylim(-0.05, 1.1)
-    ax_c.set_title(f"coverage (within {result['rho_close']} per sample, up to sign)", fontsize=9)
-    ax_c.legend(fontsize=7, loc="lower right")
-    ax_l.scatter(x, [max(c["final_loss"], 1e-20) for c in runs], color="tab:purple", s=18)
-    ax_l.axhline(result["tol"], color="k", ls="--", lw=0.8, label="tolerance")
-    ax_l.axvline(1.0, color="grey", ls=":", lw=0.8)
-    ax_l.set_yscale("log")
-    ax_l.set_xlabel(r"$\hat n/n$")
-    ax_l.set_ylabel(r"projection loss $L(\hat X)$")
-    ax_l.set_title("final loss", fontsize=9)
-    ax_l.legend(fontsize=7)
-    cmap = plt.get_cmap("viridis")
-    over = [m for m in result["n_hats"] if m > n]
-    for k, m in enumerate(over):
-        ex = [e for c in runs if c["n_hat"] == m for e in c["extras"]]
-        colour = cmap(k / max(1, len(over) - 1))
-        ax_e.scatter([e["nearest_training"] for e in ex],
-                     [max(e["abs_coefficient_rel"], 1e-12) for e in ex],
-                     color=colour, s=18, label=rf"$\hat n = {m}$")
-    matched = [cd for c in runs if c["n_hat"] >= n for cd in c["candidates"] if cd["matched"]]
-    ax_e.scatter([cd["nearest_training"] for cd in matched],
-                 [max(cd["abs_coefficient_rel"], 1e-12) for cd in matched],
-                 color="grey", marker=".", s=10, alpha=0.5, label="matched candidates")
-    ax_e.axvline(result["rho_close"], color="k", ls="--", lw=0.8)
-    ax_e.axhline(result["weight_cut"], color="k", ls=":", lw=0.8)
-    ax_e.set_xscale("log")
-    ax_e.set_yscale("log")
-    ax_e.set_xlabel(r"distance to nearest training point $\min_i\|x_i \mp \hat x_j\|/\sqrt{d}$")
-    ax_e.set_ylabel(r"$|a_j|/\max_k |a_k|$")
-    ax_e.set_title(r"extra candidates ($\hat n > n$): where are they, what weight?", fontsize=9)
-    ax_e.legend(fontsize=7)
-    fig.suptitle(f"n̂ ≠ n: {result['activation']}, d = {result['d']}, n = {n}, p = {result['p']}, "
-                 f"{result['seeds']} seeds{' (quick)' if result.get('quick') else ''}")
-    fig.tight_layout()
-    return save_figure(fig, stem)
+    x = np.asarray([c["n_hat_over_n"] for c in runs], dtype=float)
+    ticks = sorted(set(x.tolist()))
+    with paper_style():
+        fig, (ax_c, ax_l, ax_e) = paper_figure(2, ncols=3, aspect=0.85)
+        ax_c.plot(x, [c["covered"] / n for c in runs], "o", color=PALETTE[0], mfc="none")
+        ax_c.plot(x, [c["exact_candidates"] / c["n_hat"] for c in runs], "x", color=PALETTE[1])
+        grid = np.linspace(min(ticks), max(ticks), 100)
+        ax_c.plot(grid, np.minimum(grid, 1.0), "k--", lw=0.6)
+        ax_c.set_xticks(ticks, [f"{t:g}" for t in ticks])
+        ax_c.set_xlabel(SYMBOLS["n_hat_over_n"])
+        ax_c.set_ylabel("fraction")
+        ax_c.set_ylim(-0.04, 1.08)
+        panel_label(ax_c, "a")
+
+        floor = 1e-20
+        losses = [c["final_loss"] for c in runs]
+        ax_l.plot(x, log_values(losses, floor)[0], "o", color=PALETTE[3])
+        zeros = mark_floor(ax_l, x, losses, floor, color=PALETTE[3])
+        ax_l.axhline(result["tol"], color="k", ls="--", lw=0.6)
+        ax_l.axvline(1.0, color="0.5", ls=":", lw=0.6)
+        ax_l.set_yscale("log")
+        if zeros:
+            ax_l.set_ylim(bottom=floor)
+        tidy_log_axis(ax_l, "y")
+        ax_l.set_xticks(ticks, [f"{t:g}" for t in ticks])
+        ax_l.set_xlabel(SYMBOLS["n_hat_over_n"])
+        ax_l.set_ylabel(SYMBOLS["loss"] + " at the end")
+        panel_label(ax_l, "b")
+
+        over = [m for m in result["n_hats"] if m > n]
+        for k, m in enumerate(over):
+            ex = [e for c in runs if c["n_hat"] == m for e in c["extras"]]
+            ax_e.plot([e["nearest_training"] for e in ex],
+                      [max(e["abs_coefficient_rel"], 1e-12) for e in ex], "o",
+                      color=PALETTE[(k + 2) % len(PALETTE)], ms=3)
+        matched = [cd for c in runs if c["n_hat"] >= n for cd in c["candidates"] if cd["matched"]]
+        ax_e.plot([cd["nearest_training"] for cd in matched],
+                  [max(cd["abs_coefficient_rel"], 1e-12) for cd in matched], ".", color="0.6",
+                  ms=2)
+        ax_e.axvline(result["rho_close"], color="k", ls="--", lw=0.6)
+        ax_e.axhline(result["weight_cut"], color="k", ls=":", lw=0.6)
+        ax_e.set_xscale("log")
+        ax_e.set_yscale("log")
+        tidy_log_axis(ax_e, "x")
+        tidy_log_axis(ax_e, "y")
+        ax_e.set_xlabel(r"$\min_i\|x_i \mp \hat x_j\|/\sqrt{d}$")
+        ax_e.set_ylabel(r"$|a_j|/\max_k |a_k|$")
+        panel_label(ax_e, "c")
+
+        key = [Line2D([], [], ls="", marker="o", mfc="none", color=PALETTE[0],
+                      label="(a) training points recovered / $n$"),
+               Line2D([], [], ls="", marker="x", color=PALETTE[1],
+                      label=r"(a) candidates on a training point / $\hat n$"),
+               Line2D([], [], ls="--", color="k", lw=0.6, label=r"(a) $\min(\hat n/n, 1)$")]
+        key += [Line2D([], [], ls="", marker="o", ms=3, color=PALETTE[(k + 2) % len(PALETTE)],
+                       label=rf"(c) extras, $\hat n = {m}$") for k, m in enumerate(over)]
+        key.append(Line2D([], [], ls="", marker=".", color="0.6", label="(c) matched candidates"))
+        legend_above(fig, key, [k.get_label() for k in key], ncol=3)
+        return save_figure(fig, stem)
 
 
 if __name__ == "__main__":

@@ -123,6 +123,15 @@ def flipped_truth_losses(features: Any, theta: Any, X: np.ndarray) -> dict[str, 
 
     Evaluates L at X (sanity: ≈ 0), at X with row i negated for every i, and at −X.
 
+    Parameters
+    ----------
+    features : RandomFeatures
+        The model's features (V and φ).
+    theta : array_like
+        The trained weights θ*, shape (p,) or (p, k).
+    X : numpy.ndarray
+        The training set, shape (n, d).
+
     Returns
     -------
     dict
@@ -149,6 +158,18 @@ def run_case(task: dict[str, Any]) -> dict[str, Any]:
     A summary of one :func:`rftheory.pipeline.run_reconstruction` (the model and optimiser call
     of the sweep cell for the same arguments): the sign analysis needs the candidates and the
     model themselves, which the run keeps.
+
+    Parameters
+    ----------
+    task : dict
+        One run's arguments, as :func:`run` makes them (activation, d, n, p, seed, optimiser
+        budget).
+
+    Returns
+    -------
+    dict
+        JSON-serialisable: success, ρ variants, the fraction of samples recovered as −x_i and
+        the losses of :func:`flipped_truth_losses`.
     """
     from threadpoolctl import threadpool_limits
 
@@ -187,11 +208,29 @@ def antipodal_slope(activation: str) -> float:
     single-sample overlap and a gradient method can stall there. ±1 means an exact symmetry (φ odd:
     +1, φ even: −1).
 
+    Parameters
+    ----------
+    activation : str
+        A registry name or an expression in ``z`` (:func:`rftheory.activations.get_activation`).
+
+    Returns
+    -------
+    float
+        K'(−1)/K'(1), in [−1, 1].
+
     Notes
     -----
     Adaptive quadrature (:func:`scipy.integrate.quad`) on [−40, 40] split at ± the kinks of φ, where
     φ' may jump; the Gaussian tail beyond 40 is below 1e-300. Absolute error ≲ 1e-10 for the
     registry activations.
+
+    Examples
+    --------
+    0 for ReLU (φ'(z)φ'(−z) = 0), the exact symmetries ±1 for odd and even φ:
+
+    >>> from rftheory.claims.sign import antipodal_slope
+    >>> [round(antipodal_slope(name), 8) for name in ("relu", "tanh", "abs")]
+    [0.0, 1.0, -1.0]
     """
     from scipy.integrate import quad
 
@@ -215,7 +254,26 @@ def antipodal_slope(activation: str) -> float:
 
 def hermite_verdict(activation: str) -> dict[str, Any]:
     """The sign-identifiability verdict of :func:`rftheory.verdicts.activation_report`, with μ_1
-    and the symmetry of φ (parity verdict)."""
+    and the symmetry of φ (parity verdict).
+
+    Parameters
+    ----------
+    activation : str
+        A registry name or an expression in ``z``.
+
+    Returns
+    -------
+    dict
+        ``sign_identifiable`` (True, False or None when undecided), ``symmetry`` (``"odd"``,
+        ``"even"`` or ``"neither"``), ``mu_1`` and the ``antipodal_slope``.
+
+    Examples
+    --------
+    >>> from rftheory.claims.sign import hermite_verdict
+    >>> v = hermite_verdict("tanh")
+    >>> v["sign_identifiable"], v["symmetry"]
+    (True, 'odd')
+    """
     from rftheory.verdicts import activation_report
 
     report = activation_report(activation, order=9)
@@ -233,13 +291,20 @@ def run(config: Config = FULL, *, progress: Callable[[str], None] | None = None,
         workers: int | None = None) -> dict[str, Any]:
     """Flip fraction per activation at p = ratio·dn, next to the Hermite verdict.
 
-    ``config``, ``progress`` and ``workers`` as in the protocol (:mod:`rftheory.claims`).
+    Parameters
+    ----------
+    config : Config
+        The sizes and seeds (:data:`FULL` by default, :data:`QUICK` for ``--quick``).
+    progress : callable, optional
+        Called with one line of text per finished step.
+    workers : int, optional
+        Processes for the independent runs (default: one per core, at most the runs).
 
     Returns
     -------
     dict
-        JSON-serialisable: parameters, every run, per activation the flip statistics, the
-        Hermite verdict and the agreement, and the overall verdict.
+        JSON-serialisable: parameters, every run, per activation the flip statistics,
+        the Hermite verdict and the agreement, and the overall verdict.
     """
     activations, d, n, p, seed = config.activations, config.d, config.n, config.p, config.seed
     seeds, max_steps, ratio = config.seeds, config.max_steps, config.ratio
@@ -324,11 +389,23 @@ def _fmt(x: Any, spec: str = ".2f") -> str:
         return "?"
     if isinstance(x, bool):
         return "yes" if x else "no"
+    x = float(x)  # a result read back from JSON holds non-finite numbers as "nan", "inf"
     return "—" if not math.isfinite(x) else format(x, spec)
 
 
 def summary(result: dict[str, Any]) -> str:
-    """Flip fractions, losses of the flipped truth and the verdicts, as a table."""
+    """Flip fractions, losses of the flipped truth and the verdicts, as a table.
+
+    Parameters
+    ----------
+    result : dict
+        A result of :func:`run` (or its JSON).
+
+    Returns
+    -------
+    str
+        The table, ready to print.
+    """
     rows = [[e["activation"], f"{e['successes']}/{e['runs']}", _fmt(e["flip_fraction_successful"]),
              f"{e['recovered_minus']}/{e['recovered_plus'] + e['recovered_minus']}",
              e["recovered_minus_failed_runs"],
@@ -356,68 +433,89 @@ def summary(result: dict[str, Any]) -> str:
 
 
 def plot(result: dict[str, Any], stem: str | Path) -> list[Path]:
-    """Bar chart of the flip fraction per activation (verdict annotated) and the loss of the
-    flipped truth."""
+    """Draw the sign figure: (a) how often samples are recovered as −x_i, (b) the loss at the
+    sign-flipped training set.
+
+    One group per activation, labelled with its parity (odd, even or mixed); colour: the paper's
+    Hermite criterion predicts the sign ambiguity (vermillion) or not (blue). (a) Fraction of
+    the samples recovered as −x_i at p = ratio·dn: mean over the successful runs (solid bars, black
+    dots: single runs; "n/a" where no run succeeded) and among the samples recovered up to sign
+    in all runs (hatched); dashed: the fraction above which flips count as observed. (b) The
+    projection loss at the truth with one sample flipped (median over i) and at −X, against the
+    optimiser's tolerance (dashed): a flipped training set is a zero of the loss only for odd or
+    even φ. Per-activation numbers (μ₁, K′(−1)/K′(1), successes) are in the summary table.
+
+    Parameters
+    ----------
+    result : dict
+        A result of :func:`run` (or its JSON).
+    stem : path
+        Where to write ``stem.png`` and ``stem.pdf``.
+
+    Returns
+    -------
+    list of Path
+        The PNG's and the PDF's paths.
+    """
     import matplotlib
 
     matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    from matplotlib.patches import Patch
+
+    from rftheory.plotting import PALETTE, legend_above, panel_label, paper_figure, paper_style
 
     stem = Path(stem)
     stem.parent.mkdir(parents=True, exist_ok=True)
     entries = result["per_activation"]
-    names = [e["activation"] for e in entries]
     x = np.arange(len(entries))
-    fig, (ax_f, ax_l) = plt.subplots(1, 2, figsize=(15, 5.6), width_ratios=(1.5, 1))
-    colours = ["tab:red" if e["hermite"]["sign_identifiable"] is False else "tab:blue"
-               for e in entries]  # red: the Hermite criterion predicts the ambiguity
-    def finite(v: float) -> float:
-        return v if math.isfinite(v) else 0.0
-
+    ambiguous, identifiable = PALETTE[1], PALETTE[0]
+    colours = [ambiguous if e["hermite"]["sign_identifiable"] is False else identifiable
+               for e in entries]
+    ticks = [f"{e['activation']}\n"
+             f"{ {'neither': 'mixed'}.get(e['hermite']['symmetry'], e['hermite']['symmetry'])}"
+             for e in entries]
     bar = 0.38
-    ax_f.bar(x - bar / 2, [finite(e["flip_fraction_successful"]) for e in entries], bar,
-             color=colours, alpha=0.8, label="mean over successful runs (dots: runs)")
-    ax_f.bar(x + bar / 2, [finite(e["flip_fraction_recovered"]) for e in entries], bar,
-             color=colours, alpha=0.35, hatch="//",
-             label="among samples recovered up to sign, all runs")
-    for i, e in enumerate(entries):
-        fr = [c["flip_fraction"] for c in result["runs"] if c["activation"] == e["activation"]
-              and c["success"]]
-        ax_f.scatter(np.full(len(fr), i - bar / 2), fr, color="k", s=12, zorder=3)
-    def tick(e: dict[str, Any]) -> str:
-        ident = e["hermite"]["sign_identifiable"]
-        verdict = "identif." if ident else "ambiguous" if ident is False else "undecided"
-        symmetry = {"neither": "mixed"}.get(e["hermite"]["symmetry"], e["hermite"]["symmetry"])
-        mu_1 = e["hermite"]["mu_1"]
-        return (f"{e['activation']}\nHermite: {verdict}\nparity: {symmetry}\n"
-                f"μ₁ = {0.0 if abs(mu_1) < 5e-3 else mu_1:.2f}\n"
-                f"K'(−1)/K'(1) = {e['hermite']['antipodal_slope']:+.2f}\n"
-                f"{e['successes']}/{e['runs']} succeeded\n"
-                f"{e['recovered_minus_failed_runs']} × −x_i in failed")
+    with paper_style():
+        fig, (ax_f, ax_l) = paper_figure(2, ncols=2, aspect=0.62)
+        for i, e in enumerate(entries):
+            value = e["flip_fraction_successful"]
+            value = float(value) if value not in (None, "nan") else math.nan
+            if math.isfinite(value):
+                ax_f.bar(i - bar / 2, value, bar, color=colours[i])
+            else:
+                ax_f.text(i - bar / 2, 0.02, "n/a", ha="center", va="bottom", fontsize=6)
+            recovered = e["flip_fraction_recovered"]
+            recovered = float(recovered) if recovered not in (None, "nan") else math.nan
+            if math.isfinite(recovered):
+                ax_f.bar(i + bar / 2, recovered, bar, color="none", edgecolor=colours[i],
+                         hatch="////")
+            fr = [c["flip_fraction"] for c in result["runs"]
+                  if c["activation"] == e["activation"] and c["success"]]
+            ax_f.plot(np.full(len(fr), i - bar / 2), fr, "o", color="k", ms=2.5, zorder=3)
+        ax_f.axhline(result["flip_observed_threshold"], color="k", ls="--", lw=0.6)
+        ax_f.set_xticks(x, ticks)
+        ax_f.set_ylim(0, 1.02)
+        ax_f.set_ylabel(r"fraction recovered as $-x_i$")
+        panel_label(ax_f, "a")
 
-    ax_f.legend(fontsize=7, loc="center right")
-    ax_f.set_xticks(x, [tick(e) for e in entries], fontsize=6.5)
-    ax_f.set_ylim(0, 1.05)
-    ax_f.axhline(result["flip_observed_threshold"], color="k", ls="--", lw=0.8)
-    ax_f.set_ylabel(r"fraction of samples recovered as $-x_i$")
-    ax_f.set_title(f"sign flips at p = {result['ratio']:g}·dn (red: Hermite criterion predicts "
-                   "ambiguity)", fontsize=9)
-    width = 0.38
-    ax_l.bar(x - width / 2, [max(e["median_loss_one_flipped"], 1e-32) for e in entries], width,
-             label=r"$L$ at $X$ with one $x_i \to -x_i$ (median over $i$)")
-    ax_l.bar(x + width / 2, [max(e["median_loss_all_flipped"], 1e-32) for e in entries], width,
-             label=r"$L$ at $-X$")
-    ax_l.axhline(1e-10, color="k", ls="--", lw=0.8, label="optimiser tolerance")
-    ax_l.set_yscale("log")
-    ax_l.set_xticks(x, names, fontsize=8)
-    ax_l.set_ylim(top=1e6)  # room for the legend above the bars
-    ax_l.set_ylabel(r"projection loss $\|P^\perp_{\hat\Phi}\theta^*\|^2/\|\theta^*\|^2$")
-    ax_l.set_title("is the flipped training set a zero of the loss?", fontsize=9)
-    ax_l.legend(fontsize=7, loc="upper center", ncol=2)
-    fig.suptitle(f"Sign ambiguity: d = {result['d']}, n = {result['n']}, p = {result['p']}, "
-                 f"{result['seeds']} seeds{' (quick)' if result.get('quick') else ''}")
-    fig.tight_layout()
-    return save_figure(fig, stem)
+        floor = 1e-32
+        for i, e in enumerate(entries):
+            ax_l.bar(i - bar / 2, max(e["median_loss_one_flipped"], floor), bar, color=colours[i])
+            ax_l.bar(i + bar / 2, max(e["median_loss_all_flipped"], floor), bar, color="none",
+                     edgecolor=colours[i], hatch="....")
+        ax_l.axhline(1e-10, color="k", ls="--", lw=0.6)
+        ax_l.set_yscale("log")
+        ax_l.set_xticks(x, ticks)
+        ax_l.set_ylabel(r"$\mathcal{L}$ at the flipped truth")
+        panel_label(ax_l, "b")
+        key = [Patch(color=ambiguous, label="Hermite: ambiguous"),
+               Patch(color=identifiable, label="Hermite: identifiable"),
+               Patch(facecolor="0.5", label="(a) successful runs; (b) one $x_i$ flipped"),
+               Patch(facecolor="none", edgecolor="0.3", hatch="////",
+                     label="(a) recovered up to sign"),
+               Patch(facecolor="none", edgecolor="0.3", hatch="....", label="(b) $-X$")]
+        legend_above(fig, key, [k.get_label() for k in key], ncol=3)
+        return save_figure(fig, stem)
 
 
 if __name__ == "__main__":

@@ -12,7 +12,7 @@ freedom and θ* ∈ span Φ̂ imposes p − n conditions, so for p < dn the zero
 dimension nd − p containing spurious solutions; for p > dn it is a finite set, which the theorem
 says is just the training set once p ≫ dn.
 
-*Recover one* (:func:`gap`). The relative distance of a single candidate's feature to the span
+*Recover one* (:func:`span_residual`). The relative distance of a single candidate's feature to the span
 of the training features,
 
     r(x̂) = ‖P⊥_{span Φ} φ(x̂)‖ / ‖φ(x̂)‖,
@@ -56,7 +56,7 @@ from rftheory.kernel import KernelSeries, kernel_series
 from rftheory.metrics import match
 from rftheory.projection import projection_loss
 from rftheory.reconstruct import reconstruct
-from rftheory.output import format_table, save_figure, sparse_log_ticks
+from rftheory.output import format_table, save_figure
 
 CLAIM = "theorem1"
 
@@ -135,7 +135,18 @@ QUICK = Config(d=6, n=3, ratios=(0.5, 1.0, 2.0, 8.0), local_starts=4, reconstruc
 
 
 def feature_seed(seed: int) -> int:
-    """Seed of V (the same for every p: models are nested in p)."""
+    """Seed of V (the same for every p: models are nested in p).
+
+    Parameters
+    ----------
+    seed : int
+        The check's base seed.
+
+    Returns
+    -------
+    int
+        The seed of the random features.
+    """
     return int(np.random.SeedSequence([seed, _STREAM]).generate_state(1, np.uint32)[0])
 
 
@@ -150,6 +161,7 @@ def span_residual(features: FeatureMap, X: Any, x_hat: Any, *,
     Parameters
     ----------
     features : FeatureMap
+        The random features (V and φ).
     X : array, shape (n, d)
         Training points (their features span the subspace).
     x_hat : array, shape (d,)
@@ -159,7 +171,10 @@ def span_residual(features: FeatureMap, X: Any, x_hat: Any, *,
 
     Returns
     -------
-    (float, numpy.ndarray or None)
+    value : float
+        r(x̂)².
+    gradient : numpy.ndarray or None
+        ∂r²/∂x̂, or None when ``gradient`` is false.
 
     Notes
     -----
@@ -171,6 +186,20 @@ def span_residual(features: FeatureMap, X: Any, x_hat: Any, *,
 
     chained to x̂ by the streamed vector–Jacobian product
     :meth:`~rftheory.features.FeatureMap.vjp`. Floor: see the module docstring (~1e-15 in r).
+
+    Examples
+    --------
+    A training point lies in the span of the training features; a fresh point does not:
+
+    >>> from rftheory.data import sphere_data
+    >>> from rftheory.features import RandomFeatures
+    >>> from rftheory.claims.theorem1 import span_residual
+    >>> X = sphere_data(3, 6, seed=0)
+    >>> features = RandomFeatures("relu+tanh", d=6, p=200, seed=0)
+    >>> on, _ = span_residual(features, X, X[0], gradient=False)
+    >>> off, grad = span_residual(features, X, sphere_data(1, 6, seed=5)[0])
+    >>> bool(on < 1e-20), bool(off > 1e-3), grad.shape
+    (True, True, (6,))
     """
     x_hat = np.asarray(x_hat, dtype=np.float64)
     if x_hat.ndim != 1 or x_hat.shape[0] != features.d:
@@ -243,6 +272,19 @@ def min_span_residual(features: FeatureMap, X: Any, eps: float, *, starts: int =
                       seed: int = 0) -> dict[str, Any]:
     """g(ε) = min r(x̂) over the √d-sphere minus the balls ‖x̂ ∓ x_i‖ < ε√d (multi-start SLSQP).
 
+    Parameters
+    ----------
+    features : FeatureMap
+        The random features (V and φ).
+    X : array_like
+        Training points, shape (n, d), on the √d-sphere.
+    eps : float
+        The radius of the excluded balls, in units of √d.
+    starts : int
+        Random starts.
+    seed : int
+        Seed of the starts.
+
     Returns
     -------
     dict
@@ -269,8 +311,27 @@ def kernel_span_residual(series: KernelSeries, X: np.ndarray, x_hat: np.ndarray,
     """p → ∞ limit of r(x̂)²: 1 − k̂ᵀK⁻¹k̂/K(1), k̂_i = K(⟨x̂, x_i⟩/d), with its gradient.
 
     K(t) = Σ_k μ_k² t^k is the truncated Hermite series; the diagonal uses the exact second
-    moment K(1) = E[φ(g)²]. This is a Gram-difference formula: its floor is ~1e-8 in r, ample
-    for the limiting gaps (~1e-1).
+    moment K(1) = E[φ(g)²].
+
+    Parameters
+    ----------
+    series : KernelSeries
+        The kernel's Hermite series (:func:`rftheory.kernel.rf_kernel_series`).
+    X : numpy.ndarray
+        Training points, shape (n, d).
+    x_hat : numpy.ndarray
+        The candidate, shape (d,).
+
+    Returns
+    -------
+    value : float
+        The limit of r(x̂)².
+    gradient : numpy.ndarray
+        Its gradient with respect to x̂, shape (d,).
+
+    Notes
+    -----
+    A Gram-difference formula: its floor is ~1e-8 in r, ample for the limiting gaps (~1e-1).
     """
     d = X.shape[1]
     # Evaluated at x̂ rescaled onto the sphere (the series is only valid for |t| ≤ 1, and SLSQP
@@ -294,7 +355,29 @@ def kernel_span_residual(series: KernelSeries, X: np.ndarray, x_hat: np.ndarray,
 
 def kernel_gap(activation: str, X: Any, eps: float, *, starts: int = 10, seed: int = 0,
                order: int = KERNEL_ORDER) -> dict[str, Any]:
-    """g_∞(ε): the minimum of the kernel-limit residual (:func:`kernel_span_residual`)."""
+    """g_∞(ε): the minimum of the kernel-limit residual (:func:`kernel_span_residual`).
+
+    Parameters
+    ----------
+    activation : str
+        A registry name or an expression in ``z``.
+    X : array_like
+        Training points, shape (n, d), on the √d-sphere.
+    eps : float
+        Candidates keep a distance ≥ ε√d from every ±x_i.
+    starts : int
+        Random starts of the minimisation (multi-start SLSQP).
+    seed : int
+        Seed of the starts.
+    order : int
+        Truncation order of the Hermite series of K.
+
+    Returns
+    -------
+    dict
+        ``eps``, ``gap`` (the smallest limit residual found: an upper bound on g_∞(ε)),
+        ``order`` and ``series_tail_bound`` (the truncation bound of the series).
+    """
     X = np.asarray(X, dtype=np.float64)
     series = kernel_series(activation, order)
     rng = np.random.default_rng([seed, _STREAM, 7, int(round(eps * 1e6))])
@@ -318,6 +401,29 @@ def zero_loss_search(features: RandomFeatures, X: np.ndarray, theta: Any, *, loc
     ``local``: one L-BFGS run from a random start (``reconstruct(..., oversample=1,
     max_rounds=1)``), free to stop in any minimum, spurious zeros included. ``reconstruct``: the
     default over-complete reconstruction. Seeds of the starts: ``seed·1000 + k``.
+
+    Parameters
+    ----------
+    features : RandomFeatures
+        The trained model's features.
+    X : numpy.ndarray
+        The training set, shape (n, d).
+    theta : array_like
+        The trained weights θ*.
+    local_starts : int
+        How many plain L-BFGS runs.
+    reconstruct_starts : int
+        How many over-complete ``reconstruct`` runs.
+    seed : int
+        Base seed of the starts.
+    max_steps : int
+        Step budget of each run.
+
+    Returns
+    -------
+    list of dict
+        Per run: ``method``, ``seed``, ``loss``, ``rho`` (official), ``rho_sign_invariant``,
+        ``steps`` and ``stop_reason``.
     """
     n = X.shape[0]
     runs = []
@@ -345,8 +451,21 @@ def _gap_p_values(config: Config) -> list[int]:
 
 
 def run(config: Config = FULL, *, progress: Callable[[str], None] | None = None) -> dict[str, Any]:
-    """Both faces of Theorem 1 (see the module docstring), for ``config`` (:data:`FULL` by
-    default, :data:`QUICK` for ``--quick``)."""
+    """Both faces of Theorem 1 (see the module docstring), for ``config``.
+
+    Parameters
+    ----------
+    config : Config
+        The sizes and seeds (:data:`FULL` by default, :data:`QUICK` for ``--quick``).
+    progress : callable, optional
+        Called with one line of text per finished step.
+
+    Returns
+    -------
+    dict
+        JSON-serialisable: the parameters, the zero-loss runs per p (``uniqueness``), g(ε) per
+        p (``gaps``), the kernel limits (``kernel_limit``) and the ``verdict``.
+    """
     cfg, seed = config, config.seed
     d, n = cfg.d, cfg.n
     X = sphere_data(n, d, seed)
@@ -452,72 +571,114 @@ def run(config: Config = FULL, *, progress: Callable[[str], None] | None = None)
 
 
 def plot(result: dict[str, Any], stem: str | Path) -> list[Path]:
-    """(a) zero-loss solutions' ρ against p/(dn); (b) g(ε) against p with n + d and dn marked;
-    (c) g(ε)/g_∞(ε) against p/(dn). PNG + PDF."""
+    """Draw Theorem 1's figure: (a) zero-loss uniqueness, (b) the single-candidate gap g(ε)
+    against p, (c) g(ε) against its kernel limit.
+
+    (a) ρ of every reconstruction against p/(dn): zeros of the loss (loss ≤ the zero threshold)
+    that are the training set (ρ below the dotted line), spurious zeros (ρ above it), and runs
+    that stopped at a non-zero loss (open grey); circles are plain L-BFGS runs from random starts,
+    squares full over-complete ``reconstruct`` runs. Spurious zeros exist below p = dn and none
+    are found well above it. (b) The gap g(ε) = min ‖P⊥_Φ φ(x̂)‖/‖φ(x̂)‖ over candidates at
+    distance ≥ ε√d from every ±x_i, against p (p = n + d dashed, p = dn solid); black dots: the
+    numerical floor max_i r(x_i); the dotted line is the threshold below which a gap counts as
+    closed. The gap opens at p ≈ n + d, far below dn. (c) g(ε)/g_∞(ε), g_∞ the kernel limit p → ∞ (legend), against p/(dn): the
+    finite-p gap approaches its limit.
+
+    Parameters
+    ----------
+    result : dict
+        A result of :func:`run` (or its JSON).
+    stem : path
+        Where to write ``stem.png`` and ``stem.pdf``.
+
+    Returns
+    -------
+    list of Path
+        The PNG's and the PDF's paths.
+    """
     import matplotlib
 
     matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    from matplotlib.lines import Line2D
+
+    from rftheory.plotting import (PALETTE, SYMBOLS, legend_above, log_ticks, log_values,
+                                   panel_label, paper_figure, paper_style, tidy_log_axis)
 
     stem = Path(stem)
     stem.parent.mkdir(parents=True, exist_ok=True)
     d, n = result["d"], result["n"]
-    fig, axes = plt.subplots(1, 3, figsize=(15, 4.4), constrained_layout=True)
     floor = 1e-16
+    good, spurious, grey = PALETTE[2], PALETTE[1], "0.6"
+    with paper_style():
+        fig, axes = paper_figure(2, ncols=3, aspect=0.95)
+        ax = axes[0]
+        for row in result["uniqueness"]:
+            for r in row["runs"]:
+                zero = r["loss"] <= result["zero_loss"]
+                kind = ("zero loss, training set" if zero and r["rho"] <= result["rho_same"]
+                        else "zero loss, spurious" if zero else "loss > 0")
+                colour = {"zero loss, training set": good, "zero loss, spurious": spurious,
+                          "loss > 0": grey}[kind]
+                marker = "o" if r["method"] == "local" else "s"
+                ax.plot(row["p_over_dn"], max(r["rho"], 1e-8), marker, color=colour,
+                        mfc="none" if not zero else colour, ms=4)
+        ax.axhline(result["rho_same"], color="k", ls=":", lw=0.8)
+        ax.axvline(1.0, color="0.5", lw=0.6)
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        tidy_log_axis(ax, "y")
+        log_ticks(ax, [row["p_over_dn"] for row in result["uniqueness"]], "x")
+        ax.set_xlabel(SYMBOLS["p_over_dn"])
+        ax.set_ylabel(SYMBOLS["rho"])
+        panel_label(ax, "a")
 
-    ax = axes[0]
-    for row in result["uniqueness"]:
-        for r in row["runs"]:
-            zero = r["loss"] <= result["zero_loss"]
-            marker = "o" if r["method"] == "local" else "s"
-            ax.plot(row["p_over_dn"], max(r["rho"], 1e-8), marker, ms=5,
-                    color="tab:red" if zero and r["rho"] > result["rho_same"] else
-                    ("tab:green" if zero else "lightgrey"),
-                    mfc="none" if not zero else None)
-    ax.axhline(result["rho_same"], color="k", ls=":", lw=1)
-    ax.axvline(1.0, color="grey", lw=0.8)
-    ax.set_xscale("log")
-    ax.set_yscale("log")
-    ax.set_xlabel(r"$p/(dn)$")
-    ax.set_ylabel(r"$\rho$")
-    ax.set_title(f"reconstructions (d = {d}, n = {n}); red: zero loss & spurious,\n"
-                 "green: zero loss & training set, grey: non-zero loss; o local, s over-complete",
-                 fontsize=8)
+        ax = axes[1]
+        ps = np.asarray([r["p"] for r in result["gaps"]], dtype=float)
+        for j, eps in enumerate(result["epsilons"]):
+            gaps = [r["gap"][j] for r in result["gaps"]]
+            ax.plot(ps, log_values(gaps, floor)[0], "o-", color=PALETTE[j])
+        ax.plot(ps, [max(r["residual_floor"], floor) for r in result["gaps"]], ".", color="k",
+                ms=3)
+        ax.axhline(result["gap_zero"], color="k", ls=":", lw=0.8)
+        for x in (n + d, d * n):
+            ax.axvline(x, color="0.5", lw=0.6, ls="--" if x == n + d else "-")
+        ax.set_xscale("log")
+        top = ax.secondary_xaxis("top")
+        top.set_xticks([n + d, d * n], [r"$n+d$", r"$dn$"])
+        top.tick_params(length=2, pad=1)
+        ax.set_yscale("log")
+        tidy_log_axis(ax, "y")
+        ax.set_xlabel(SYMBOLS["p"])
+        ax.set_ylabel(r"$g(\varepsilon)$")
+        panel_label(ax, "b")
 
-    ax = axes[1]
-    ps = [r["p"] for r in result["gaps"]]
-    for j, eps in enumerate(result["epsilons"]):
-        ax.plot(ps, [max(r["gap"][j], floor) for r in result["gaps"]], "o-", ms=4,
-                label=rf"$g(\varepsilon)$, $\varepsilon$ = {eps:g}")
-    ax.plot(ps, [max(r["residual_floor"], floor) for r in result["gaps"]], "k.", ms=4,
-            label=r"floor $\max_i r(x_i)$")
-    ax.axvline(n + d, color="tab:purple", ls="--", lw=1, label="$p = n + d$")
-    ax.axvline(d * n, color="grey", lw=1, label="$p = dn$")
-    ax.axhline(result["gap_zero"], color="k", ls=":", lw=1)
-    ax.set_xscale("log")
-    ax.set_yscale("log")
-    ax.set_xlabel(r"$p$")
-    ax.set_ylabel(r"$g(\varepsilon) = \min\, \|P^\perp_{\Phi}\varphi(\hat x)\|/\|\varphi(\hat x)\|$")
-    ax.legend(fontsize=7)
-
-    ax = axes[2]
-    for j, eps in enumerate(result["epsilons"]):
-        g_inf = result["kernel_limit"][j]["gap"]
-        rows = [r for r in result["gaps"] if r["p"] >= n + d]
-        ax.plot([r["p_over_dn"] for r in rows], [r["gap"][j] / g_inf for r in rows], "o-", ms=4,
-                label=rf"$\varepsilon$ = {eps:g} ($g_\infty$ = {g_inf:.3f})")
-    ax.axhline(1.0, color="k", lw=1)
-    ax.axvline(1.0, color="grey", lw=0.8)
-    ax.set_xscale("log")
-    ax.set_xlabel(r"$p/(dn)$")
-    ax.set_ylabel(r"$g(\varepsilon)/g_\infty(\varepsilon)$")
-    ax.set_title(r"$g_\infty$: kernel limit $p\to\infty$", fontsize=9)
-    ax.legend(fontsize=7)
-    for ax in np.ravel(axes):
-        sparse_log_ticks(ax)
-    ratios = [row["p_over_dn"] for row in result["uniqueness"]]
-    axes[0].set_xticks(ratios, [f"{r:g}" for r in ratios])
-    return save_figure(fig, stem)
+        ax = axes[2]
+        ratios = {1.0}
+        for j, eps in enumerate(result["epsilons"]):
+            g_inf = result["kernel_limit"][j]["gap"]
+            rows = [r for r in result["gaps"] if r["p"] >= n + d]
+            ratios.update(r["p_over_dn"] for r in rows)
+            ax.plot([r["p_over_dn"] for r in rows], [r["gap"][j] / g_inf for r in rows], "o-",
+                    color=PALETTE[j])
+        ax.axhline(1.0, color="k", lw=0.6)
+        ax.axvline(1.0, color="0.5", lw=0.6)
+        ax.set_xscale("log")
+        log_ticks(ax, ratios, "x", fmt="{:.2g}")
+        ax.set_xlabel(SYMBOLS["p_over_dn"])
+        ax.set_ylabel(r"$g(\varepsilon)/g_\infty(\varepsilon)$")
+        panel_label(ax, "c")
+        key = [Line2D([], [], ls="", marker="o", color=good, label="zero loss, training set"),
+               Line2D([], [], ls="", marker="o", color=spurious, label="zero loss, spurious"),
+               Line2D([], [], ls="", marker="o", color=grey, mfc="none", label="loss > 0"),
+               Line2D([], [], ls="", marker="o", color="k", mfc="none", label="local start"),
+               Line2D([], [], ls="", marker="s", color="k", mfc="none", label="over-complete")]
+        key += [Line2D([], [], marker="o", color=PALETTE[j],
+                       label=rf"$\varepsilon = {eps:g}$ ($g_\infty = "
+                             rf"{result['kernel_limit'][j]['gap']:.3f}$)")
+                for j, eps in enumerate(result["epsilons"])]
+        key.append(Line2D([], [], ls="", marker=".", color="k", label=r"floor $\max_i r(x_i)$"))
+        legend_above(fig, key, [k.get_label() for k in key], ncol=4)
+        return save_figure(fig, stem)
 
 
 def _fmt(value: float | None, spec: str = ".2e") -> str:
@@ -525,7 +686,18 @@ def _fmt(value: float | None, spec: str = ".2e") -> str:
 
 
 def summary(result: dict[str, Any]) -> str:
-    """Tables: zero-loss solutions per p; g(ε) per p; the kernel limit; the verdict."""
+    """Tables: zero-loss solutions per p; g(ε) per p; the kernel limit; the verdict.
+
+    Parameters
+    ----------
+    result : dict
+        A result of :func:`run` (or its JSON).
+
+    Returns
+    -------
+    str
+        The tables, ready to print.
+    """
     d, n = result["d"], result["n"]
     rows = [[r["p"], f"{r['p_over_dn']:g}", f"{r['zero_loss_count']}/{len(r['runs'])}",
              r["spurious_count"], _fmt(r["max_rho_zero_loss"]), _fmt(r["min_loss"])]

@@ -26,7 +26,6 @@ Run: ``python -m rftheory.claims.twolayer_law [--quick]`` or ``rftheory verify t
 from __future__ import annotations
 
 import dataclasses
-import math
 import statistics
 import time
 from functools import partial
@@ -114,7 +113,31 @@ def _labels(dataset: str, setup: str, n: int, seed: int, ds: Any) -> tuple[np.nd
 
 def run_case(dataset: str, setup: str, ratio: float, seed: int, *, activation: str,
              max_steps: int, max_rounds: int = MAX_ROUNDS) -> dict[str, Any]:
-    """Train one network at p^(L) ≈ ratio·dn, reconstruct its training set, measure ρ."""
+    """Train one network at p^(L) ≈ ratio·dn, reconstruct its training set, measure ρ.
+
+    Parameters
+    ----------
+    dataset : str
+        One of :data:`DATASETS`.
+    setup : str
+        One of :data:`SETUPS` (which layers train, how many outputs k).
+    ratio : float
+        The target p^(L)/(dn), p^(L) = k·width.
+    seed : int
+        Seed of the data, the initialisation and the reconstruction's starts.
+    activation : str
+        The network's activation.
+    max_steps : int
+        Steps of the reconstruction per round.
+    max_rounds : int
+        Restarts of the reconstruction from new starts while it has not succeeded.
+
+    Returns
+    -------
+    dict
+        JSON-serialisable: the sizes, ρ, the training loss and the span residual of ΔW₂ at the
+        training data.
+    """
     from threadpoolctl import threadpool_limits
 
     from rftheory.data import load_dataset
@@ -252,13 +275,30 @@ def run(config: Config = FULL, *, progress: Callable[[str], None] | None = None,
         workers: int | None = None) -> dict[str, Any]:
     """Sweep ρ against p^(L)/(dn) for two-layer networks trained by gradient descent.
 
-    ``config``, ``progress`` and ``workers`` as in the protocol (:mod:`rftheory.claims`).
+    Parameters
+    ----------
+    config : Config
+        The sizes and seeds (:data:`FULL` by default, :data:`QUICK` for ``--quick``).
+    progress : callable, optional
+        Called with one line of text per finished step.
+    workers : int, optional
+        Processes for the independent runs (default: one per core, at most the runs).
 
     Returns
     -------
     dict
-        JSON-serialisable: the grid, every run (``cases``), per-setup medians and thresholds
-        (``summary``) and the verdict.
+        JSON-serialisable: the grid, every run (``cases``), per-setup medians and
+        thresholds (``summary``) and the verdict.
+
+    Examples
+    --------
+    The setups and data sets of the quick run (``rftheory verify twolayer_law --quick``):
+
+    >>> from rftheory.claims import twolayer_law
+    >>> twolayer_law.QUICK.setups, twolayer_law.QUICK.datasets
+    (('rf_gd', 'square', 'cross_entropy'), ('sphere', 'digits'))
+    >>> sorted(twolayer_law.DATASETS) == sorted(twolayer_law.FULL.datasets)
+    True
     """
     check_activations(config.activation)
     ratios, seeds, setups, datasets = config.ratios, config.seeds, config.setups, config.datasets
@@ -316,7 +356,18 @@ def run(config: Config = FULL, *, progress: Callable[[str], None] | None = None,
 
 
 def summary(result: dict[str, Any]) -> str:
-    """Median ρ per setup and ratio, the measured thresholds and the verdict, as a table."""
+    """Median ρ per setup and ratio, the measured thresholds and the verdict, as a table.
+
+    Parameters
+    ----------
+    result : dict
+        A result of :func:`run` (or its JSON).
+
+    Returns
+    -------
+    str
+        The table, ready to print.
+    """
     ratios = result["ratios"]
     verdicts = result["verdict"]["per_setup"]
     headers = ["data", "setup", "k"] + [f"{r:g}" for r in ratios] + ["threshold", "law"]
@@ -340,83 +391,107 @@ def summary(result: dict[str, Any]) -> str:
 
 
 def plot(result: dict[str, Any], stem: str | Path) -> list[Path]:
-    """The claim's figure (PNG + PDF) from a result of :func:`run`.
+    """Draw the two-layer figure: per data set, ρ and the span residual against p^(L)/(dn); last
+    column, what decides success once the count p^(L) > dn is met.
 
-    One column per data set: ρ (top) and the span residual of ΔW₂ at the training data (bottom)
-    against p^(L)/(dn). Last column: ρ against the span residual for the runs above the count
-    p^(L) > dn (top), and the span residual against the width (bottom) — what decides success
-    once the count is met.
+    Networks f(x) = c·W₂φ(W₁x) trained by gradient descent, reconstructed from (W₁, W₂ − W₂(0));
+    p^(L) = k·width, one colour per training setup (legend). Top row, one panel per data set:
+    ρ (official, Hungarian on |x|) of each run (faint) and the median per ratio (line); dashed:
+    the success threshold; dotted vertical: p^(L) = dn. Bottom row: the span residual of ΔW₂ at
+    the training data, ‖P⊥_{Φ(X)}ΔW₂ᵀ‖²/‖ΔW₂‖² (median per ratio; residuals at rounding level,
+    as for a frozen W₁, are drawn at 10⁻¹⁴). Last column: ρ against the span residual for the
+    runs with p^(L) > dn (top) and the span residual against the width (bottom); circles:
+    sphere data, squares: digits. Once the count is met, a small span residual decides success.
+
+    Parameters
+    ----------
+    result : dict
+        A result of :func:`run` (or its JSON).
+    stem : path
+        Where to write ``stem.png`` and ``stem.pdf``.
+
+    Returns
+    -------
+    list of Path
+        The PNG's and the PDF's paths.
     """
     import matplotlib
 
     matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    from matplotlib.lines import Line2D
+    from matplotlib.ticker import LogLocator
+
+    from rftheory.plotting import (PALETTE, SYMBOLS, legend_above, log_ticks, panel_label,
+                                   paper_figure, paper_style, tidy_log_axis)
 
     stem = Path(stem)
     stem.parent.mkdir(parents=True, exist_ok=True)
     cases = result["cases"]
     datasets = list(dict.fromkeys(c["dataset"] for c in cases))
     setups = list(dict.fromkeys(c["setup"] for c in cases))
-    colours = dict(zip(SETUPS, plt.rcParams["axes.prop_cycle"].by_key()["color"]))
+    colours = {name: PALETTE[i % len(PALETTE)] for i, name in enumerate(setups)}
     markers = dict(zip(DATASETS, ("o", "s", "^", "D")))
     ncol = len(datasets) + 1
-    fig, axes = plt.subplots(2, ncol, figsize=(4.8 * ncol, 7.8), squeeze=False)
     floor = 1e-14  # for log axes: residuals at rounding level (frozen W₁) are drawn here
-    for j, dataset in enumerate(datasets):
-        ax_rho, ax_span = axes[0, j], axes[1, j]
-        for setup in setups:
-            sel = [c for c in cases if c["dataset"] == dataset and c["setup"] == setup]
-            if not sel:
-                continue
-            entry = result["summary"][f"{dataset}/{setup}"]
-            xs = [row["ratio"] for row in entry["rows"]]
-            colour = colours.get(setup)
-            label = result["setups"][setup]["label"]
-            ax_rho.scatter([c["ratio"] for c in sel], [max(c["rho"], 1e-6) for c in sel],
-                           s=12, alpha=0.45, color=colour)
-            ax_rho.plot(xs, [max(row["median_rho"], 1e-6) for row in entry["rows"]], "-o",
-                        ms=4, color=colour, label=label)
-            ax_span.plot(xs, [max(row["median_span_residual"], floor) for row in entry["rows"]],
-                         "-o", ms=4, color=colour, label=label)
-        spec = next(c for c in cases if c["dataset"] == dataset)
-        ax_rho.set_title(f"{dataset}: d = {spec['d']}, n = {spec['n']}")
-        for ax in (ax_rho, ax_span):
-            ax.set_xscale("log", base=2)
+    span_label = r"$\|P^\perp_{\Phi(X)}\Delta W_2^\top\|^2/\|\Delta W_2\|^2$"
+    with paper_style():
+        fig, axes = paper_figure(2, nrows=2, ncols=ncol, aspect=0.8, squeeze=False)
+        for j, dataset in enumerate(datasets):
+            ax_rho, ax_span = axes[0, j], axes[1, j]
+            ratios = set()
+            for setup in setups:
+                sel = [c for c in cases if c["dataset"] == dataset and c["setup"] == setup]
+                if not sel:
+                    continue
+                entry = result["summary"][f"{dataset}/{setup}"]
+                xs = [row["ratio"] for row in entry["rows"]]
+                ratios.update(xs)
+                colour = colours.get(setup)
+                ax_rho.plot([c["ratio"] for c in sel], [max(c["rho"], 1e-6) for c in sel], "o",
+                            ms=2.5, alpha=0.4, color=colour)
+                ax_rho.plot(xs, [max(row["median_rho"], 1e-6) for row in entry["rows"]], "-o",
+                            color=colour)
+                ax_span.plot(xs, [max(row["median_span_residual"], floor)
+                                  for row in entry["rows"]], "-o", color=colour)
+            spec = next(c for c in cases if c["dataset"] == dataset)
+            ax_rho.set_title(f"{dataset}: $d = {spec['d']}$, $n = {spec['n']}$")
+            for ax in (ax_rho, ax_span):
+                ax.set_xscale("log")
+                ax.set_yscale("log")
+                ax.axvline(1.0, color="0.5", lw=0.6, ls=":")
+                log_ticks(ax, ratios, "x", fmt="{:.2g}")
+                tidy_log_axis(ax, "y")
+            ax_rho.axhline(result["rho_success"], color="k", lw=0.6, ls="--")
+            ax_rho.set_ylabel(SYMBOLS["rho"])
+            ax_span.set_ylabel(span_label)
+            ax_span.set_xlabel(SYMBOLS["width_ratio"])
+        ax_rs, ax_sw = axes[0, -1], axes[1, -1]
+        for c in cases:
+            kw = dict(color=colours.get(c["setup"]), marker=markers.get(c["dataset"], "o"),
+                      ls="", ms=3, alpha=0.7)
+            if c["ratio"] > 1.0:
+                ax_rs.plot(max(c["span_residual"], floor), max(c["rho"], 1e-6), **kw)
+            ax_sw.plot(c["width"], max(c["span_residual"], floor), **kw)
+        ax_rs.axhline(result["rho_success"], color="k", lw=0.6, ls="--")
+        ax_rs.set_title(r"runs with $p^{(L)} > dn$")
+        ax_rs.set_xlabel(span_label)
+        ax_rs.set_ylabel(SYMBOLS["rho"])
+        ax_sw.set_xlabel("width")
+        ax_sw.set_ylabel(span_label)
+        for ax in (ax_rs, ax_sw):
+            ax.set_xscale("log")
             ax.set_yscale("log")
-            ax.axvline(1.0, color="grey", lw=0.8, ls=":")
-            ax.grid(alpha=0.3)
-        ax_rho.axhline(result["rho_success"], color="k", lw=0.8, ls="--")
-        ax_rho.set_ylabel(r"$\rho$ (official, Hungarian on $|x|$)")
-        ax_span.set_ylabel("span residual at the training data\n"
-                           r"$\|P^\perp_{\Phi(X)}\Delta W_2^\top\|^2/\|\Delta W_2\|^2$ (floor $10^{-14}$)")
-        ax_span.set_xlabel(r"$p^{(L)}/(dn)$,  $p^{(L)} = k\cdot\mathrm{width}$")
-    ax_rs, ax_sw = axes[0, -1], axes[1, -1]
-    for c in cases:
-        kw = dict(color=colours.get(c["setup"]), marker=markers.get(c["dataset"], "o"), s=14,
-                  alpha=0.6)
-        if c["ratio"] > 1.0:
-            ax_rs.scatter(max(c["span_residual"], floor), max(c["rho"], 1e-6), **kw)
-        ax_sw.scatter(c["width"], max(c["span_residual"], floor), **kw)
-    ax_rs.axhline(result["rho_success"], color="k", lw=0.8, ls="--")
-    ax_rs.set_title(r"runs with $p^{(L)} > dn$")
-    ax_rs.set_xlabel("span residual at the training data")
-    ax_rs.set_ylabel(r"$\rho$")
-    ax_sw.set_xlabel("width")
-    ax_sw.set_ylabel("span residual at the training data")
-    for ax in (ax_rs, ax_sw):
-        ax.set_xscale("log")
-        ax.set_yscale("log")
-        ax.grid(alpha=0.3)
-    for dataset in datasets:
-        ax_sw.scatter([], [], color="grey", marker=markers.get(dataset, "o"), label=dataset)
-    ax_sw.legend(fontsize=7, loc="lower left")
-    handles, labels = axes[0, 0].get_legend_handles_labels()
-    fig.legend(handles, labels, loc="lower center", ncol=min(4, len(labels)), fontsize=8,
-               frameon=False)
-    fig.suptitle(f"Two-layer networks trained by GD ({result['activation']}): "
-                 r"reconstruction from $(W_1, W_2 - W_2(0))$")
-    fig.tight_layout(rect=(0, 0.02 + 0.025 * math.ceil(len(labels) / 4), 1, 1))
-    return save_figure(fig, stem)
+            tidy_log_axis(ax, "x")
+            tidy_log_axis(ax, "y")
+        ax_rs.xaxis.set_major_locator(LogLocator(base=10, numticks=5))  # 12 decades: labels fit
+        for k, ax in enumerate(axes.flat):  # row by row: (a), (b), … along the top row
+            panel_label(ax, "abcdefghijklmnop"[k])
+        key = [Line2D([], [], marker="o", color=colours.get(setup),
+                      label=result["setups"][setup]["label"]) for setup in setups]
+        key += [Line2D([], [], ls="", marker=markers.get(dataset, "o"), color="0.4",
+                       label=dataset) for dataset in datasets]
+        legend_above(fig, key, [k.get_label() for k in key], ncol=min(len(key), 3))
+        return save_figure(fig, stem)
 
 
 if __name__ == "__main__":
