@@ -151,3 +151,11 @@ def test_gpu_request_without_cuda_exits_2(capsys):
     assert main(["reconstruct", "--d", "4", "--n", "3", "--p", "40", "--device", "gpu"]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "gpu" in err
+
+
+def test_method_choices_are_the_optimisers():
+    # The parser repeats rftheory.reconstruct.METHODS so that it imports no optimiser (or sympy).
+    from rftheory.commands import reconstruct as command
+    from rftheory.reconstruct import METHODS
+
+    assert command.METHODS == METHODS

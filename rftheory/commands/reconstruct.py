@@ -18,7 +18,9 @@ import time
 from typing import Any
 
 from ..errors import RFTheoryError
-from ..reconstruct import METHODS
+#: ``--method`` choices (rftheory.reconstruct.METHODS, repeated so that the parser imports neither
+#: the optimiser nor sympy; tests/test_cli_reconstruct.py checks the two agree).
+METHODS = ("varpro", "lbfgs")
 from ..output import format_table
 from ._common import (add_limit_options, at_least, figure_paths, finite_at_least, limits,
                       print_result, progress_bar_wanted)
