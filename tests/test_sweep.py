@@ -434,7 +434,7 @@ def test_cli_report_json_and_dry_run(tmp_path, capsys):
     assert payload["ok"] == 8 and len(payload["figures"]) == 2
     assert main(["sweep", "report", str(out), "--no-figures"]) == 0
     table = capsys.readouterr().out
-    assert "train_residual (mean ± std)" in table and "relu" in table
+    assert "train_residual (median [min, max])" in table and "relu" in table
     assert main(["sweep", "report", str(tmp_path / "nowhere")]) == 2
     assert "no sweep store" in capsys.readouterr().err
 

@@ -52,7 +52,7 @@ def report_table(report: dict) -> str:
         return "\n".join(lines + ["(no finished cells yet)"])
     keys = list(report["line_keys"])
     headers = keys + (["p", x["label"].strip("$").replace("\\", "")] if x else []) + ["seeds"]
-    headers += [f"{m} (mean ± std)" for m in report["metrics"]]
+    headers += [f"{m} (median [min, max])" for m in report["metrics"]]
     with_errors = any(g["errors"] for g in report["groups"])
     if with_errors:
         headers.append("failed")
@@ -64,7 +64,8 @@ def report_table(report: dict) -> str:
         row.append(group["seeds"])
         for metric in report["metrics"]:
             stats = group["stats"].get(metric)
-            row.append("—" if not stats else f"{_number(stats['mean'])} ± {_number(stats['std'])}")
+            row.append("—" if not stats or not stats.get("finite") else
+                       f"{_number(stats['median'])} [{_number(stats['min'])}, {_number(stats['max'])}]")
         if with_errors:
             row.append(group["errors"])
         rows.append(row)
@@ -228,7 +229,7 @@ def register(subparsers: Any) -> None:
 
     report = sub.add_parser(
         "report", help="summary table and figure of a sweep store (any time, even mid-run)",
-        description="Aggregate a store over seeds: mean ± std of the headline metrics per "
+        description="Aggregate a store over seeds: median [min, max] of the headline metrics per "
                     "parameter group against p/(dn) (or p/n), and a figure (PNG + PDF).")
     report.add_argument("dir", help="the sweep's directory (holding sweep.sqlite)")
     _figure_options(report)

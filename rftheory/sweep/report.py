@@ -116,8 +116,9 @@ def plot_sweep_report(report: Mapping[str, Any], path: str | Path) -> list[Path]
     """Draw the report's headline metrics against p/(dn) (or p/n), aggregated over seeds.
 
     One panel per headline metric, one line per combination of the varying parameters other
-    than p; a dashed line marks the threshold x = 1. Linear axes (ρ) show mean ± std; log axes
-    (residuals, eigenvalues) show the median with min–max whiskers, which stay positive. Writes
+    than p; a dashed line marks the threshold x = 1. Every panel shows the median over seeds with
+    min–max whiskers (the statistic of ``rftheory sweep report``'s table too), which stay inside
+    the data's range; residuals and eigenvalues are on log axes, ρ on a linear one. Writes
     ``path`` as PNG and PDF (a .png/.pdf suffix is replaced) and returns both paths.
     """
     if report.get("x") is None:
@@ -134,48 +135,49 @@ def plot_sweep_report(report: Mapping[str, Any], path: str | Path) -> list[Path]
     base = Path(path)
     base = base.with_suffix("") if base.suffix.lower() in (".png", ".pdf") else base
     metrics = report["metrics"]
-    fig, axes = plt.subplots(1, len(metrics), figsize=(4.6 * len(metrics), 3.6), squeeze=False)
-    lines: dict[str, list[dict]] = {}
-    for row in points:
-        lines.setdefault(canonical_json(row["line"]), []).append(row)
-    for ax, metric in zip(axes[0], metrics):
-        log = bool(report["metric_log"].get(metric))
-        for rows in lines.values():
-            rows = [r for r in rows if r["stats"].get(metric, {}).get("finite")]
-            if not rows:
-                continue
-            stats = [r["stats"][metric] for r in rows]
-            if log:
+    from ..plotting import paper_figure, paper_style
+
+    with paper_style():
+        fig, axes = paper_figure(2 if len(metrics) > 1 else 1, ncols=len(metrics), squeeze=False)
+        lines: dict[str, list[dict]] = {}
+        for row in points:
+            lines.setdefault(canonical_json(row["line"]), []).append(row)
+        for ax, metric in zip(axes[0], metrics):
+            log = bool(report["metric_log"].get(metric))
+            for rows in lines.values():
+                rows = [r for r in rows if r["stats"].get(metric, {}).get("finite")]
+                if not rows:
+                    continue
+                stats = [r["stats"][metric] for r in rows]
+                # One statistic on every axis (and in the CLI's table): the median with min–max
+                # whiskers, which never leave the data's range (mean ± std went below 0 for ρ).
                 centre = [s["median"] for s in stats]
                 spread = [[s["median"] - s["min"] for s in stats],
                           [s["max"] - s["median"] for s in stats]]
-            else:
-                centre, spread = [s["mean"] for s in stats], [s["std"] for s in stats]
-            label = ", ".join(f"{k}={v}" for k, v in rows[0]["line"].items()) or None
-            ax.errorbar([r["x"] for r in rows], centre, yerr=spread, marker="o", ms=3,
-                        capsize=2, label=label)
-        ax.axvline(1.0, color="0.6", ls="--", lw=0.8)
-        ax.set_xscale("log", base=2)
-        ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
-        ax.xaxis.set_minor_formatter(NullFormatter())
-        if log:
-            ax.set_yscale("log")
-        ax.set_xlabel(report["x"]["label"])
-        ax.set_ylabel(report["metric_labels"].get(metric, metric))
-        ax.set_title("median, min–max over seeds" if log else "mean ± std over seeds", fontsize=8)
-        if ax.get_legend_handles_labels()[0] and len(lines) > 1:
-            ax.legend(fontsize=7)
-    seeds = max(r["seeds"] for r in points)
-    fig.suptitle(f"{report.get('name') or report.get('cell')}: {report.get('cell')} cells, "
-                 f"up to {seeds} seeds per point", fontsize=9)
-    fig.tight_layout()
-    written = []
-    for suffix in (".png", ".pdf"):
-        out = base.with_suffix(suffix)
-        out.parent.mkdir(parents=True, exist_ok=True)
-        fig.savefig(out, dpi=150)
-        written.append(out)
-    plt.close(fig)
+                label = ", ".join(f"{k}={v}" for k, v in rows[0]["line"].items()) or None
+                ax.errorbar([r["x"] for r in rows], centre, yerr=spread, marker="o", ms=3,
+                            capsize=2, label=label)
+            ax.axvline(1.0, color="0.6", ls="--", lw=0.8)
+            ax.set_xscale("log", base=2)
+            ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
+            ax.xaxis.set_minor_formatter(NullFormatter())
+            if log:
+                ax.set_yscale("log")
+            ax.set_xlabel(report["x"]["label"])
+            ax.set_ylabel(report["metric_labels"].get(metric, metric))
+            ax.set_title("median, min–max over seeds")
+            if ax.get_legend_handles_labels()[0] and len(lines) > 1:
+                ax.legend()
+        seeds = max(r["seeds"] for r in points)
+        fig.suptitle(f"{report.get('name') or report.get('cell')}: {report.get('cell')} cells, "
+                     f"up to {seeds} seeds per point")
+        written = []
+        for suffix in (".png", ".pdf"):
+            out = base.with_suffix(suffix)
+            out.parent.mkdir(parents=True, exist_ok=True)
+            fig.savefig(out, dpi=150)
+            written.append(out)
+        plt.close(fig)
     return written
 
 
