@@ -160,6 +160,8 @@ class _ProgressBar:
 
 
 def _table(run: Any) -> str:
+    from ..pipeline import significant  # ρ to 3 significant digits (1.1e-4, not 0.0000)
+
     fitted, m = run.fitted, run.matchings
     rows = [
         ("data", fitted.data), ("activation", fitted.features.activation.name),
@@ -171,9 +173,9 @@ def _table(run: Any) -> str:
         ("steps", run.result.steps), ("passes over V", run.result.passes),
         ("stop reason", run.result.stop_reason),
         ("time [s]", f"{run.reconstruct_seconds:.2f}"),
-        ("ρ official (|x|, Hungarian)", f"{m['abs'].rho:.4f}"),
-        ("ρ signed", f"{m['signed'].rho:.4f}"),
-        ("ρ up to sign ±x̂", f"{m['sign_invariant'].rho:.4f}"),
+        ("ρ official (|x|, Hungarian)", significant(m['abs'].rho, 3)),
+        ("ρ signed", significant(m['signed'].rho, 3)),
+        ("ρ up to sign ±x̂", significant(m['sign_invariant'].rho, 3)),
         ("sign flips (official match)", f"{m['abs'].n_flipped}/{fitted.n - m['abs'].n_unmatched}"),
     ]
     if m["abs"].n_unmatched:
