@@ -180,6 +180,23 @@ class Estimate:
 # ---------------------------------------------------------------------------------------------
 
 def _bytes(value: float) -> str:
+    """A byte count for messages, in binary units to 3 significant digits.
+
+    Parameters
+    ----------
+    value : float
+        Bytes (may be infinite).
+
+    Returns
+    -------
+    str
+        E.g. ``"1.5 GiB"``, ``"512 B"``, or ``"an unbounded amount"`` for a non-finite value.
+
+    Examples
+    --------
+    >>> format_bytes(1.5 * 2**30), format_bytes(512), format_bytes(float("inf"))
+    ('1.5 GiB', '512 B', 'an unbounded amount')
+    """
     if not math.isfinite(value):
         return "an unbounded amount"
     for unit, size in (("EiB", 2**60), ("PiB", 2**50), ("TiB", 2**40), ("GiB", 2**30),
@@ -190,6 +207,23 @@ def _bytes(value: float) -> str:
 
 
 def _duration(seconds: float) -> str:
+    """A duration for messages, in the largest unit it reaches (s, min, h, days, years).
+
+    Parameters
+    ----------
+    seconds : float
+        The duration in seconds (may be infinite).
+
+    Returns
+    -------
+    str
+        E.g. ``"2 h"``, ``"0.5 s"``, or ``"forever"`` for a non-finite value.
+
+    Examples
+    --------
+    >>> format_duration(7200), format_duration(0.5), format_duration(float("inf"))
+    ('2 h', '0.5 s', 'forever')
+    """
     if not math.isfinite(seconds):
         return "forever"
     for unit, size in (("years", 365.25 * 86400), ("days", 86400), ("h", 3600), ("min", 60)):
@@ -198,7 +232,8 @@ def _duration(seconds: float) -> str:
     return f"{seconds:.2g} s"
 
 
-#: Public names of the formatters (messages of other modules use the same units).
+# Public names of the formatters (messages of other modules use the same units); a plain
+# comment, so that the docs show the functions' own docstrings.
 format_bytes = _bytes
 format_duration = _duration
 
@@ -344,6 +379,7 @@ def estimate_train(*, d: float, n: float, p: float, k: float = 1, dtype: Any = "
     Returns
     -------
     Estimate
+        Peak bytes, flops and Gaussian draws of the fit (``dtype`` sets the flop rate).
 
     Examples
     --------
@@ -437,11 +473,13 @@ def estimate_reconstruct(*, d: float, n: float, p: float, n_hat: float | None = 
         As in :func:`rftheory.reconstruct.reconstruct` (the pool has ⌈oversample·n̂⌉ rows,
         capped at p; L-BFGS keeps ``memory`` pairs of vectors).
     dtype : str or numpy dtype
+        Working dtype (``float64``, the default, or ``float32``).
     v_cache_bytes : number
         V is cached when p·d entries fit (the CLI's ``--v-cache-mb``, 1 GiB by default).
     evaluations_per_step : float
         Loss evaluations per optimiser step (L-BFGS's line search; 1.1 is typical).
     threads : int, optional
+        Threads drawing V (default: the cores this process may use).
     include_training : bool
         Also count the min-norm fit that produces θ* (the CLI and the sweep cell both do).
 
@@ -502,6 +540,29 @@ def estimate_kernel(*, d: float, n: float, p_values: Any, reps: float = 4,
     eigenvalue problems; once: the kernel matrix, its eigen-decomposition and the Hadamard-power
     bounds (up to ``order + 1`` eigenvalue problems of size n).
 
+    Parameters
+    ----------
+    d, n : number
+        Input dimension and number of points.
+    p_values : sequence of number
+        The feature counts measured (at least one).
+    reps : number
+        Independent draws of V per p (default 4).
+    order : number
+        Hermite truncation order of the kernel (default 64, :data:`rftheory.kernel.DEFAULT_ORDER`).
+    threads : int, optional
+        Threads drawing V (default: the cores this process may use).
+
+    Returns
+    -------
+    Estimate
+        Peak bytes (n×n matrices plus the largest streamed chunk), flops and draws, float64.
+
+    Raises
+    ------
+    rftheory.errors.RFTheoryError
+        If ``p_values`` is not a non-empty sequence of numbers, or a size is not positive.
+
     Examples
     --------
     >>> est = estimate_kernel(d=10, n=20, p_values=[100, 400], reps=4)
@@ -545,6 +606,20 @@ def estimate_features(*, n: float, p: float, d: float, dtype: Any = "float64",
     """Estimate a materialised Φ(X) (:meth:`RandomFeatures.features`): the n×p matrix, the
     blocks it is assembled from, and one stream.
 
+    Parameters
+    ----------
+    n, p, d : number
+        Points (rows of Φ), random features (columns) and input dimension.
+    dtype : str or numpy dtype
+        Working dtype (``float64``, the default, or ``float32``).
+    threads : int, optional
+        Threads drawing V (default: the cores this process may use).
+
+    Returns
+    -------
+    Estimate
+        Peak bytes (Φ and its blocks, about 2·n·p·itemsize), flops and draws of one stream.
+
     Examples
     --------
     >>> estimate_features(n=1000, p=10**6, d=100).peak_bytes > 2 * 8e9
@@ -569,7 +644,28 @@ def estimate_cell(kind: str, params: Mapping[str, Any], *, threads: int | None =
 
     ``label_fit``: a streamed Gram with its eigenvalues, then the min-norm fit (V cached under
     256 MiB). ``reconstruct``: :func:`rftheory.pipeline.reconstruction_cell` (V cached under
-    1 GiB, the reconstruction's default step budget unless ``max_steps`` is given).
+    1 GiB, the reconstruction's default step budget unless ``max_steps`` is given). ``law``:
+    :func:`rftheory.pipeline.law_cell`, i.e. ``label_fit`` when p < n, else ``reconstruct``.
+
+    Parameters
+    ----------
+    kind : {"label_fit", "reconstruct", "law"}
+        The sweep cell's kind.
+    params : mapping
+        The cell's parameters: ``d``, ``n``, ``p`` required; ``n_hat`` and ``max_steps`` used
+        by ``reconstruct``.
+    threads : int, optional
+        Threads drawing V (default 1, as in a sweep worker; None: the cores available).
+
+    Returns
+    -------
+    Estimate
+        The cell's peak bytes, flops and draws.
+
+    Raises
+    ------
+    rftheory.errors.RFTheoryError
+        If ``d``, ``n`` or ``p`` is missing, or ``kind`` has no estimate.
 
     Examples
     --------
@@ -663,6 +759,11 @@ def available_memory() -> float | None:
     ``MemAvailable`` of ``/proc/meminfo`` (free memory plus what the kernel can reclaim), capped
     by the remaining allowance of a cgroup v2 memory limit (containers, CI runners);
     ``os.sysconf`` free pages where ``/proc`` does not exist.
+
+    Returns
+    -------
+    float or None
+        Available bytes, or None where the platform does not report them.
     """
     return _machine()[0]
 
@@ -688,6 +789,26 @@ def memory_limit(explicit: float | str | None = None, *,
     ``explicit`` (bytes, or a size string; ``name`` is how messages call it, e.g. the CLI's
     ``--memory-limit``) or ``RFTHEORY_MEMORY_LIMIT`` replaces the default
     :data:`MEMORY_FRACTION` of the available memory; neither may exceed the machine's total.
+
+    Parameters
+    ----------
+    explicit : float or str, optional
+        Bytes, or a size string (``"12G"``, ``"800M"``, ``"1024"``); default None: the
+        environment variable, else the default fraction.
+    name : str
+        How messages call ``explicit`` (default ``"memory_limit"``).
+
+    Returns
+    -------
+    limit : float
+        The limit in bytes (``math.inf`` where the platform reports no memory and none is set).
+    source : str
+        Where it comes from, e.g. ``"80% of the 12 GiB available"``.
+
+    Raises
+    ------
+    rftheory.errors.RFTheoryError
+        If ``explicit`` (or the variable) is not a positive size.
     """
     available, total = _machine()
     source = None
@@ -708,7 +829,33 @@ def memory_limit(explicit: float | str | None = None, *,
 def time_limit(explicit: float | str | None = None, *,
                name: str = "time_limit") -> tuple[float, str]:
     """The time limit in seconds and where it comes from (``explicit``, called ``name`` in
-    messages; ``RFTHEORY_TIME_LIMIT``; or the default)."""
+    messages; ``RFTHEORY_TIME_LIMIT``; or the default).
+
+    Parameters
+    ----------
+    explicit : float or str, optional
+        Seconds (``math.inf`` or ``"inf"`` for no limit); default None: the environment
+        variable, else :data:`DEFAULT_TIME_LIMIT` (one hour).
+    name : str
+        How messages call ``explicit`` (default ``"time_limit"``).
+
+    Returns
+    -------
+    limit : float
+        The limit in seconds.
+    source : str
+        Where it comes from, e.g. ``"the default 1 h"``.
+
+    Raises
+    ------
+    rftheory.errors.RFTheoryError
+        If the value is not a positive number of seconds.
+
+    Examples
+    --------
+    >>> time_limit(90)
+    (90.0, '1.5 min set by time_limit')
+    """
     source = name
     if explicit is None and os.environ.get("RFTHEORY_TIME_LIMIT"):
         explicit, source = os.environ["RFTHEORY_TIME_LIMIT"], "RFTHEORY_TIME_LIMIT"
@@ -732,6 +879,29 @@ def check(estimate: Estimate, *, memory_limit: float | str | None = None,
     The message is one line: the job, the estimate and its main parts, the limit and where it
     comes from, and how to change it. ``via`` names the two limits as the caller offers them
     (the CLI: ``("--memory-limit", "--time-limit")``).
+
+    Parameters
+    ----------
+    estimate : Estimate
+        The job's estimate (an ``estimate_*`` function's result).
+    memory_limit : float or str, optional
+        Memory limit in bytes or as a size string (``"12G"``); default: ``RFTHEORY_MEMORY_LIMIT``
+        or :data:`MEMORY_FRACTION` of the available memory (see :func:`memory_limit`).
+    time_limit : float or str, optional
+        Time limit in seconds (``math.inf`` or ``"inf"`` for none); default:
+        ``RFTHEORY_TIME_LIMIT`` or :data:`DEFAULT_TIME_LIMIT` (see :func:`time_limit`).
+    via : tuple of (str, str)
+        How messages name the two limits (default ``("memory_limit=", "time_limit=")``).
+
+    Returns
+    -------
+    Estimate
+        The estimate, when it fits both limits.
+
+    Raises
+    ------
+    rftheory.errors.ResourceLimitError
+        If the estimated peak memory or time is over its limit.
     """
     mem, mem_source = _limit_memory(memory_limit, name=via[0].rstrip("="))
     if not estimate.peak_bytes <= mem:
@@ -765,7 +935,31 @@ _VIA = ("memory_limit=", "time_limit=")
 
 def check_train(*, memory_limit: float | str | None = None, time_limit: float | str | None = None,
                 via: tuple[str, str] = _VIA, **sizes: Any) -> Estimate:
-    """:func:`estimate_train` (same keywords), then :func:`check`."""
+    """:func:`estimate_train` (same keywords), then :func:`check`.
+
+    Parameters
+    ----------
+    memory_limit : float or str, optional
+        Memory limit in bytes or as a size string (``"12G"``); default: ``RFTHEORY_MEMORY_LIMIT``
+        or :data:`MEMORY_FRACTION` of the available memory (see :func:`memory_limit`).
+    time_limit : float or str, optional
+        Time limit in seconds (``math.inf`` or ``"inf"`` for none); default:
+        ``RFTHEORY_TIME_LIMIT`` or :data:`DEFAULT_TIME_LIMIT` (see :func:`time_limit`).
+    via : tuple of (str, str)
+        How messages name the two limits (default ``("memory_limit=", "time_limit=")``).
+    **sizes
+        The keywords of :func:`estimate_train`.
+
+    Returns
+    -------
+    Estimate
+        The estimate, when it fits both limits.
+
+    Raises
+    ------
+    rftheory.errors.ResourceLimitError
+        If the estimated peak memory or time is over its limit.
+    """
     return check(estimate_train(**sizes), memory_limit=memory_limit, time_limit=time_limit,
                  via=via)
 
@@ -774,6 +968,29 @@ def check_reconstruct(*, memory_limit: float | str | None = None,
                       time_limit: float | str | None = None, via: tuple[str, str] = _VIA,
                       **sizes: Any) -> Estimate:
     """:func:`estimate_reconstruct` (same keywords), then :func:`check`.
+
+    Parameters
+    ----------
+    memory_limit : float or str, optional
+        Memory limit in bytes or as a size string (``"12G"``); default: ``RFTHEORY_MEMORY_LIMIT``
+        or :data:`MEMORY_FRACTION` of the available memory (see :func:`memory_limit`).
+    time_limit : float or str, optional
+        Time limit in seconds (``math.inf`` or ``"inf"`` for none); default:
+        ``RFTHEORY_TIME_LIMIT`` or :data:`DEFAULT_TIME_LIMIT` (see :func:`time_limit`).
+    via : tuple of (str, str)
+        How messages name the two limits (default ``("memory_limit=", "time_limit=")``).
+    **sizes
+        The keywords of :func:`estimate_reconstruct`.
+
+    Returns
+    -------
+    Estimate
+        The estimate, when it fits both limits.
+
+    Raises
+    ------
+    rftheory.errors.ResourceLimitError
+        If the estimated peak memory or time is over its limit.
 
     Examples
     --------
@@ -786,7 +1003,31 @@ def check_reconstruct(*, memory_limit: float | str | None = None,
 
 def check_kernel(*, memory_limit: float | str | None = None, time_limit: float | str | None = None,
                  via: tuple[str, str] = _VIA, **sizes: Any) -> Estimate:
-    """:func:`estimate_kernel` (same keywords), then :func:`check`."""
+    """:func:`estimate_kernel` (same keywords), then :func:`check`.
+
+    Parameters
+    ----------
+    memory_limit : float or str, optional
+        Memory limit in bytes or as a size string (``"12G"``); default: ``RFTHEORY_MEMORY_LIMIT``
+        or :data:`MEMORY_FRACTION` of the available memory (see :func:`memory_limit`).
+    time_limit : float or str, optional
+        Time limit in seconds (``math.inf`` or ``"inf"`` for none); default:
+        ``RFTHEORY_TIME_LIMIT`` or :data:`DEFAULT_TIME_LIMIT` (see :func:`time_limit`).
+    via : tuple of (str, str)
+        How messages name the two limits (default ``("memory_limit=", "time_limit=")``).
+    **sizes
+        The keywords of :func:`estimate_kernel`.
+
+    Returns
+    -------
+    Estimate
+        The estimate, when it fits both limits.
+
+    Raises
+    ------
+    rftheory.errors.ResourceLimitError
+        If the estimated peak memory or time is over its limit.
+    """
     return check(estimate_kernel(**sizes), memory_limit=memory_limit, time_limit=time_limit,
                  via=via)
 
@@ -794,7 +1035,31 @@ def check_kernel(*, memory_limit: float | str | None = None, time_limit: float |
 def check_features(*, memory_limit: float | str | None = None,
                    time_limit: float | str | None = None, via: tuple[str, str] = _VIA,
                    **sizes: Any) -> Estimate:
-    """:func:`estimate_features` (same keywords), then :func:`check`."""
+    """:func:`estimate_features` (same keywords), then :func:`check`.
+
+    Parameters
+    ----------
+    memory_limit : float or str, optional
+        Memory limit in bytes or as a size string (``"12G"``); default: ``RFTHEORY_MEMORY_LIMIT``
+        or :data:`MEMORY_FRACTION` of the available memory (see :func:`memory_limit`).
+    time_limit : float or str, optional
+        Time limit in seconds (``math.inf`` or ``"inf"`` for none); default:
+        ``RFTHEORY_TIME_LIMIT`` or :data:`DEFAULT_TIME_LIMIT` (see :func:`time_limit`).
+    via : tuple of (str, str)
+        How messages name the two limits (default ``("memory_limit=", "time_limit=")``).
+    **sizes
+        The keywords of :func:`estimate_features`.
+
+    Returns
+    -------
+    Estimate
+        The estimate, when it fits both limits.
+
+    Raises
+    ------
+    rftheory.errors.ResourceLimitError
+        If the estimated peak memory or time is over its limit.
+    """
     return check(estimate_features(**sizes), memory_limit=memory_limit, time_limit=time_limit,
                  via=via)
 
@@ -803,6 +1068,30 @@ def check_cell(kind: str, params: Mapping[str, Any], *, memory_limit: float | st
                time_limit: float | str | None = None, threads: int | None = 1,
                via: tuple[str, str] = _VIA) -> Estimate:
     """:func:`estimate_cell`, then :func:`check` (a sweep checks each cell's sizes before it
-    starts; the total time of a grid is the caller's sum)."""
+    starts; the total time of a grid is the caller's sum).
+
+    Parameters
+    ----------
+    kind, params, threads
+        As in :func:`estimate_cell`.
+    memory_limit : float or str, optional
+        Memory limit in bytes or as a size string (``"12G"``); default: ``RFTHEORY_MEMORY_LIMIT``
+        or :data:`MEMORY_FRACTION` of the available memory (see :func:`memory_limit`).
+    time_limit : float or str, optional
+        Time limit in seconds (``math.inf`` or ``"inf"`` for none); default:
+        ``RFTHEORY_TIME_LIMIT`` or :data:`DEFAULT_TIME_LIMIT` (see :func:`time_limit`).
+    via : tuple of (str, str)
+        How messages name the two limits (default ``("memory_limit=", "time_limit=")``).
+
+    Returns
+    -------
+    Estimate
+        The estimate, when it fits both limits.
+
+    Raises
+    ------
+    rftheory.errors.ResourceLimitError
+        If the estimated peak memory or time is over its limit.
+    """
     return check(estimate_cell(kind, params, threads=threads), memory_limit=memory_limit,
                  time_limit=time_limit, via=via)

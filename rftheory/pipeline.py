@@ -74,6 +74,17 @@ def derivative_vanishes(activation: Any) -> bool:
     """True when φ′ = 0 almost everywhere (φ piecewise constant: ``step``, ``sign``): φ′ is
     then a sum of Dirac deltas, which vanish off a null set.
 
+    Parameters
+    ----------
+    activation : rftheory.activations.Activation
+        A resolved activation (:func:`rftheory.activations.get_activation`); its symbolic
+        ``derivative_expr`` is inspected.
+
+    Returns
+    -------
+    bool
+        Whether φ′, with its Dirac deltas set to zero, simplifies to 0.
+
     Examples
     --------
     >>> from rftheory.activations import get_activation
@@ -303,6 +314,25 @@ def feature_count(p: int | None = None, *, p_mult: float | None = None, d: int, 
     Exactly one of ``p`` and ``p_mult`` is given (``rftheory reconstruct --p-mult``, a sweep
     file's ``p_mult``).
 
+    Parameters
+    ----------
+    p : int, optional
+        The number of features itself (returned unchanged).
+    p_mult : float, optional
+        Features per unknown: p = round(p_mult·d·n); a positive finite number.
+    d, n : int
+        Input dimension and training-set size.
+
+    Returns
+    -------
+    int
+        The number of features p.
+
+    Raises
+    ------
+    rftheory.errors.RFTheoryError
+        If both or neither of ``p`` and ``p_mult`` are given, or ``p_mult`` is not positive.
+
     Examples
     --------
     >>> feature_count(p_mult=2.5, d=5, n=4), feature_count(120, d=5, n=4)
@@ -339,7 +369,14 @@ def fit_model(*, activation: str, n: int, p: int, d: int | None = None, seed: in
     device : {"cpu", "gpu"}
         Namespace of θ* and of every pass over V (:func:`rftheory.backend.namespace`).
     v_cache_bytes : int
-        Keep V in memory when it takes at most this many bytes (speed only).
+        Keep V in memory when it takes at most this many bytes (speed only; default
+        :data:`DEFAULT_V_CACHE_BYTES`, 1 GiB).
+
+    Returns
+    -------
+    FittedModel
+        The data set, labels Y (shape (n,)), features and the trained θ* (shape (p,), in the
+        device's namespace), with the wall time of this step.
     """
     if labels not in LABELS:
         raise RFTheoryError(f"labels must be 'gaussian' or 'sign', got {labels!r}")
@@ -358,6 +395,18 @@ def check_method(method: str | None) -> None:
     """Refuse a reconstruction method that is not one of :data:`rftheory.reconstruct.METHODS`
     (None, the default, is accepted), before any work.
 
+    Parameters
+    ----------
+    method : str or None
+        The method's name, or None for the default.
+
+    Raises
+    ------
+    rftheory.errors.RFTheoryError
+        If ``method`` is not None and not a known method.
+
+    Examples
+    --------
     >>> check_method("lbfgs")
     >>> check_method("adam")
     Traceback (most recent call last):
@@ -385,6 +434,7 @@ def recover_training_set(fitted: FittedModel, n_hat: int | None = None, *,
     Parameters
     ----------
     fitted : FittedModel
+        The trained model (:func:`fit_model`): θ*, V and the training set to score against.
     n_hat : int, optional
         Number of candidates (default n).
     method : str, optional
@@ -394,6 +444,17 @@ def recover_training_set(fitted: FittedModel, n_hat: int | None = None, *,
         Target loss and iteration budget (default: :func:`rftheory.reconstruct.reconstruct`'s).
     callback : callable, optional
         Passed to :func:`~rftheory.reconstruct.reconstruct` (``callback(step, loss, X_hat)``).
+
+    Returns
+    -------
+    ReconstructionRun
+        ``fitted``, the optimiser's result, the candidates X̂ (shape (n̂, d), on the host) and
+        their matchings to ``fitted.X`` in every ρ variant.
+
+    Raises
+    ------
+    rftheory.errors.RFTheoryError
+        If p < n̂ or ``method`` is unknown.
 
     Notes
     -----
@@ -434,6 +495,38 @@ def run_reconstruction(*, activation: str, n: int, p: int, d: int | None = None,
     """The whole pipeline: :func:`fit_model`, then :func:`recover_training_set`.
 
     Parameters are those of the two steps; ``p < n_hat`` is refused before any work.
+
+    Parameters
+    ----------
+    activation : str
+        Registry name or safe expression in ``z``.
+    n, p : int
+        Training-set size and number of random features.
+    d : int, optional
+        Input dimension (required for sphere data; fixed by image data).
+    seed : int
+        Drives V, the data, the labels and the optimiser's start (independent streams; default 0).
+    data : str
+        Data set name (default ``"sphere"``, see :func:`fit_model`).
+    labels : {"gaussian", "sign"}
+        Label kind (default ``"gaussian"``).
+    n_hat : int, optional
+        Number of candidates (default n).
+    method : str, optional
+        Reconstruction algorithm, one of :data:`rftheory.reconstruct.METHODS`.
+    tol, max_steps : optional
+        Target loss and iteration budget (default: :func:`rftheory.reconstruct.reconstruct`'s).
+    device : {"cpu", "gpu"}
+        Namespace of θ* and of every pass over V (default ``"cpu"``).
+    v_cache_bytes : int
+        Keep V in memory up to this many bytes (speed only; default 1 GiB).
+    callback : callable, optional
+        ``callback(step, loss, X_hat)``, called by the optimiser.
+
+    Returns
+    -------
+    ReconstructionRun
+        The fitted model, the reconstruction and its ρ in every variant.
 
     Examples
     --------
@@ -569,6 +662,26 @@ def law_cell(*, activation: str, d: int, n: int, p: int, seed: int,
     so one grid holds both thresholds (p = n − 1, n and multiples of dn); the ρ keys of a label
     fit are NaN. This is what :mod:`rftheory.claims.law` runs at every point.
 
+    Parameters
+    ----------
+    activation : str
+        Registry name or safe expression in ``z``.
+    d, n, p : int
+        Input dimension, training-set size, number of random features.
+    seed : int
+        Drives V, the data, the labels and the optimiser's start.
+    max_steps : int, optional
+        Optimiser budget (default: :func:`rftheory.reconstruct.reconstruct`'s).
+    tol : float
+        Target projection loss (default 1e-10).
+
+    Returns
+    -------
+    dict
+        The cell of :func:`reconstruction_cell` with ``kind = "reconstruction"`` (p ≥ n), or
+        the parameters, ``kind = "label_fit"``, ``train_residual``, ``gram_rank`` and NaN ρ
+        keys (p < n).
+
     Examples
     --------
     >>> law_cell(activation="relu+tanh", d=3, n=4, p=3, seed=0)["kind"]
@@ -591,6 +704,18 @@ def significant(x: float, digits: int = 2) -> str:
     """``x`` to ``digits`` significant digits, for figure titles (1.1e-4 → ``"0.00011"``, not
     ``"0.000"``).
 
+    Parameters
+    ----------
+    x : float
+        The number.
+    digits : int
+        Significant digits (default 2).
+
+    Returns
+    -------
+    str
+        ``format(x, f".{digits}g")``.
+
     Examples
     --------
     >>> significant(1.1e-4), significant(0.4321), significant(2.5e-7), significant(0.0)
@@ -603,10 +728,26 @@ def matched_images(run: ReconstructionRun, max_images: int = 12
                    ) -> tuple[list[int], np.ndarray, np.ndarray]:
     """The run's training images and their matched reconstructions, ready to show.
 
-    Returns ``(shown, originals, reconstructions)``: the first ``max_images`` training indices
-    that were matched (official ρ), and both image stacks in [0, 1] (:meth:`Dataset.to_images`:
-    (k, H, W) grey or (k, H, W, 3) colour), each reconstruction with the sign of its match
-    corrected (x̂ or −x̂, whichever the official match found closer).
+    Parameters
+    ----------
+    run : ReconstructionRun
+        A run on image data.
+    max_images : int
+        At most this many images (default 12).
+
+    Returns
+    -------
+    shown : list of int
+        The first ``max_images`` training indices that were matched (official ρ).
+    originals, reconstructions : numpy.ndarray
+        Both image stacks in [0, 1] (:meth:`~rftheory.data.Dataset.to_images`: (k, H, W) grey
+        or (k, H, W, 3) colour), each reconstruction with the sign of its match corrected (x̂ or
+        −x̂, whichever the official match found closer).
+
+    Raises
+    ------
+    rftheory.errors.RFTheoryError
+        If the data set has no images, or no training image was matched.
     """
     fitted, official = run.fitted, run.matchings["abs"]
     if not fitted.dataset.is_image:
@@ -627,7 +768,21 @@ def plot_reconstruction(run: ReconstructionRun, path: str | Path, *,
     Image data (grey or colour): originals (top) above their matched reconstructions (bottom), in
     training order, each reconstruction titled with its per-sample ρ and shown with the sign of
     its official-ρ match corrected. Synthetic data: the loss curve L(X̂_t) on a log scale. Drawn
-    in the package's style (:func:`rftheory.plotting.paper_style`). Returns the paths written.
+    in the package's style (:func:`rftheory.plotting.paper_style`).
+
+    Parameters
+    ----------
+    run : ReconstructionRun
+        The run to draw.
+    path : str or Path
+        Where to write; the suffix is replaced by ``.png`` and ``.pdf``.
+    max_images : int
+        At most this many images for image data (default 12).
+
+    Returns
+    -------
+    list of Path
+        The files written.
     """
     import matplotlib
 

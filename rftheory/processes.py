@@ -7,7 +7,7 @@ pipe; an idle worker blocks forever on a call queue whose write end it holds its
 ``kill -9`` of ``rftheory sweep run`` or ``rftheory demo`` used to leave the workers (one at
 full CPU for minutes, the idle ones for ever), the fork server and the resource tracker behind.
 
-:func:`process_pool` returns an executor whose workers run :func:`_die_with_parent` first:
+:func:`process_pool` returns an executor whose workers run ``_die_with_parent`` first:
 
 * a daemon thread waits on a pidfd of the starting process (``os.pidfd_open``, Linux ≥ 5.3;
   elsewhere it polls the pid once a second) and SIGKILLs its own worker when that process is
@@ -108,6 +108,17 @@ def process_pool(workers: int, *, method: str | None = None) -> cf.ProcessPoolEx
     method : str, optional
         multiprocessing start method (``"forkserver"``, ``"spawn"``, ``"fork"``); default the
         platform's.
+
+    Returns
+    -------
+    concurrent.futures.ProcessPoolExecutor
+        The executor; its workers ignore SIGINT and are killed when this process ends.
+
+    Examples
+    --------
+    >>> with process_pool(1) as pool:
+    ...     pool.submit(abs, -3).result()
+    3
     """
     context = multiprocessing.get_context(method)
     return cf.ProcessPoolExecutor(max_workers=workers, mp_context=context,
@@ -119,6 +130,11 @@ def stop_pool(executor: cf.ProcessPoolExecutor) -> None:
 
     For an interrupt: ``shutdown(wait=True)`` would first finish every running task (and,
     without ``cancel_futures``, every queued one).
+
+    Parameters
+    ----------
+    executor : concurrent.futures.ProcessPoolExecutor
+        A pool (from :func:`process_pool`); it is shut down without waiting.
     """
     processes = list((getattr(executor, "_processes", None) or {}).values())
     for process in processes:

@@ -54,6 +54,16 @@ class ClaimConfig:
     ``seed`` is the base seed of a run (each claim documents which streams it drives). Subclasses
     check their fields in ``__post_init__`` (bad values raise
     :class:`~rftheory.errors.RFTheoryError`) and normalise sequences to tuples.
+
+    Attributes
+    ----------
+    seed : int
+        Base seed of the run, a non-negative integer (default 0).
+
+    Examples
+    --------
+    >>> ClaimConfig().replace(seed=3).seed
+    3
     """
 
     seed: int = 0
@@ -127,7 +137,24 @@ def check_claim_size(config: ClaimConfig, *, workers: int,
     """Refuse a configuration whose largest job (:meth:`ClaimConfig.size_jobs`) cannot fit the
     limits: alone (memory and time), and ``workers`` of them at once (memory), with the
     one-line :class:`~rftheory.errors.ResourceLimitError` of :func:`rftheory.budget.check`.
-    Nothing is started before."""
+    Nothing is started before.
+
+    Parameters
+    ----------
+    config : ClaimConfig
+        The configuration about to run.
+    workers : int
+        Worker processes that will run jobs at once (their peak memory adds up).
+    memory_limit, time_limit : float or str, optional
+        The limits of :func:`rftheory.budget.check` (bytes or a size string; seconds).
+    via : tuple of (str, str)
+        How messages name the two limits (the CLI passes its option names).
+
+    Raises
+    ------
+    rftheory.errors.ResourceLimitError
+        If a job, or ``workers`` of them together, is over a limit.
+    """
     import math
 
     from rftheory.budget import Estimate, check, estimate_kernel, estimate_reconstruct
@@ -142,7 +169,29 @@ def check_claim_size(config: ClaimConfig, *, workers: int,
 
 
 def claim_module(name: str) -> Any:
-    """Import ``rftheory.claims.<name>``; unknown names raise a clear RFTheoryError."""
+    """Import ``rftheory.claims.<name>``; unknown names raise a clear RFTheoryError.
+
+    Parameters
+    ----------
+    name : str
+        A claim of :data:`CLAIMS` or an alias (``kernel``, ``twolayer``).
+
+    Returns
+    -------
+    module
+        The claim's module (``CLAIM``, ``Config``, ``FULL``, ``QUICK``, ``run``, ``plot``,
+        ``summary``).
+
+    Raises
+    ------
+    rftheory.errors.RFTheoryError
+        If ``name`` is not a claim.
+
+    Examples
+    --------
+    >>> claim_module("kernel").CLAIM
+    'kernel_concentration'
+    """
     name = _ALIASES.get(name, name)
     if name not in CLAIMS:
         raise RFTheoryError(f"unknown claim {name!r}; choose from: {', '.join(CLAIMS)}, all")
@@ -153,12 +202,38 @@ def default_workers(workers: int | None = None) -> int:
     """Worker processes of a claim's run: ``workers`` (at least 1), or min(2, CPUs).
 
     Two by default: the claims' tasks are small, and results never depend on the count.
+
+    Parameters
+    ----------
+    workers : int, optional
+        The requested count (values below 1 give 1); default None: min(2, CPUs).
+
+    Returns
+    -------
+    int
+        The number of worker processes, at least 1.
+
+    Examples
+    --------
+    >>> default_workers(4), default_workers(0)
+    (4, 1)
     """
     return min(2, os.cpu_count() or 1) if workers is None else max(1, int(workers))
 
 
 def check_activations(*names: str) -> None:
-    """Refuse a bad activation before any worker starts (one clear error, not one per task)."""
+    """Refuse a bad activation before any worker starts (one clear error, not one per task).
+
+    Parameters
+    ----------
+    *names : str
+        Activations (registry names or safe expressions in ``z``).
+
+    Raises
+    ------
+    rftheory.errors.ActivationError
+        From :func:`rftheory.activations.get_activation`, for the first bad name.
+    """
     from rftheory.activations import get_activation
 
     for name in names:
@@ -181,6 +256,16 @@ def run_tasks(calls: Sequence[Callable[[], T]], *, workers: int,
         that no long call is left alone at the end while the other workers idle.
     on_result : callable, optional
         ``on_result(index, result)``, in this process as each call finishes (progress lines).
+
+    Returns
+    -------
+    list
+        The calls' results, in the order of ``calls`` (whatever ``order`` and ``workers``).
+
+    Examples
+    --------
+    >>> run_tasks([lambda: 1, lambda: 2], workers=1, order=[1, 0])
+    [1, 2]
     """
     order = list(range(len(calls))) if order is None else list(order)
     results: list[Any] = [None] * len(calls)
@@ -209,7 +294,22 @@ def run_tasks(calls: Sequence[Callable[[], T]], *, workers: int,
 
 
 class TaskProgress:
-    """The progress line of a claim's run: ``[k/total] <what finished>``, one per finished task."""
+    """The progress line of a claim's run: ``[k/total] <what finished>``, one per finished task.
+
+    Parameters
+    ----------
+    progress : callable or None
+        Receives each line (``progress(line)``); None: nothing is said (and ``describe`` is
+        never called).
+    total : int
+        The number of tasks of the run.
+
+    Examples
+    --------
+    >>> tick = TaskProgress(print, 2)
+    >>> tick(lambda: "cell 1")
+    [1/2] cell 1
+    """
 
     def __init__(self, progress: Callable[[str], None] | None, total: int) -> None:
         self.progress, self.total, self.done = progress, total, 0
@@ -227,6 +327,16 @@ def source_digests(modules: Sequence[str] = SOURCE_MODULES) -> dict[str, str]:
     Stored with every reconstruction result so that numbers obtained with different versions of
     the optimiser are never silently compared (package versions alone do not change when the code
     does). Take them before any work: they describe the code the workers run.
+
+    Parameters
+    ----------
+    modules : sequence of str
+        Names of modules of ``rftheory`` (default :data:`SOURCE_MODULES`).
+
+    Returns
+    -------
+    dict of str to str
+        ``{module: 12 hex digits}``.
     """
     out = {}
     for name in modules:
@@ -236,7 +346,14 @@ def source_digests(modules: Sequence[str] = SOURCE_MODULES) -> dict[str, str]:
 
 
 def environment() -> dict:
-    """Versions of the packages a result depends on, for provenance."""
+    """Versions of the packages a result depends on, for provenance.
+
+    Returns
+    -------
+    dict
+        Versions of rftheory, numpy, scipy, sympy and Python, the definition of V
+        (:data:`rftheory.philox.V_DEFINITION`), the machine's architecture and the local date.
+    """
     import numpy
     import scipy
     import sympy
@@ -279,6 +396,19 @@ def run_claim(name: str, *, quick: bool = False, large: bool = False, seed: int 
     memory_limit, time_limit, via
         The size guard's limits (:func:`check_claim_size`, :mod:`rftheory.budget`), checked
         before anything runs.
+
+    Returns
+    -------
+    dict
+        The claim's result (JSON-serialisable) with ``claim``, ``quick``, ``size``, ``seed``,
+        ``wall_seconds``, ``environment`` and, when drawn, ``figures`` (the paths) added.
+
+    Raises
+    ------
+    rftheory.errors.RFTheoryError
+        For an unknown claim, ``quick`` with ``large``, or a bad configuration.
+    rftheory.errors.ResourceLimitError
+        If the run would not fit the limits.
     """
     module = claim_module(name)
     if quick and large:
@@ -309,7 +439,25 @@ def run_claim(name: str, *, quick: bool = False, large: bool = False, seed: int 
 
 
 def main_for(claim: str, argv: list[str] | None = None, *, prog: str | None = None) -> int:
-    """``python -m rftheory.claims.<claim> [--quick | --large] [--seed S] [--out DIR]``."""
+    """``python -m rftheory.claims.<claim> [--quick | --large] [--seed S] [--out DIR]``.
+
+    Runs :func:`run_claim`, progress lines on stderr, then prints the claim's summary and where
+    the results went.
+
+    Parameters
+    ----------
+    claim : str
+        The claim's name.
+    argv : list of str, optional
+        Command-line arguments (default: ``sys.argv[1:]``).
+    prog : str, optional
+        Program name for the usage line (default ``python -m rftheory.claims.<claim>``).
+
+    Returns
+    -------
+    int
+        The exit status, 0.
+    """
     parser = argparse.ArgumentParser(prog=prog or f"python -m rftheory.claims.{claim}")
     size = parser.add_mutually_exclusive_group()
     size.add_argument("--quick", action="store_true", help="small, fast version of the check")

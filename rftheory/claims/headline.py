@@ -157,6 +157,13 @@ def _estimate(config: Config, d: int, p: int) -> tuple[str, float, str | None]:
 def run(config: Config = FULL, *, progress: Callable[[str], None] | None = None) -> dict[str, Any]:
     """The table for ``config``: every (activation, p) cell that fits this machine, in order.
 
+    Parameters
+    ----------
+    config : Config
+        What to run (default :data:`FULL`; :data:`QUICK` for ``--quick``).
+    progress : callable, optional
+        Receives one line per finished (or skipped) cell.
+
     Returns
     -------
     dict
@@ -256,7 +263,18 @@ def _g(x: float) -> str:
 
 
 def summary(result: dict[str, Any]) -> str:
-    """The table, the paper's ρ beside ours, and the verdict."""
+    """The table, the paper's ρ beside ours, and the verdict.
+
+    Parameters
+    ----------
+    result : dict
+        A result of :func:`run` (or read back from its JSON).
+
+    Returns
+    -------
+    str
+        The table and the verdict, one line per row.
+    """
     rows = []
     for r in result["rows"]:
         head = [r["activation"], r["multiple"], r["p"]]
@@ -286,7 +304,20 @@ def summary(result: dict[str, Any]) -> str:
 
 def plot(result: dict[str, Any], stem: str | Path) -> list[Path]:
     """Originals (top row) above each cell's matched reconstructions, one row per cell that ran,
-    titled with its activation, p and official ρ; each image's own ρ above it."""
+    titled with its activation, p and official ρ; each image's own ρ above it.
+
+    Parameters
+    ----------
+    result : dict
+        A result of :func:`run` (or read back from its JSON).
+    stem : str or Path
+        Path of the figures without suffix (PNG + PDF).
+
+    Returns
+    -------
+    list of Path
+        The files written.
+    """
     import matplotlib
 
     matplotlib.use("Agg")

@@ -168,6 +168,23 @@ def p_values(d: int, n: int, ratios: Sequence[float]) -> list[int]:
 
     n − 1 and n pin the label-fitting threshold; n/2 shows the residual of an under-parametrised
     fit. Sorted, distinct, ≥ 1.
+
+    Parameters
+    ----------
+    d, n : int
+        Input dimension and training-set size.
+    ratios : sequence of float
+        Values of p/(dn).
+
+    Returns
+    -------
+    list of int
+        The numbers of features, sorted and distinct.
+
+    Examples
+    --------
+    >>> p_values(4, 8, [0.5, 1.0, 2.0])
+    [4, 7, 8, 16, 32, 64]
     """
     ps = {max(1, int(round(r * d * n))) for r in ratios}
     ps |= {n, max(1, n - 1), max(1, n // 2)}
@@ -181,6 +198,18 @@ def run_point(task: dict[str, Any]) -> dict[str, Any]:
     BLAS is limited to one thread while it runs: these problems are tiny (n·d ≤ a few hundred
     unknowns), where threads only add synchronisation, and the last bits of reductions then do
     not depend on the machine's core count (sweep workers pin it the same way).
+
+    Parameters
+    ----------
+    task : dict
+        ``activation``, ``d``, ``n``, ``p``, ``seed``, ``max_steps`` (the keywords of
+        :func:`~rftheory.pipeline.law_cell`) and ``seed_index`` (the seed's index in the run).
+
+    Returns
+    -------
+    dict
+        The cell of :func:`~rftheory.pipeline.law_cell` with ``seed_index`` and ``seconds``
+        (wall time of the point) added.
     """
     from threadpoolctl import threadpool_limits
 
@@ -232,12 +261,27 @@ def crossing(p: Sequence[float], success: Sequence[float], level: float = 0.5) -
     The crossing is taken after the *last* grid point below ``level`` (so a curve that dips again
     at large p is not credited with an early threshold).
 
+    Parameters
+    ----------
+    p : sequence of float
+        The grid, sorted increasing, positive.
+    success : sequence of float
+        Success probability at each p.
+    level : float
+        The level crossed (default 1/2).
+
     Returns
     -------
     (p_star, status)
         ``status`` is ``"ok"``, ``"below_grid"`` (already ≥ level at the smallest p; p_star is then
         that p, an upper bound) or ``"above_grid"`` (never reaches level after its last dip;
         p_star is NaN).
+
+    Examples
+    --------
+    >>> p_star, status = crossing([10, 100], [0.0, 1.0])    # halfway in log p: √(10·100)
+    >>> round(p_star, 6), status
+    (31.622777, 'ok')
     """
     p = np.asarray(p, dtype=np.float64)
     s = np.asarray(success, dtype=np.float64)
@@ -265,6 +309,7 @@ def data_threshold(p: Sequence[int], success: np.ndarray, *, rng: np.random.Gene
     rng : numpy.random.Generator
         Drives the resampling.
     resamples : int
+        Bootstrap resamples (default :data:`BOOTSTRAP`, 2000).
     keep_draws : bool
         Also return ``draws``, the resampled p* (NaN where undefined), e.g. to carry the
         bootstrap into a fit over several (d, n) (:func:`scaling_fit`).
@@ -295,9 +340,26 @@ def data_threshold(p: Sequence[int], success: np.ndarray, *, rng: np.random.Gene
 def label_threshold(p: Sequence[int], residual: np.ndarray, tol: float = LABEL_TOL) -> dict[str, Any]:
     """p*_label: the smallest grid p from which every seed's train residual is below ``tol``.
 
-    ``residual`` has shape (seeds, m). Returns ``p_star`` (NaN if the largest p does not fit),
-    ``p_below`` (the grid point just before, the other end of the bracket; NaN if none) and the
-    largest residual per p.
+    Parameters
+    ----------
+    p : sequence of int, length m
+        The grid (sorted).
+    residual : numpy.ndarray, shape (seeds, m)
+        Train residual ‖Φθ* − Y‖/‖Y‖ of each seed at each p.
+    tol : float
+        Residual below which the labels count as fit (default :data:`LABEL_TOL`, 1e-6).
+
+    Returns
+    -------
+    dict
+        ``p_star`` (NaN if the largest p does not fit), ``p_below`` (the grid point just
+        before, the other end of the bracket; NaN if none) and ``max_residual`` (the largest
+        residual per p).
+
+    Examples
+    --------
+    >>> label_threshold([3, 4, 8], [[0.3, 1e-15, 1e-15], [0.2, 1e-14, 1e-15]])["p_star"]
+    4.0
     """
     worst = np.max(np.asarray(residual, dtype=np.float64), axis=0)
     bad = np.flatnonzero(~(worst < tol))
@@ -365,6 +427,16 @@ def sweep_document(config: Config) -> dict[str, Any]:
     label points ``"0.5n"``, ``"n-1"``, ``"n"`` and ``"<r>dn"`` for every ratio) and seed
     (``seed + s``); ``max_steps`` fixed. ``examples/law_grid.toml`` is this document for
     :data:`LARGE`.
+
+    Parameters
+    ----------
+    config : Config
+        The claim's configuration.
+
+    Returns
+    -------
+    dict
+        ``{"sweep": ..., "grid": ..., "fixed": ...}``, the sections of a sweep file.
     """
     ds, ns = sorted({d for d, _ in config.grid}), sorted({n for _, n in config.grid})
     return {
@@ -391,7 +463,19 @@ def _sweep_cells(config: Config, out_dir: Path, workers: int,
 
 
 def cells_from_store(directory: str | Path) -> list[dict[str, Any]]:
-    """The ``law`` cells of a sweep store as the claim's cell dicts (results plus ``seconds``)."""
+    """The ``law`` cells of a sweep store as the claim's cell dicts (results plus ``seconds``).
+
+    Parameters
+    ----------
+    directory : str or Path
+        The sweep store (opened read-only).
+
+    Returns
+    -------
+    list of dict
+        One dict per stored ``law`` cell: its result and ``seconds``, or its parameters and
+        ``error`` for a failed cell.
+    """
     from rftheory.sweep import SweepStore
 
     with SweepStore.open_reader(directory) as store:
@@ -401,7 +485,18 @@ def cells_from_store(directory: str | Path) -> list[dict[str, Any]]:
 
 
 def cells_from_export(path: str | Path) -> list[dict[str, Any]]:
-    """The ``law`` cells of a store's export (``rftheory sweep export``), as from a store."""
+    """The ``law`` cells of a store's export (``rftheory sweep export``), as from a store.
+
+    Parameters
+    ----------
+    path : str or Path
+        The export file (JSON lines, optionally gzipped).
+
+    Returns
+    -------
+    list of dict
+        As :func:`cells_from_store`.
+    """
     from rftheory.sweep import read_export
 
     return [_cell_row(r["params"], r["status"], r["result"], r["seconds"])
@@ -421,6 +516,17 @@ def run(config: Config = FULL, *, progress: Callable[[str], None] | None = None,
     ``config``, ``progress`` and ``workers`` as in the protocol (:mod:`rftheory.claims`);
     ``out_dir`` holds the sweep store of a sweep-backed configuration (``config.sweep``, e.g.
     :data:`LARGE`), which a second call resumes.
+
+    Parameters
+    ----------
+    config : Config
+        What to sweep (default :data:`FULL`).
+    progress : callable, optional
+        Receives one line per finished point.
+    workers : int, optional
+        Worker processes (default min(2, CPUs)); results do not depend on it.
+    out_dir : str or Path
+        Directory of the sweep store of a sweep-backed configuration (default ``"results"``).
 
     Returns
     -------
@@ -452,6 +558,23 @@ def analyse(cells: Sequence[dict[str, Any]], config: Config) -> dict[str, Any]:
     Every cell of ``config``'s grid must be there and have succeeded (a missing or failed cell
     raises :class:`RFTheoryError`: resume the run first). Cells outside the grid are ignored.
     The bootstrap is seeded by ``config.seed`` alone, so the same cells give the same result.
+
+    Parameters
+    ----------
+    cells : sequence of dict
+        Cells as :func:`run_point` returns them (or :func:`cells_from_store` reads them).
+    config : Config
+        The configuration whose grid the cells cover.
+
+    Returns
+    -------
+    dict
+        As :func:`run` (without ``workers``, ``sweep_seconds`` and ``sources``).
+
+    Raises
+    ------
+    rftheory.errors.RFTheoryError
+        If a cell of the grid is missing or failed.
     """
     seed, seeds = config.seed, config.seeds
     wanted = {(a, d, n, p, seed + s) for a in config.activations for d, n in config.grid
@@ -555,6 +678,14 @@ def scaling_fit(per_grid: Sequence[dict[str, Any]], variant: str = "abs") -> dic
 
     The law predicts b = c = 1 (p* ∝ dn); a threshold set by n alone would give b = 0.
 
+    Parameters
+    ----------
+    per_grid : sequence of dict
+        Per (d, n): ``d``, ``n``, ``data`` (per ρ variant, :func:`data_threshold`'s result with
+        its ``draws``) and ``label`` (:func:`label_threshold`'s result).
+    variant : str
+        The ρ variant whose p*_data is fit (default ``"abs"``).
+
     Returns
     -------
     dict
@@ -621,6 +752,23 @@ def result_from_export(path: str | Path, config: Config | None = None) -> dict[s
     export of a part of the grid (e.g. d ∈ {10, 20}, n ∈ {4, 8}, run first to check the
     machinery) is analysed the same way; every other setting (ratios, seeds, activations,
     budget) must be :data:`LARGE`'s, or :func:`analyse` reports the missing cells.
+
+    Parameters
+    ----------
+    path : str or Path
+        The export (``rftheory sweep export``).
+    config : Config, optional
+        The configuration the export covers (default: :data:`LARGE` on the export's (d, n)).
+
+    Returns
+    -------
+    dict
+        As :func:`analyse`, with ``from_export`` (the path) added.
+
+    Raises
+    ------
+    rftheory.errors.RFTheoryError
+        If the export holds no cell of the law, or misses cells of the grid.
     """
     cells = cells_from_export(path)
     if config is None:
@@ -702,7 +850,18 @@ def _fit_line(fit: dict[str, Any]) -> str:
 
 
 def summary(result: dict[str, Any]) -> str:
-    """Thresholds per (d, n), the spread and scaling fit, and the verdict, as tables."""
+    """Thresholds per (d, n), the spread and scaling fit, and the verdict, as tables.
+
+    Parameters
+    ----------
+    result : dict
+        A result of :func:`run` (or :func:`analyse`).
+
+    Returns
+    -------
+    str
+        The tables, one line per row.
+    """
     variant = result["success_variant"]
     v = result["verdict"]
     lines = [
@@ -794,6 +953,18 @@ def plot(result: dict[str, Any], stem: str | Path) -> list[Path]:
     spread by the range of d). For a compared activation, ``<stem>_<name>`` and
     ``<stem>_<name>_collapse`` in the sign-invariant ρ. Log axes; no error bars below zero
     (bootstrap percentiles only).
+
+    Parameters
+    ----------
+    result : dict
+        A result of :func:`run` (or read back from its JSON).
+    stem : str or Path
+        Path of the figures without suffix.
+
+    Returns
+    -------
+    list of Path
+        The files written.
     """
     import matplotlib
 
@@ -912,6 +1083,16 @@ def main(argv: list[str] | None = None) -> int:
 
     ``--from-export FILE`` recomputes the full run's tables, fits and figures from an export of
     its sweep store (``rftheory sweep export``) without running a cell.
+
+    Parameters
+    ----------
+    argv : list of str, optional
+        Command-line arguments (default: ``sys.argv[1:]``).
+
+    Returns
+    -------
+    int
+        The exit status, 0.
     """
     import argparse
     import sys

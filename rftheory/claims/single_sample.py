@@ -212,19 +212,64 @@ QUICK = Config(d=8, n=4, seeds=2, offsets=(-6, -3, -1, 0, 1, 4), ratios=(0.5, 1.
 
 
 def feature_seed(seed: int) -> int:
-    """Seed of V (the same for every p: models are nested in p)."""
+    """Seed of V (the same for every p: models are nested in p).
+
+    Parameters
+    ----------
+    seed : int
+        The cell's seed.
+
+    Returns
+    -------
+    int
+        A 32-bit seed for :class:`~rftheory.features.RandomFeatures`, from its own stream of
+        ``seed`` (:class:`numpy.random.SeedSequence`).
+    """
     return int(np.random.SeedSequence([seed, _V_STREAM]).generate_state(1, np.uint32)[0])
 
 
 def p_values(config: Config) -> list[int]:
-    """n, n + d + offset and round(ratio·dn), within [n, 2dn], sorted."""
+    """n, n + d + offset and round(ratio·dn), within [n, 2dn], sorted.
+
+    Parameters
+    ----------
+    config : Config
+        Its ``d``, ``n``, ``offsets`` and ``ratios`` are used.
+
+    Returns
+    -------
+    list of int
+        The numbers of features, sorted and distinct.
+
+    Examples
+    --------
+    >>> p_values(QUICK) == sorted(set(p_values(QUICK)))
+    True
+    """
     d, n = config.d, config.n
     ps = {n} | {n + d + o for o in config.offsets} | {int(round(r * d * n)) for r in config.ratios}
     return sorted(p for p in ps if n <= p <= 2 * d * n)
 
 
 def recovery_cell(config: Config, seed: int, p: int) -> dict[str, Any]:
-    """Every attack of ``config`` on the model of (seed, p) and its per-sample recovery."""
+    """Every attack of ``config`` on the model of (seed, p) and its per-sample recovery.
+
+    Parameters
+    ----------
+    config : Config
+        The run's configuration (``d``, ``n``, ``activation``, ``attacks``, ``tol``).
+    seed : int
+        Drives the data, the labels (one output and n outputs) and V (:func:`feature_seed`).
+    p : int
+        Number of random features.
+
+    Returns
+    -------
+    dict
+        ``seed``, ``p``, ``p_over_dn``, ``p_over_n_plus_d`` and ``attacks``: per attack label,
+        ``k``, ``fraction`` and ``count`` recovered, ``fraction_sign_invariant``,
+        ``distances``, ``n_candidates``, ``true_candidates``, ``info`` and ``seconds``.
+    """
     d, n = config.d, config.n
     X = sphere_data(n, d, seed)
     y = gaussian_labels(n, seed)
@@ -249,7 +294,18 @@ def recovery_cell(config: Config, seed: int, p: int) -> dict[str, Any]:
 
 def aggregate(result: dict[str, Any]) -> dict[str, dict[str, Any]]:
     """Per attack: p, and per p the mean / min / max recovered fraction over seeds and the
-    candidates (true / all, summed over seeds)."""
+    candidates (true / all, summed over seeds).
+
+    Parameters
+    ----------
+    result : dict
+        A result of :func:`run` (or read back from its JSON).
+
+    Returns
+    -------
+    dict
+        ``{label: {"kind", "outputs", "rows"}}``, one row per p.
+    """
     cells = result["cells"]
     ps = sorted({c["p"] for c in cells})
     out = {}
@@ -268,7 +324,20 @@ def aggregate(result: dict[str, Any]) -> dict[str, dict[str, Any]]:
 
 
 def verdict_of(result: dict[str, Any]) -> dict[str, Any]:
-    """The falsifiable verdicts (module docstring) from a result's cells."""
+    """The falsifiable verdicts (module docstring) from a result's cells.
+
+    Parameters
+    ----------
+    result : dict
+        A result of :func:`run` (or read back from its JSON).
+
+    Returns
+    -------
+    dict
+        ``k1_nothing_below_dn``, ``kn_recovers_from_n_plus_d``,
+        ``kn_precision_one_from_n_plus_d``, ``kn_nothing_far_below_n_plus_d``, ``n_plus_d``,
+        ``dn``, ``<label>_recovers_from_p`` per attack, and ``supported``.
+    """
     d, n = result["d"], result["n"]
     agg = aggregate(result)
     k1 = [a for a in agg.values() if a["outputs"] == "1"]
@@ -300,7 +369,23 @@ def verdict_of(result: dict[str, Any]) -> dict[str, Any]:
 def run(config: Config = FULL, *, progress: Callable[[str], None] | None = None,
         workers: int | None = None) -> dict[str, Any]:
     """Every attack of ``config`` on every (seed, p) (:data:`FULL` by default, :data:`QUICK` for
-    ``--quick``), ``workers`` processes (results do not depend on it)."""
+    ``--quick``), ``workers`` processes (results do not depend on it).
+
+    Parameters
+    ----------
+    config : Config
+        What to run (default :data:`FULL`).
+    progress : callable, optional
+        Receives one line per finished cell.
+    workers : int, optional
+        Worker processes (default min(2, CPUs)).
+
+    Returns
+    -------
+    dict
+        JSON-serialisable: the parameters, every cell (:func:`recovery_cell`) and the verdict
+        (:func:`verdict_of`).
+    """
     check_activations(config.activation)
     ps = p_values(config)
     specs = [(config.seed + j, p) for j in range(config.seeds) for p in ps]
@@ -342,7 +427,20 @@ def _label(spec: dict) -> str:
 
 def plot(result: dict[str, Any], stem: str | Path) -> list[Path]:
     """Recovered fraction (mean over seeds, band: min–max) against p/(dn) and against p/(n + d),
-    one line per attack; p = n + d and p = dn marked. PNG + PDF."""
+    one line per attack; p = n + d and p = dn marked. PNG + PDF.
+
+    Parameters
+    ----------
+    result : dict
+        A result of :func:`run` (or read back from its JSON).
+    stem : str or Path
+        Path of the figures without suffix.
+
+    Returns
+    -------
+    list of Path
+        The files written.
+    """
     import matplotlib
 
     matplotlib.use("Agg")
@@ -388,7 +486,18 @@ def plot(result: dict[str, Any], stem: str | Path) -> list[Path]:
 
 def summary(result: dict[str, Any]) -> str:
     """Per p: the recovered fraction of each attack (mean [min–max] over seeds, true/all
-    candidates summed), and the verdict."""
+    candidates summed), and the verdict.
+
+    Parameters
+    ----------
+    result : dict
+        A result of :func:`run` (or read back from its JSON).
+
+    Returns
+    -------
+    str
+        The table and the verdict, one line per row.
+    """
     d, n = result["d"], result["n"]
     agg = aggregate(result)
     labels = list(agg)

@@ -209,12 +209,35 @@ QUICK = Config(d=6, ratios=(0.5, 2.0, 8.0), deltas=(0.02, 0.1, 0.3), random_star
 
 
 def feature_seed(seed: int) -> int:
-    """Seed of V of the n = 2 part (the same for every p: models are nested in p)."""
+    """Seed of V of the n = 2 part (the same for every p: models are nested in p).
+
+    Parameters
+    ----------
+    seed : int
+        The run's base seed.
+
+    Returns
+    -------
+    int
+        A 32-bit seed for :class:`~rftheory.features.RandomFeatures`, from its own stream of
+        ``seed`` (:class:`numpy.random.SeedSequence`).
+    """
     return int(np.random.SeedSequence([seed, _V_STREAM]).generate_state(1, np.uint32)[0])
 
 
 def general_feature_seed(seed: int) -> int:
-    """Seed of V of the general-n part (nested in p)."""
+    """Seed of V of the general-n part (nested in p).
+
+    Parameters
+    ----------
+    seed : int
+        The run's base seed.
+
+    Returns
+    -------
+    int
+        A 32-bit seed, from a stream of ``seed`` independent of :func:`feature_seed`'s.
+    """
     return int(np.random.SeedSequence([seed, _V_STREAM_GENERAL]).generate_state(1, np.uint32)[0])
 
 
@@ -237,6 +260,29 @@ def duplicate_curves(activation: str, d: int, ratios: Sequence[float], deltas: S
     (``min_loss``, with their pairs, per-start losses and the pairs' separations), and the limit
     check: the minimum over D(δ_check), δ_check = min(:data:`DELTA_CHECK`, kink radius/2),
     started from the limit pair, and (L₀ − min)/L₀.
+
+    Parameters
+    ----------
+    activation : str
+        φ (registry name or expression in ``z``).
+    d : int
+        Input dimension.
+    ratios : sequence of float
+        Values of p/(dn); p = max(2, round(ratio·2d)).
+    deltas : sequence of float
+        Region radii δ (in units of √d).
+    seed : int
+        Drives the data, the labels, V (:func:`feature_seed`) and the random starts (default 0).
+    random_starts : int
+        Random starts of each region minimum besides the warm and limit starts (default 4).
+
+    Returns
+    -------
+    dict
+        ``activation``, ``d``, ``n`` (2), ``seed``, ``v_seed``, ``X``, ``separation``,
+        ``deltas`` (kept) and ``deltas_skipped``, ``rows`` (one per ratio, described above) and
+        ``verdict`` (``bounded_away_at_large_p``, ``smallest_min_at_large_p``,
+        ``limit_agrees``).
     """
     n = 2
     X = sphere_data(n, d, seed)
@@ -310,7 +356,25 @@ def _pad(kind: Sequence[int], n: int) -> Collision:
 
 def limit_types(n: int, enumerate_up_to_n: int) -> list[tuple[int, ...]]:
     """Collision types whose limits are measured: all for small n, else five representatives
-    (one pair, two pairs, one triple, all pairs, all on one point)."""
+    (one pair, two pairs, one triple, all pairs, all on one point).
+
+    Parameters
+    ----------
+    n : int
+        Number of candidates (and training points).
+    enumerate_up_to_n : int
+        Up to this n every type is listed (:func:`rftheory.collisions.collision_types`).
+
+    Returns
+    -------
+    list of tuple of int
+        The types, as multiplicities in decreasing order.
+
+    Examples
+    --------
+    >>> limit_types(6, 4)
+    [(2, 1, 1, 1, 1), (2, 2, 1, 1), (3, 1, 1, 1), (2, 2, 2), (6,)]
+    """
     if n <= enumerate_up_to_n:
         return collision_types(n)
     reps = [(2,) + (1,) * (n - 2), (2, 2) + (1,) * (n - 4), (3,) + (1,) * (n - 3),
@@ -319,7 +383,20 @@ def limit_types(n: int, enumerate_up_to_n: int) -> list[tuple[int, ...]]:
 
 
 def region_types(n: int, enumerate_up_to_n: int) -> list[tuple[int, ...]]:
-    """Types whose region minima are measured: all for small n; one pair, all pairs, all on one."""
+    """Types whose region minima are measured: all for small n; one pair, all pairs, all on one.
+
+    Parameters
+    ----------
+    n : int
+        Number of candidates.
+    enumerate_up_to_n : int
+        Up to this n every type is listed.
+
+    Returns
+    -------
+    list of tuple of int
+        The types, as multiplicities.
+    """
     if n <= enumerate_up_to_n:
         return collision_types(n)
     return list(dict.fromkeys([(2,) + (1,) * (n - 2), (2,) * (n // 2) + (1,) * (n % 2), (n,)]))
@@ -328,7 +405,22 @@ def region_types(n: int, enumerate_up_to_n: int) -> list[tuple[int, ...]]:
 def general_p_values(n: int, d: int, ratios: Sequence[float],
                      types: Sequence[Sequence[int]]) -> list[int]:
     """round(ratio·dn) for every ratio, and p* − 1 … p* + 2 of every type with multiplicities ≤ 3
-    (p ≥ n + 1)."""
+    (p ≥ n + 1).
+
+    Parameters
+    ----------
+    n, d : int
+        Number of points and input dimension.
+    ratios : sequence of float
+        Values of p/(dn).
+    types : sequence of sequence of int
+        Collision types (multiplicities); p* is :func:`rftheory.collisions.zero_threshold`.
+
+    Returns
+    -------
+    list of int
+        The p grid, sorted and distinct, each ≥ n + 1.
+    """
     ps = {int(round(r * d * n)) for r in ratios}
     for kind in types:
         if max(kind) <= 3:
@@ -351,6 +443,24 @@ def collision_cell(activation: str, n: int, seed: int, config: Config) -> dict[s
     whether the branch and bound closed) and, at the region p values, the minima over D_m(δ) at
     that placement, δ over ``region_deltas`` capped at
     :func:`rftheory.collisions.max_region_radius`, each warm-started from the previous one.
+
+    Parameters
+    ----------
+    activation : str
+        φ (registry name or expression in ``z``).
+    n : int
+        Number of points.
+    seed : int
+        Drives the data, the labels and V.
+    config : Config
+        The run's configuration (``general_d``, ``general_ratios``, ``region_ratios``,
+        ``region_deltas``, ``enumerate_up_to_n``, ...).
+
+    Returns
+    -------
+    dict
+        ``activation``, ``n``, ``d``, ``seed``, ``v_seed``, ``limit_types``, ``region_types``
+        and ``rows`` (per p: the leave-one-out baseline, the kink radius and one entry per type).
     """
     d = config.general_d
     X = sphere_data(n, d, seed)
@@ -418,6 +528,21 @@ def limit_check_cell(activation: str, n: int, config: Config) -> list[dict[str, 
     ~(δ√d)⁻⁴, beyond float64 there). Each minimum is started from the limit configurations only;
     the relative gap (L₀ − min)/L₀ should shrink with δ (single candidates move the loss at first
     order in δ).
+
+    Parameters
+    ----------
+    activation : str
+        φ (registry name or expression in ``z``).
+    n : int
+        Number of points.
+    config : Config
+        The run's configuration (``general_d``, ``seed``, ``direction_starts``).
+
+    Returns
+    -------
+    list of dict
+        One entry per type: ``type``, ``label``, ``placement``, ``limit``, ``kink_radius``,
+        ``deltas``, ``region`` (the minima), ``relative_gap`` and ``note`` (why it was skipped).
     """
     d, seed = config.general_d, config.seed
     X = sphere_data(n, d, seed)
@@ -454,7 +579,20 @@ def limit_check_cell(activation: str, n: int, config: Config) -> list[dict[str, 
 
 
 def measured_threshold(rows: Sequence[dict], label: str) -> int | None:
-    """Largest p of the grid at which the limit of type ``label`` is 0 (None if never)."""
+    """Largest p of the grid at which the limit of type ``label`` is 0 (None if never).
+
+    Parameters
+    ----------
+    rows : sequence of dict
+        The rows of a :func:`collision_cell`.
+    label : str
+        The type's label, e.g. ``"2+1"``.
+
+    Returns
+    -------
+    int or None
+        The last p whose limit is at most :data:`ZERO_LOSS_LIMIT`.
+    """
     last = None
     for r in rows:
         e = next(t for t in r["types"] if t["label"] == label)
@@ -465,7 +603,19 @@ def measured_threshold(rows: Sequence[dict], label: str) -> int | None:
 
 def threshold_table(cells: Sequence[dict]) -> list[dict]:
     """Per (activation, n, seed, type): the count p*, the measured last zero, and whether the
-    zero pattern over the grid is exactly {p ≤ p*} (``matches``) / has no zero above p*."""
+    zero pattern over the grid is exactly {p ≤ p*} (``matches``) / has no zero above p*.
+
+    Parameters
+    ----------
+    cells : sequence of dict
+        Results of :func:`collision_cell`.
+
+    Returns
+    -------
+    list of dict
+        One row per (activation, n, seed, type): ``predicted``, ``measured``, ``dn``,
+        ``matches``, ``zero_above_count``, ...
+    """
     out = []
     for c in cells:
         for kind in c["limit_types"]:
@@ -485,7 +635,19 @@ def threshold_table(cells: Sequence[dict]) -> list[dict]:
 def region_table(cells: Sequence[dict]) -> list[dict]:
     """Per activation and p class (``n+d-1`` or ``{p/(dn)}dn``, over n and seeds): how many
     region minima at the largest δ are 0, the smallest positive one relative to the row's
-    leave-one-out baseline, and the smallest limit (multiplicities ≤ 3) relative to it."""
+    leave-one-out baseline, and the smallest limit (multiplicities ≤ 3) relative to it.
+
+    Parameters
+    ----------
+    cells : sequence of dict
+        Results of :func:`collision_cell`.
+
+    Returns
+    -------
+    list of dict
+        One row per (activation, p class): ``zero``, ``regions``, ``region_over_loo``,
+        ``limit_over_loo``.
+    """
     acc: dict[tuple[str, str], dict[str, Any]] = {}
     for c in cells:
         n, d = c["n"], c["d"]
@@ -513,7 +675,22 @@ def region_table(cells: Sequence[dict]) -> list[dict]:
 
 
 def general_verdict(cells: Sequence[dict], checks: Sequence[dict]) -> dict[str, Any]:
-    """The falsifiable verdicts of the general part (module docstring)."""
+    """The falsifiable verdicts of the general part (module docstring).
+
+    Parameters
+    ----------
+    cells : sequence of dict
+        Results of :func:`collision_cell`.
+    checks : sequence of dict
+        Entries of :func:`limit_check_cell`.
+
+    Returns
+    -------
+    dict
+        The verdicts (``pair_thresholds_match_count``, ``triples_never_zero_above_count``,
+        ``limits_positive_from_dn``, ``regions_positive_from_dn``, ``limit_checks_agree``, ...)
+        and ``general_n_supported``.
+    """
     table = threshold_table(cells)
     smooth = [t for t in table if t["activation"] in SMOOTH]
     pairs = [t for t in smooth if t["max_multiplicity"] == 2]
@@ -583,7 +760,24 @@ def run(config: Config = FULL, *, progress: Callable[[str], None] | None = None,
         workers: int | None = None) -> dict[str, Any]:
     """Both parts of the check (see the module docstring) for ``config`` (:data:`FULL` by
     default, :data:`QUICK` for ``--quick``), ``workers`` processes (results do not depend on
-    it)."""
+    it).
+
+    Parameters
+    ----------
+    config : Config
+        What to measure (default :data:`FULL`).
+    progress : callable, optional
+        Receives one line per finished task.
+    workers : int, optional
+        Worker processes (default min(2, CPUs)).
+
+    Returns
+    -------
+    dict
+        JSON-serialisable: ``statement``, ``config``, the tolerances, ``curves`` (n = 2, one
+        :func:`duplicate_curves` per activation), ``general`` (``cells`` and ``limit_checks``)
+        and ``verdict``.
+    """
     check_activations(*config.activations, *config.general_activations)
     specs: list[tuple[str, tuple]] = []
     calls: list[Callable[[], Any]] = []
@@ -794,7 +988,20 @@ def _plot_general(result: dict[str, Any], stem: Path) -> list[Path]:
 def plot(result: dict[str, Any], stem: str | Path) -> list[Path]:
     """``stem`` (n = 2: δ curves and p curves per activation) and ``stem_general_n`` (general
     n: thresholds against the count, smallest limits and region minima against p/(dn)), PNG +
-    PDF each, whichever parts the result has."""
+    PDF each, whichever parts the result has.
+
+    Parameters
+    ----------
+    result : dict
+        A result of :func:`run`.
+    stem : str or Path
+        Path of the figures without suffix.
+
+    Returns
+    -------
+    list of Path
+        The files written.
+    """
     import matplotlib
 
     matplotlib.use("Agg")
@@ -890,7 +1097,18 @@ def _summary_general(result: dict[str, Any]) -> list[str]:
 def summary(result: dict[str, Any]) -> str:
     """n = 2: per activation and p, L₀, the minima per δ and the small-δ check; general n: the
     count's agreement, the smallest limits and region minima from dn on, the limit checks; the
-    verdicts."""
+    verdicts.
+
+    Parameters
+    ----------
+    result : dict
+        A result of :func:`run`.
+
+    Returns
+    -------
+    str
+        The tables and verdicts, one line per row.
+    """
     lines = _summary_n2(result) if result["curves"] else []
     if result["general"]["cells"]:
         lines += _summary_general(result)

@@ -22,6 +22,15 @@ class Metric:
     """A number a cell returns that the report aggregates over seeds and plots.
 
     ``label`` is the axis label (the paper's symbol); ``log`` puts the axis on a log scale.
+
+    Attributes
+    ----------
+    name : str
+        The result key.
+    label : str
+        The axis label (LaTeX for matplotlib's mathtext).
+    log : bool
+        Log scale (default False).
     """
 
     name: str
@@ -40,6 +49,7 @@ class CellKind:
         are what a sweep file is checked against. Sweep files only choose a key of
         :data:`CELL_KINDS`, never a function.
     description : str
+        One line saying what the cell computes.
     x : str or None
         The report's abscissa: ``"p_over_dn"`` (p/(dn), the reconstruction threshold),
         ``"p_over_n"`` (p/n, the label-fitting threshold) or None (table only).

@@ -37,6 +37,11 @@ def limit_blas_threads(threads: int) -> None:
     pin it: those use the calling process's setting. dask's nanny starts its worker processes
     with OMP/MKL/OPENBLAS_NUM_THREADS=1 already. The environment variables set here cover
     libraries loaded later; threadpoolctl resizes the BLAS numpy has already loaded.
+
+    Parameters
+    ----------
+    threads : int
+        Threads per BLAS/OpenMP pool.
     """
     for name in _BLAS_ENV:
         os.environ[name] = str(threads)
@@ -49,7 +54,17 @@ def limit_blas_threads(threads: int) -> None:
 
 @dataclass(frozen=True)
 class ExecutorHandle:
-    """An open executor, a one-line description of it, and how many cells it runs at once."""
+    """An open executor, a one-line description of it, and how many cells it runs at once.
+
+    Attributes
+    ----------
+    executor : concurrent.futures.Executor
+        The executor cells are submitted to.
+    description : str
+        E.g. ``"dask LocalCluster (4 workers)"``.
+    slots : int
+        Cells it runs at once.
+    """
 
     executor: cf.Executor
     description: str
@@ -71,6 +86,20 @@ def check_executor_choice(*, workers: int | None = None, dask_scheduler: str | N
     More local workers than CPUs are refused rather than capped: cells are CPU-bound, so extra
     workers only slow every cell down (and each holds its memory), and a silent cap would run
     something else than what was asked.
+
+    Parameters
+    ----------
+    workers : int, optional
+        Processes of a local ProcessPoolExecutor (at most the CPUs this process may use).
+    dask_scheduler : str, optional
+        Address of a running ``dask.distributed`` scheduler.
+    dask_local : int, optional
+        Worker processes of a ``LocalCluster`` started here.
+
+    Raises
+    ------
+    rftheory.errors.RFTheoryError
+        If more than one is given, a count is below 1 or above the CPUs, or dask is missing.
     """
     cpus = _cpu_count()
     for name, value in (("--workers", workers), ("--dask-local", dask_local)):
@@ -105,6 +134,20 @@ def open_executor(*, workers: int | None = None, dask_scheduler: str | None = No
     ``workers`` processes (default: the CPUs this process may use). Worker processes start by
     ``forkserver`` (``spawn`` where it does not exist), so a script that calls this needs the
     usual ``if __name__ == "__main__":`` guard of multiprocessing programs.
+
+    Parameters
+    ----------
+    workers : int, optional
+        Processes of a local ProcessPoolExecutor (at most the CPUs this process may use).
+    dask_scheduler : str, optional
+        Address of a running ``dask.distributed`` scheduler.
+    dask_local : int, optional
+        Worker processes of a ``LocalCluster`` started here.
+
+    Yields
+    ------
+    ExecutorHandle
+        The open executor, its description and its slots.
     """
     check_executor_choice(workers=workers, dask_scheduler=dask_scheduler, dask_local=dask_local)
     if dask_scheduler is not None or dask_local is not None:

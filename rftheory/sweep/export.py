@@ -91,6 +91,17 @@ def export_store(directory: str | Path, path: str | Path, *, include_errors: boo
 def read_export(path: str | Path) -> list[dict[str, Any]]:
     """The cells of an export written by :func:`export_store`, each line verified.
 
+    Parameters
+    ----------
+    path : str or Path
+        The export file (gzip'd JSON lines).
+
+    Returns
+    -------
+    list of dict
+        One dict per cell: ``key``, ``kind``, ``params``, ``status``, ``result``, ``seconds``
+        and ``version``, in file order (sorted by key).
+
     Raises
     ------
     SweepStoreError

@@ -47,6 +47,27 @@ def sweep_report(out_dir: str | Path, metrics: Iterable[str] | None = None) -> d
     Groups are ordered by the varying parameters, then by the x coordinate (p/(dn) or p/n);
     within a group the values are taken in seed order, so the statistics are the same however
     the cells were scheduled. Works on a store that is still being written (a read-only snapshot).
+
+    Parameters
+    ----------
+    out_dir : str or Path
+        The sweep's directory (opened read-only).
+    metrics : iterable of str, optional
+        Headline result keys (default: the cell kind's :class:`~rftheory.sweep.Metric` names).
+
+    Returns
+    -------
+    dict
+        ``store``, ``name``, ``cell``, ``spec``, the counts (``total_cells``, ``ok``,
+        ``errors``, ``corrupt``, ``pending``), ``versions``, ``v_definition``, ``x``,
+        ``metrics`` (with their labels and log flags), ``varying``, ``line_keys``, ``groups``
+        (per group: ``params``, ``line``, ``x``, ``seeds``, ``errors``, ``stats``),
+        ``error_samples`` and ``runs``.
+
+    Raises
+    ------
+    rftheory.errors.RFTheoryError
+        If a requested metric is in no result.
     """
     with SweepStore.open_reader(out_dir) as store:
         spec = store.spec() or {}
@@ -120,6 +141,23 @@ def plot_sweep_report(report: Mapping[str, Any], path: str | Path) -> list[Path]
     min–max whiskers (the statistic of ``rftheory sweep report``'s table too), which stay inside
     the data's range; residuals and eigenvalues are on log axes, ρ on a linear one. Writes
     ``path`` as PNG and PDF (a .png/.pdf suffix is replaced) and returns both paths.
+
+    Parameters
+    ----------
+    report : mapping
+        A result of :func:`sweep_report`.
+    path : str or Path
+        Where to write.
+
+    Returns
+    -------
+    list of Path
+        The PNG and PDF written.
+
+    Raises
+    ------
+    rftheory.errors.RFTheoryError
+        If the report's cell kind has no x axis.
     """
     if report.get("x") is None:
         raise RFTheoryError(f"cell kind {report.get('cell')!r} has no x axis to plot against")
@@ -182,7 +220,19 @@ def plot_sweep_report(report: Mapping[str, Any], path: str | Path) -> list[Path]
 
 
 def comparable_results(out_dir: str | Path) -> dict[str, tuple[str, dict]]:
-    """``{cell key: (status, result without timing keys)}`` of a store — to compare two runs."""
+    """``{cell key: (status, result without timing keys)}`` of a store — to compare two runs.
+
+    Parameters
+    ----------
+    out_dir : str or Path
+        The sweep's directory (opened read-only).
+
+    Returns
+    -------
+    dict of str to tuple of (str, dict)
+        Per cell key: its status and its result without :data:`~rftheory.sweep.TIMING_KEYS`
+        (for an error: only its message).
+    """
     with SweepStore.open_reader(out_dir) as store:
         scan = store.scan()
     out = {}

@@ -46,6 +46,21 @@ def run_cell(kind: str, params: Mapping[str, Any], blas_threads: int | None = 1)
 
     ``blas_threads`` (None: leave as is) first fixes the BLAS thread count of the executing
     process when the cell runs in its main thread, see :func:`limit_blas_threads`.
+
+    Parameters
+    ----------
+    kind : str
+        The cell kind.
+    params : mapping
+        The keyword arguments of its function.
+    blas_threads : int or None
+        BLAS threads of this process while the cell runs (default 1).
+
+    Returns
+    -------
+    dict
+        ``status`` (``"ok"`` or ``"error"``), ``payload`` (canonical JSON text), ``seconds``
+        (wall time) and ``worker`` (``"host:pid"``).
     """
     if blas_threads is not None and threading.current_thread() is threading.main_thread():
         limit_blas_threads(blas_threads)
@@ -66,7 +81,31 @@ def run_cell(kind: str, params: Mapping[str, Any], blas_threads: int | None = 1)
 
 @dataclass(frozen=True)
 class SweepRun:
-    """What one :func:`run_sweep` call did."""
+    """What one :func:`run_sweep` call did.
+
+    Attributes
+    ----------
+    store : str
+        Path of the store file.
+    total : int
+        Cells of the sweep.
+    already_done : int
+        Cells found in the store and skipped.
+    planned : int
+        Cells this call set out to compute.
+    computed : int
+        Cells computed and stored by this call.
+    errors : int
+        Of those, cells whose function raised (stored as errors).
+    corrupt_recomputed : int
+        Rows that failed verification, deleted and recomputed.
+    seconds : float
+        Wall time of the call.
+    executor : str
+        One-line description of the executor.
+    run_id : int or None
+        The run's id in the store.
+    """
 
     store: str
     total: int
@@ -137,7 +176,29 @@ def check_sweep_size(spec: SweepSpec, *, slots: int | None, planned: int | None 
     ``slots=None`` (a remote dask cluster, whose machines are not this one): the cells' memory
     is not checked against this machine, and the total time only for one slot.
 
-    Returns the estimates (cells, the largest cell, total seconds) for a dry run's report.
+    Parameters
+    ----------
+    spec : SweepSpec
+        The sweep.
+    slots : int or None
+        Cells run at once (None: a remote cluster, see above).
+    planned : int, optional
+        Cells to be computed (default all of the grid).
+    memory_limit, time_limit : float or str, optional
+        The limits of :func:`rftheory.budget.check` (bytes or a size string; seconds).
+    via : tuple of (str, str)
+        How messages name the two limits (the CLI passes its option names).
+
+    Returns
+    -------
+    dict
+        The estimates for a dry run's report: ``cells``, ``largest_cell`` (``params``,
+        ``peak_bytes``, ``seconds``), ``estimated_seconds`` (the total) and ``workers``.
+
+    Raises
+    ------
+    rftheory.errors.ResourceLimitError
+        If a check fails.
     """
     from ..budget import Estimate, check
 
@@ -223,7 +284,36 @@ def plan_sweep(spec: SweepSpec, out_dir: str | Path, *, resume: bool = False,
                via: tuple[str, str] = ("memory_limit=", "time_limit=")) -> dict:
     """Count what :func:`run_sweep` would do, reading the store (if any) without changing it,
     and apply the same checks: the resume policy and the size guards
-    (:func:`check_sweep_size` with ``slots`` workers, default the CPUs)."""
+    (:func:`check_sweep_size` with ``slots`` workers, default the CPUs).
+
+    Parameters
+    ----------
+    spec : SweepSpec
+        The sweep.
+    out_dir : str or Path
+        Directory of the store (read only, if it exists).
+    resume, retry_errors : bool
+        As in :func:`run_sweep` (default False).
+    slots : int, optional
+        Workers assumed by the size guard (default: the CPUs this process may use).
+    memory_limit, time_limit : float or str, optional
+        The limits of :func:`rftheory.budget.check` (bytes or a size string; seconds).
+    via : tuple of (str, str)
+        How messages name the two limits (the CLI passes its option names).
+
+    Returns
+    -------
+    dict
+        ``store``, ``total``, ``already_done``, ``corrupt``, ``planned`` (cells a run would
+        compute) and ``estimate`` (:func:`check_sweep_size`'s).
+
+    Raises
+    ------
+    rftheory.sweep.SweepStoreError
+        If the store may not be resumed into by this sweep.
+    rftheory.errors.ResourceLimitError
+        If the sweep does not fit the limits.
+    """
     total = spec.count_cells()
     summary = {"store": str(Path(out_dir) / STORE_FILE), "total": total, "already_done": 0,
                "corrupt": 0, "planned": total}
@@ -280,6 +370,11 @@ def run_sweep(spec: SweepSpec, out_dir: str | Path, *, resume: bool = False,
     memory_limit, time_limit, via
         The size guards' limits (:func:`check_sweep_size`, :mod:`rftheory.budget`), applied
         before the store is touched (the largest cell) and before any cell starts (the total).
+
+    Returns
+    -------
+    SweepRun
+        Counts of what was found, computed and failed, the wall time and the executor.
 
     Raises
     ------

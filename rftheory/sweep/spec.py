@@ -56,6 +56,24 @@ def p_from_expression(text: str, *, d: int, n: int) -> int:
     an integer offset — so one axis can hold the label threshold's p = n − 1, n and multiples of
     dn.
 
+    Parameters
+    ----------
+    text : str
+        ``"[c][*]n"`` or ``"[c][*]dn"`` with an optional ``+k``/``-k`` (c a decimal, k an
+        integer), e.g. ``"n-1"``, ``"0.25dn"``; nothing is evaluated.
+    d, n : int
+        The cell's input dimension and training-set size.
+
+    Returns
+    -------
+    int
+        The number of features.
+
+    Raises
+    ------
+    rftheory.sweep.SweepSpecError
+        If ``text`` does not match the pattern.
+
     Examples
     --------
     >>> [p_from_expression(t, d=10, n=4) for t in ("n-1", "n", "0.25dn", "10dn", "2n+3")]
@@ -78,6 +96,21 @@ def canonical_json(value: Any) -> str:
 
     Floats are written by ``repr`` (shortest round-trip form), so equal numbers give equal text;
     NaN and infinities are written as ``NaN``/``Infinity`` (read back by Python's :mod:`json`).
+
+    Parameters
+    ----------
+    value : object
+        JSON-serialisable data.
+
+    Returns
+    -------
+    str
+        The canonical JSON text (ASCII).
+
+    Examples
+    --------
+    >>> canonical_json({"p": 10, "d": 2.5})
+    '{"d":2.5,"p":10}'
     """
     return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=True,
                       allow_nan=True)
@@ -93,6 +126,17 @@ class Cell:
 
     ``params_json`` (canonical JSON of the parameters) and ``key`` (SHA-256 of the canonical
     JSON of ``{"kind", "params"}``, the cell's identity) are computed once, at creation.
+
+    Attributes
+    ----------
+    kind : str
+        The cell kind, a key of :data:`~rftheory.sweep.CELL_KINDS`.
+    params : mapping
+        The keyword arguments of the kind's function.
+    params_json : str
+        :func:`canonical_json` of ``params``.
+    key : str
+        :func:`cell_key` of the cell (64 hex digits).
     """
 
     kind: str
@@ -111,7 +155,20 @@ class Cell:
 
 
 def cell_key(kind: str, params_json: str) -> str:
-    """The key of a cell from its kind and canonical parameter JSON."""
+    """The key of a cell from its kind and canonical parameter JSON.
+
+    Parameters
+    ----------
+    kind : str
+        The cell kind.
+    params_json : str
+        The parameters as JSON (re-canonicalised here).
+
+    Returns
+    -------
+    str
+        SHA-256, in hex, of the canonical JSON of ``{"kind": kind, "params": params}``.
+    """
     return _sha256(canonical_json({"kind": kind, "params": json.loads(params_json)}))
 
 
@@ -121,6 +178,19 @@ class SweepSpec:
 
     ``p_mult`` may be an axis or a fixed value; it is turned into ``p = round(p_mult·d·n)`` per
     cell (cells that round to the same p are one cell).
+
+    Attributes
+    ----------
+    cell : str
+        The cell kind, a key of :data:`~rftheory.sweep.CELL_KINDS`.
+    axes : tuple of (str, tuple)
+        The grid's axes in file order: name and values.
+    fixed : tuple of (str, object)
+        The parameters shared by every cell.
+    name : str
+        The sweep's name (``[sweep] name``; default empty).
+    description : str
+        Its description (default empty).
     """
 
     cell: str
@@ -266,7 +336,23 @@ class SweepSpec:
 
 
 def load_spec(path: str | Path) -> SweepSpec:
-    """Read and validate a sweep file; raises :class:`SweepSpecError` naming the bad key."""
+    """Read and validate a sweep file; raises :class:`SweepSpecError` naming the bad key.
+
+    Parameters
+    ----------
+    path : str or Path
+        The sweep file (TOML, UTF-8).
+
+    Returns
+    -------
+    SweepSpec
+        The validated sweep (see :func:`parse_spec`).
+
+    Raises
+    ------
+    rftheory.sweep.SweepSpecError
+        If the file cannot be read, is not UTF-8 TOML, or fails a check of :func:`parse_spec`.
+    """
     path = Path(path)
     try:
         raw = path.read_bytes()
@@ -325,6 +411,30 @@ def parse_spec(document: Mapping[str, Any], *, source: str = "<sweep>") -> Sweep
     Every check runs here, before any cell: unknown sections or keys, empty or repeated axis
     values, wrong value types (from the cell function's annotations), out-of-range sizes, unknown
     activations, missing required parameters, an unknown or unavailable cell kind.
+
+    Parameters
+    ----------
+    document : mapping
+        The sections ``sweep``, ``grid`` and ``fixed``.
+    source : str
+        Where the document comes from, for messages (default ``"<sweep>"``).
+
+    Returns
+    -------
+    SweepSpec
+        The validated sweep.
+
+    Raises
+    ------
+    rftheory.sweep.SweepSpecError
+        Naming the section and key of the first problem found.
+
+    Examples
+    --------
+    >>> spec = parse_spec({"sweep": {"cell": "label_fit", "seeds": 2},
+    ...                    "grid": {"activation": ["relu"], "d": [3], "n": [4], "p": [8, 16]}})
+    >>> spec.count_cells()
+    4
     """
     def fail(where: str, message: str) -> SweepSpecError:
         return SweepSpecError(f"{source}: {where}: {message}")

@@ -95,7 +95,30 @@ def _now() -> str:
 
 def record_checksum(cell_key_: str, kind: str, params: str, seed: Any, status: str, payload: str,
                     version: str) -> str:
-    """SHA-256 over the canonical JSON of a row's content (the stored texts, verbatim)."""
+    """SHA-256 over the canonical JSON of a row's content (the stored texts, verbatim).
+
+    Parameters
+    ----------
+    cell_key_ : str
+        The row's cell key.
+    kind : str
+        The cell kind.
+    params : str
+        The parameters' canonical JSON, as stored.
+    seed : int or None
+        The cell's seed.
+    status : str
+        ``"ok"`` or ``"error"``.
+    payload : str
+        The result's canonical JSON, as stored.
+    version : str
+        The package version that computed the cell.
+
+    Returns
+    -------
+    str
+        The checksum, 64 hex digits.
+    """
     return _sha256(canonical_json({"cell_key": cell_key_, "kind": kind, "params": params,
                                    "seed": seed, "status": status, "payload": payload,
                                    "version": version}))
@@ -103,7 +126,31 @@ def record_checksum(cell_key_: str, kind: str, params: str, seed: Any, status: s
 
 @dataclass(frozen=True)
 class StoredCell:
-    """A verified row of the store."""
+    """A verified row of the store.
+
+    Attributes
+    ----------
+    key : str
+        The cell key (:func:`~rftheory.sweep.cell_key`).
+    kind : str
+        The cell kind.
+    params : dict
+        The cell's parameters.
+    seed : int or None
+        Its seed.
+    status : str
+        ``"ok"`` or ``"error"``.
+    result : dict
+        The cell function's result (for an error: the error's message).
+    version : str
+        The package version that computed it.
+    seconds : float or None
+        Wall time of the cell.
+    worker : str or None
+        Which worker computed it.
+    run_id : int or None
+        The run that stored it.
+    """
 
     key: str
     kind: str
@@ -120,7 +167,15 @@ class StoredCell:
 @dataclass(frozen=True)
 class StoreScan:
     """Every row of a store, verified: ``cells`` maps key → row; ``corrupt`` lists the SQLite
-    rowids of rows that failed verification (their key column itself may be damaged)."""
+    rowids of rows that failed verification (their key column itself may be damaged).
+
+    Attributes
+    ----------
+    cells : dict of str to StoredCell
+        The verified rows, by cell key.
+    corrupt : tuple of int
+        SQLite rowids of the rows that failed verification.
+    """
 
     cells: dict[str, StoredCell]
     corrupt: tuple[int, ...]
@@ -139,6 +194,15 @@ class SweepStore:
 
     Open with :meth:`open_writer` (creates the directory and file, takes the writer lock) or
     :meth:`open_reader` (read-only; never creates or changes anything). Use as a context manager.
+
+    Parameters
+    ----------
+    directory : Path
+        The store's directory (the file is ``directory / STORE_FILE``).
+    connection : sqlite3 connection
+        The open database.
+    lock : file, optional
+        The open lock file holding the writer's ``flock`` (None for a reader).
     """
 
     def __init__(self, directory: Path, connection: sqlite3.Connection,
