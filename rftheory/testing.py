@@ -8,13 +8,13 @@ not a failure of the theory). Every assertion is a deterministic function of its
 seeds are explicit) and costs well under a second at its defaults — reconstructions a second or
 so per seed at small (d, n).
 
-================================  ===============================================================
-:func:`assert_hermite_coefficients`  μ_k match expected values to a tolerance
-:func:`assert_verdict`               a theorem condition (Lipschitz, non-linear, parity, sign) holds
-:func:`assert_kernel_concentrates`   ‖ΦΦᵀ/p − K‖_op decays as p^slope (−1/2)
+======================================  ===============================================================
+:func:`assert_hermite_coefficients`     μ_k match expected values to a tolerance
+:func:`assert_verdict`                  a theorem condition (Lipschitz, non-linear, parity, sign) holds
+:func:`assert_kernel_concentrates`      ‖ΦΦᵀ/p − K‖_op decays as p^slope (−1/2)
 :func:`assert_reconstruction_succeeds`  the training set is recovered at a given p/(dn)
 :func:`assert_reconstruction_fails`     ... and is not below the count (p < dn)
-================================  ===============================================================
+======================================  ===============================================================
 
 The default tolerances are in one table, :data:`TOLERANCES` (by precision: float64, float32,
 mpmath, and the statistical ones), each with its reason; :func:`tolerance` reads it.

@@ -4,7 +4,7 @@ candidate whose feature lies in the span of the training features is a training 
 Two faces are measured on sphere data with the paper's activation (relu+tanh).
 
 *Zero-loss uniqueness* (:func:`zero_loss_search`). For each p, many reconstructions — plain
-L-BFGS from random starts (:func:`rftheory.reconstruct.reconstruct` with no over-complete pool,
+single runs of the default optimiser from random starts (:func:`rftheory.reconstruct.reconstruct` with no over-complete pool,
 which can stop in any local minimum, spurious zeros included) and the full over-complete
 reconstruction — and, among those that reach projection loss ≤ :data:`ZERO_LOSS`, the largest
 reconstruction error ρ. Counting dimensions: the n̂ = n candidates have n(d−1) degrees of
@@ -92,7 +92,7 @@ class Config(ClaimConfig):
     ratios : tuple of float
         p/(dn) of the zero-loss uniqueness search.
     local_starts, reconstruct_starts : int
-        Plain L-BFGS starts and over-complete reconstructions per p (:func:`zero_loss_search`).
+        Single local runs and over-complete reconstructions per p (:func:`zero_loss_search`).
     max_steps : int
         Optimiser budget of each reconstruction.
     gap_offsets : tuple of int
@@ -398,7 +398,7 @@ def zero_loss_search(features: RandomFeatures, X: np.ndarray, theta: Any, *, loc
                      max_steps: int = 2000) -> list[dict[str, Any]]:
     """Reconstructions from many starts; each with its loss and ρ against the training set.
 
-    ``local``: one L-BFGS run from a random start (``reconstruct(..., oversample=1,
+    ``local``: one run of the default optimiser from a random start (``reconstruct(..., oversample=1,
     max_rounds=1)``), free to stop in any minimum, spurious zeros included. ``reconstruct``: the
     default over-complete reconstruction. Seeds of the starts: ``seed·1000 + k``.
 
@@ -411,7 +411,7 @@ def zero_loss_search(features: RandomFeatures, X: np.ndarray, theta: Any, *, loc
     theta : array_like
         The trained weights θ*.
     local_starts : int
-        How many plain L-BFGS runs.
+        How many single local runs.
     reconstruct_starts : int
         How many over-complete ``reconstruct`` runs.
     seed : int
@@ -576,7 +576,7 @@ def plot(result: dict[str, Any], stem: str | Path) -> list[Path]:
 
     (a) ρ of every reconstruction against p/(dn): zeros of the loss (loss ≤ the zero threshold)
     that are the training set (ρ below the dotted line), spurious zeros (ρ above it), and runs
-    that stopped at a non-zero loss (open grey); circles are plain L-BFGS runs from random starts,
+    that stopped at a non-zero loss (open grey); circles are single local runs from random starts,
     squares full over-complete ``reconstruct`` runs. Spurious zeros exist below p = dn and none
     are found well above it. (b) The gap g(ε) = min ‖P⊥_Φ φ(x̂)‖/‖φ(x̂)‖ over candidates at
     distance ≥ ε√d from every ±x_i, against p (p = n + d dashed, p = dn solid); black dots: the
