@@ -101,6 +101,22 @@ def loss_passes(features: FeatureMap, xp: Any, dev: Any, m: int) -> int:
 
     One when its first pass can keep φ, φ′ (and V, unless V is held anyway) for the second,
     two otherwise — the rule of :func:`projection_loss` itself.
+
+    Parameters
+    ----------
+    features : FeatureMap
+        The feature map whose weights V are streamed.
+    xp : module
+        Array namespace the passes run in.
+    dev : object
+        Device of ``xp`` the passes run on.
+    m : int
+        Number of candidates.
+
+    Returns
+    -------
+    int
+        1 or 2.
     """
     kept = 2 * m * features.p * 8
     if not features.weights_resident(xp, xp.float64, dev):
@@ -113,7 +129,20 @@ def _float(x: Any) -> float:
 
 
 def retract(X: np.ndarray, step: np.ndarray) -> np.ndarray:
-    """x̂ ← √d (x̂ + δ)/‖x̂ + δ‖ for every row (host float64)."""
+    """x̂ ← √d (x̂ + δ)/‖x̂ + δ‖ for every row (host float64).
+
+    Parameters
+    ----------
+    X : ndarray, shape (m, d)
+        Points x̂ on the √d-sphere.
+    step : ndarray, shape (m, d)
+        Steps δ.
+
+    Returns
+    -------
+    ndarray, shape (m, d)
+        The moved points, back on the √d-sphere.
+    """
     return to_sphere(X + step)
 
 
@@ -129,6 +158,23 @@ class Linearisation:
 
     L(retract(X̂, δ)) ≈ loss + 2 gᵀδ + δᵀHδ; ``hessian`` is H (dense solver) or None, in which
     case ``product`` computes Hw.
+
+    Parameters
+    ----------
+    X : ndarray, shape (m, d)
+        The rows X̂ of the model (only the free rows when some are held fixed).
+    loss : float
+        L(X̂).
+    gradient : ndarray, shape (m, d)
+        g, the gradient of the model, in the tangent spaces.
+    scale : ndarray, shape (m,)
+        Block scales s_i of the damping S = diag(s_i I_d).
+    kron : ndarray, shape (m, m)
+        Kronecker preconditioner C.
+    hessian : ndarray, shape (m*d, m*d), optional
+        H (dense solver); None for the matrix-free solver.
+    product : callable, optional
+        w ↦ Hw for ``w`` of shape (m, d) (matrix-free solver); None for the dense solver.
     """
 
     X: np.ndarray
@@ -146,8 +192,15 @@ class Problem:
     Parameters
     ----------
     features : FeatureMap
+        The feature map Φ (weights V and activation).
     theta : array, shape (p, k)
         In the namespace and on the device where the passes over V run (float64).
+    xp : module
+        Array namespace of ``theta``.
+    dev : object
+        Device of ``theta``.
+    solver : {"auto", "dense", "cg"}, default "auto"
+        Linear solver of the LM step (see SOLVERS): "auto" picks "dense" for small n̂d.
     """
 
     def __init__(self, features: FeatureMap, theta: Any, xp: Any, dev: Any, solver: str = "auto"):
@@ -381,7 +434,29 @@ class _Stop(Exception):
 
 @dataclass
 class Outcome:
-    """What :func:`minimise` returns (host arrays)."""
+    """What :func:`minimise` returns (host arrays).
+
+    Parameters
+    ----------
+    X : ndarray, shape (m, d)
+        Best candidates found (host rows, on the √d-sphere).
+    loss : float
+        Their loss.
+    stop_reason : str
+        "tolerance", "budget", "callback" or "stalled" (max_rounds reached).
+    steps : int
+        LM iterations made, pool iterations included.
+    rounds : int
+        Basin-hopping rounds (LM runs started from a walk's point).
+    history : list of float
+        Loss after each LM iteration that is not a pool iteration.
+    evaluations : int
+        Loss evaluations made by the problem.
+    passes : int
+        Passes over V made by the problem.
+    pool_steps : int
+        LM iterations on grown candidate sets (exchange).
+    """
 
     X: np.ndarray
     loss: float
@@ -445,6 +520,26 @@ def levenberg_marquardt(problem: Problem, X: np.ndarray, run: _Run,
     ``free``: indices of the rows allowed to move (default all). ``pool``: X is a grown set
     (see :meth:`_Run.iteration`); reaching tol then ends the run normally. Returns the last point
     and its loss.
+
+    Parameters
+    ----------
+    problem : Problem
+        The problem to minimise.
+    X : ndarray, shape (m, d)
+        Start, on the √d-sphere (host float64).
+    run : _Run
+        Bookkeeping of the minimisation (tolerance, budget, callback, best point).
+    free : ndarray of int, optional
+        Indices of the rows allowed to move; default all.
+    pool : bool, default False
+        Whether X is a grown candidate set whose iterations count only against the budget.
+
+    Returns
+    -------
+    X : ndarray, shape (m, d)
+        The last point.
+    loss : float
+        Its loss.
     """
     res = problem.evaluate(X)
     if not pool:
@@ -521,7 +616,20 @@ def _screen(problem: Problem, rows: np.ndarray, target: Any, pool: np.ndarray,
 
 
 def least_useful(problem: Problem, X: np.ndarray) -> int:
-    """The row whose removal raises ‖P⊥θ‖² least: exact leave-one-out Σ_c a_jc²/(G⁺)_jj."""
+    """The row whose removal raises ‖P⊥θ‖² least: exact leave-one-out Σ_c a_jc²/(G⁺)_jj.
+
+    Parameters
+    ----------
+    problem : Problem
+        The problem (one pass over V is counted).
+    X : ndarray, shape (m, d)
+        Candidate rows (host).
+
+    Returns
+    -------
+    int
+        Index of that row in X.
+    """
     G, c = problem.features.gram_and_matvec(problem.xp.asarray(X, device=problem.dev),
                                             problem.theta)
     problem.passes += 1
@@ -572,6 +680,28 @@ def exchange(problem: Problem, X: np.ndarray, rng: np.random.Generator, run: _Ru
     fitted to the residual lands on the missing point (cosine 0.98–0.99, 3 of 3) and the joint
     21-row LM reaches the tolerance. At d = n = 10, p = 1.25dn (seed 5) the replace move
     recovered the training set and the grow move did not within the same budget.
+
+    Parameters
+    ----------
+    problem : Problem
+        The problem.
+    X : ndarray, shape (m, d)
+        Current rows (host, on the √d-sphere).
+    rng : numpy.random.Generator
+        Stream of the random pool points.
+    run : _Run
+        Bookkeeping of the minimisation; the LM iterations count as pool iterations.
+    grow : bool
+        True for the grow move, False for the replace move.
+    n_screen : int
+        Number of random points scored for the new row.
+    top : int
+        Number of best-scored points refined by LM.
+
+    Returns
+    -------
+    ndarray, shape (m, d)
+        The new start.
     """
     m = X.shape[0]
     if not grow:
@@ -586,6 +716,20 @@ def random_points(rng: np.random.Generator, n: int, d: int) -> np.ndarray:
     """n uniform points on the √d-sphere (host float64), drawn from ``rng``.
 
     The candidates' own stream (not rftheory.data's seeded streams), same projection.
+
+    Parameters
+    ----------
+    rng : numpy.random.Generator
+        Stream to draw from.
+    n : int
+        Number of points.
+    d : int
+        Dimension.
+
+    Returns
+    -------
+    ndarray, shape (n, d)
+        The points, each of norm √d.
     """
     return to_sphere(rng.standard_normal((n, d)))
 
@@ -602,6 +746,37 @@ def minimise(problem: Problem, X0: np.ndarray, rng: np.random.Generator, *, tol:
     is lower. A walk ends after ``patience`` rounds in a row that did not lower its best loss
     by more than a factor IMPROVEMENT; the next one starts afresh. The best point of all walks
     is returned.
+
+    Parameters
+    ----------
+    problem : Problem
+        The problem to minimise.
+    X0 : ndarray, shape (m, d)
+        Start of the first walk (host, on the √d-sphere).
+    rng : numpy.random.Generator
+        Stream of the perturbations, exchanges and fresh starts.
+    tol : float
+        Loss at which the minimisation stops.
+    max_steps : int
+        Budget of LM iterations (pool iterations included).
+    max_rounds : int
+        Largest number of rounds (LM runs), over all walks.
+    patience : int
+        Rounds in a row without a sufficient improvement after which a walk ends.
+    hop_angle : float
+        Angle (radians, about) of the perturbation of every row, e.g. HOP_ANGLE.
+    callback : callable, optional
+        Called as ``callback(steps, best_loss, to_user(best_X))`` every ``callback_every``
+        iterations; a true return value stops the minimisation.
+    callback_every : int, default 10
+        Iterations between calls of ``callback``.
+    to_user : callable, optional
+        Maps host rows to what ``callback`` receives; default the identity.
+
+    Returns
+    -------
+    Outcome
+        The best point of all walks, its loss, the stop reason and the counts.
     """
     run = _Run(problem, tol, max_steps, callback, callback_every, to_user)
     stop = None
