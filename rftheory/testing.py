@@ -66,7 +66,15 @@ class TheoryAssertionError(AssertionError):
 
 @dataclasses.dataclass(frozen=True)
 class Tolerance:
-    """A default tolerance and the reason for its size."""
+    """A default tolerance and the reason for its size.
+
+    Parameters
+    ----------
+    value : float
+        The tolerance.
+    reason : str
+        Why it has that size.
+    """
 
     value: float
     reason: str
@@ -116,6 +124,23 @@ TOLERANCES: dict[str, dict[str, Tolerance]] = {
 
 def tolerance(name: str, dtype: str = "float64") -> float:
     """A default tolerance from :data:`TOLERANCES` (``dtype``: its precision group).
+
+    Parameters
+    ----------
+    name : str
+        Name of the tolerance in its group (e.g. ``"quadrature_atol"``, ``"rho"``).
+    dtype : {"float64", "float32", "mpmath", "statistical"}, default "float64"
+        Precision group of :data:`TOLERANCES`.
+
+    Returns
+    -------
+    float
+        The tolerance's value.
+
+    Raises
+    ------
+    RFTheoryError
+        When the group holds no tolerance of that name.
 
     Examples
     --------
@@ -274,6 +299,7 @@ def assert_verdict(activation: str, name: str, holds: bool | None = True, *, ord
     Parameters
     ----------
     activation : str
+        Registry name or expression in ``z``.
     name : str
         ``"lipschitz"``, ``"nonlinearity"`` (``"nonlinear"``), ``"parity"`` (holds when φ is
         even or odd: the signs of the samples are then not recoverable) or
@@ -326,6 +352,8 @@ def assert_kernel_concentrates(activation: str, *, slope: float = -0.5,
 
     Parameters
     ----------
+    activation : str
+        Registry name or expression in ``z``.
     slope : float
         Expected exponent (−1/2: the matrix CLT).
     tol : float, optional
@@ -422,13 +450,18 @@ def assert_reconstruction_succeeds(activation: str, *, d: int, n: int, p_over_dn
 
     Parameters
     ----------
+    activation : str
+        Registry name or expression in ``z``.
     d, n : int
+        Dimension of the samples and their number.
     p_over_dn : float
         p/(dn); the law predicts success from about 2 (measured) and well above.
     seeds : int or sequence of int
         A count (seeds 0..k−1) or the seeds themselves (default 0, 1, 2).
     rho : float, optional
         Success threshold (default :data:`TOLERANCES` ``["statistical"]["rho"]``, 0.1).
+    variant : {"abs", "signed", "sign_invariant"}, default "abs"
+        Which ρ decides success.
     min_successes : int, optional
         Successes required (default: every seed).
     max_steps : int, optional
@@ -467,6 +500,35 @@ def assert_reconstruction_fails(activation: str, *, d: int, n: int, p_over_dn: f
     Below the count (p < dn) the projection loss has zero-loss solutions far from the training
     set, and the optimiser finds one of them: ρ stays large. Arguments as in
     :func:`assert_reconstruction_succeeds`; at most ``max_successes`` seeds may succeed.
+
+    Parameters
+    ----------
+    activation : str
+        Registry name or expression in ``z``.
+    d, n : int
+        Dimension of the samples and their number.
+    p_over_dn : float
+        p/(dn), below 1 for a failure the count predicts.
+    seeds : int or sequence of int
+        A count (seeds 0..k−1) or the seeds themselves (default 0, 1, 2).
+    rho : float, optional
+        Success threshold (default :data:`TOLERANCES` ``["statistical"]["rho"]``, 0.1).
+    variant : {"abs", "signed", "sign_invariant"}, default "abs"
+        Which ρ decides success.
+    max_successes : int, default 0
+        Successes allowed.
+    max_steps : int, optional
+        Optimiser budget (default: the optimiser's).
+
+    Returns
+    -------
+    list of dict
+        The cells (ρ in every variant, loss, steps, stop reason per seed).
+
+    Raises
+    ------
+    TheoryAssertionError
+        When more than ``max_successes`` seeds succeed, with a table of the runs.
 
     Examples
     --------
