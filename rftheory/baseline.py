@@ -144,7 +144,19 @@ class Key:
 
 @dataclasses.dataclass(frozen=True)
 class KeyNumber:
-    """A key number found in a result: its value, tolerance and reason."""
+    """A key number found in a result: its value, tolerance and reason.
+
+    Parameters
+    ----------
+    name : str
+        Its concrete name (``per_grid[d=4,n=8].data.abs.p_star_over_dn``).
+    value : object
+        The value as plain Python (lists, dicts, floats; NaN and ±inf kept as floats).
+    tolerance : dict or str
+        As :meth:`Key.tolerance` gives it (``"exact"`` for values without numbers).
+    reason : str
+        Why the number may move that much.
+    """
 
     name: str
     value: Any
@@ -158,7 +170,27 @@ class KeyNumber:
 
 @dataclasses.dataclass(frozen=True)
 class Difference:
-    """A key number that moved beyond its tolerance (or is missing on one side)."""
+    """A key number that moved beyond its tolerance (or is missing on one side).
+
+    Parameters
+    ----------
+    claim : str
+        The claim's name.
+    name : str
+        The key number's concrete name (``"(result)"`` when the result lacks a key's path).
+    baseline : object
+        Its value in the baseline (a missing marker when it is not there).
+    obtained : object
+        Its value in this run (a missing marker when it is not there).
+    tolerance : dict or str
+        The tolerance applied (``"exact"``, ``{"atol": ..., "rtol": ...}`` or
+        ``{"factor": ...}``).
+    reason : str
+        The tolerance's reason.
+    problem : str
+        What is wrong: ``"moved beyond its tolerance"``, ``"not in the baseline"``,
+        ``"missing from this run"``, or the error of a result that changed shape.
+    """
 
     claim: str
     name: str
@@ -179,7 +211,19 @@ class Difference:
 
 @dataclasses.dataclass(frozen=True)
 class ClaimComparison:
-    """A run of one claim against its baseline entry."""
+    """A run of one claim against its baseline entry.
+
+    Parameters
+    ----------
+    claim : str
+        The claim's name.
+    checked : int
+        Key numbers in the baseline entry.
+    moved : tuple of Difference
+        The numbers that moved beyond their tolerances or are missing on one side.
+    warnings : tuple of str
+        Provenance differences (versions, machine, source digests) and what they mean.
+    """
 
     claim: str
     checked: int
@@ -351,7 +395,23 @@ DEFAULT_KEYS = (Key("verdict.*", rtol=1e-9,
 
 def claim_keys(module: Any) -> tuple[Key, ...]:
     """A claim's key numbers: the module's ``KEY_NUMBERS``, else its :data:`CLAIM_KEYS` entry,
-    else :data:`DEFAULT_KEYS`."""
+    else :data:`DEFAULT_KEYS`.
+
+    Parameters
+    ----------
+    module : module
+        The claim's module (its ``CLAIM`` name, optionally ``KEY_NUMBERS``).
+
+    Returns
+    -------
+    tuple of Key
+        The keys, never empty.
+
+    Raises
+    ------
+    RFTheoryError
+        When ``KEY_NUMBERS`` is empty or holds something other than :class:`Key`.
+    """
     keys = getattr(module, "KEY_NUMBERS", None)
     if keys is None:
         keys = CLAIM_KEYS.get(getattr(module, "CLAIM", None))
@@ -366,6 +426,18 @@ def claim_keys(module: Any) -> tuple[Key, ...]:
 
 def key_numbers(result: Mapping[str, Any], keys: Iterable[Key]) -> dict[str, KeyNumber]:
     """Every key number of ``result``, by its concrete name (``per_grid[d=4,n=8]...``).
+
+    Parameters
+    ----------
+    result : mapping
+        A claim's result dict.
+    keys : iterable of Key
+        Where its key numbers are and their tolerances.
+
+    Returns
+    -------
+    dict of str to KeyNumber
+        Each key number found, by its concrete name.
 
     Raises
     ------
@@ -403,6 +475,22 @@ def compare_numbers(baseline: Mapping[str, Mapping[str, Any]], result: Mapping[s
     ``baseline`` maps names to the file's entries (``value``, ``tolerance``, ``reason``). A
     number in the baseline but not in the run, or in the run but not in the baseline, is a
     difference too (a claim's result changed shape).
+
+    Parameters
+    ----------
+    baseline : mapping
+        The baseline entry's numbers: name to ``{"value", "tolerance", "reason"}``.
+    result : mapping
+        This run's result dict.
+    keys : iterable of Key
+        The claim's key numbers.
+    claim : str, default ""
+        The claim's name, for the differences.
+
+    Returns
+    -------
+    list of Difference
+        Every moved or missing number, sorted by name (empty when all held).
     """
     try:
         numbers = key_numbers(result, keys)
@@ -447,6 +535,12 @@ def machine() -> dict[str, Any]:
     version, the kernel architecture they picked for this CPU (e.g. OpenBLAS ``Haswell`` or
     ``SkylakeX``) and threading layer. numpy's and scipy's linear algebra are loaded first, so
     the list does not depend on what the process happened to import before.
+
+    Returns
+    -------
+    dict
+        ``platform``, ``machine``, ``cpu`` (model, or None), ``cpus`` and ``blas`` (a list of
+        dicts with ``library``, ``version``, ``architecture``, ``threading``).
     """
     import numpy.linalg  # noqa: F401  (each wheel ships its own OpenBLAS)
     import scipy.linalg  # noqa: F401
@@ -484,7 +578,21 @@ _CODE = "the code that computes these numbers changed: a moved number may be the
 # ---------------------------------------------------------------------------------------------
 
 def record_claim(module: Any, result: Mapping[str, Any]) -> dict[str, Any]:
-    """The baseline file's entry for one claim's result: how it was run, where, its numbers."""
+    """The baseline file's entry for one claim's result: how it was run, where, its numbers.
+
+    Parameters
+    ----------
+    module : module
+        The claim's module (see :func:`claim_keys`).
+    result : mapping
+        The claim's result dict.
+
+    Returns
+    -------
+    dict
+        ``run`` (``quick``, ``seed``), ``recorded`` (``environment``, ``machine``, ``sources``)
+        and ``numbers`` (name to the file's entry, sorted).
+    """
     numbers = key_numbers(result, claim_keys(module))
     return {
         "run": {"quick": bool(result.get("quick", False)), "seed": result.get("seed", 0)},
@@ -496,7 +604,23 @@ def record_claim(module: Any, result: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def read_baseline(path: str | Path) -> dict[str, Any]:
-    """Read and check a baseline file (one clear RFTheoryError when it is not one)."""
+    """Read and check a baseline file (one clear RFTheoryError when it is not one).
+
+    Parameters
+    ----------
+    path : str or Path
+        The baseline file.
+
+    Returns
+    -------
+    dict
+        The file's content: ``format``, ``claims`` (name to entry) and the file's notes.
+
+    Raises
+    ------
+    RFTheoryError
+        When the file is missing, not JSON, not a baseline, or holds a malformed entry.
+    """
     path = Path(path)
     try:
         data = json.loads(path.read_text())
@@ -519,6 +643,22 @@ def check_ready(path: str | Path, claims: Sequence[str], *, quick: bool, seed: i
     """Before any run: the baseline exists, has every claim, and was recorded the same way.
 
     Raises :class:`~rftheory.errors.RFTheoryError` (bad input, exit status 2) otherwise.
+
+    Parameters
+    ----------
+    path : str or Path
+        The baseline file.
+    claims : sequence of str
+        The claims about to run.
+    quick : bool
+        Whether they run with ``--quick``.
+    seed : int
+        Their seed.
+
+    Returns
+    -------
+    dict
+        The baseline file's content (as :func:`read_baseline`).
     """
     data = read_baseline(path)
     for claim in claims:
@@ -538,7 +678,22 @@ def check_ready(path: str | Path, claims: Sequence[str], *, quick: bool, seed: i
 
 def compare_claim(module: Any, entry: Mapping[str, Any],
                   result: Mapping[str, Any]) -> ClaimComparison:
-    """Compare one claim's result with its baseline entry: moved numbers and warnings."""
+    """Compare one claim's result with its baseline entry: moved numbers and warnings.
+
+    Parameters
+    ----------
+    module : module
+        The claim's module (its ``CLAIM`` name and key numbers).
+    entry : mapping
+        The claim's entry of the baseline file.
+    result : mapping
+        This run's result dict.
+
+    Returns
+    -------
+    ClaimComparison
+        The moved numbers and the provenance warnings.
+    """
     claim = module.CLAIM
     moved = compare_numbers(entry["numbers"], result, claim_keys(module), claim=claim)
     recorded = entry.get("recorded", {})
@@ -561,7 +716,25 @@ def compare_claim(module: Any, entry: Mapping[str, Any],
 
 
 def check_baseline(path: str | Path, results: Sequence[Mapping[str, Any]]) -> list[ClaimComparison]:
-    """Compare claim results (``run_claim``'s dicts) with the baseline file at ``path``."""
+    """Compare claim results (``run_claim``'s dicts) with the baseline file at ``path``.
+
+    Parameters
+    ----------
+    path : str or Path
+        The baseline file.
+    results : sequence of mapping
+        The claims' results (each with its ``claim`` name).
+
+    Returns
+    -------
+    list of ClaimComparison
+        One per result, in order.
+
+    Raises
+    ------
+    RFTheoryError
+        When the file is not a baseline or has no entry for one of the claims.
+    """
     from .claims import claim_module
 
     data = read_baseline(path)
@@ -582,6 +755,22 @@ def update_baseline(path: str | Path, results: Sequence[Mapping[str, Any]], *,
     Entries of claims not in ``results`` are kept, unless ``replace`` (``verify all``: a claim
     renamed or removed leaves no stale entry). A file that exists and is not a baseline is
     refused; the file is replaced atomically.
+
+    Parameters
+    ----------
+    path : str or Path
+        The baseline file (created when missing).
+    results : sequence of mapping
+        The claims' results (each with its ``claim`` name).
+    command : str, optional
+        The command that produced them, stored in the file.
+    replace : bool, default False
+        Whether to drop the entries of claims not in ``results``.
+
+    Returns
+    -------
+    dict
+        The content written.
     """
     from .claims import claim_module
     from .output import write_json_atomic

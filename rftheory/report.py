@@ -92,7 +92,7 @@ _MC_STREAM = 0x4B435256
 class CardSize:
     """How much of each check a card runs; checked on creation.
 
-    Attributes
+    Parameters
     ----------
     name : str
         ``"quick"``, ``"default"``, ``"full"`` or ``"custom"`` (after :meth:`replace`).
@@ -193,7 +193,7 @@ SIZES: dict[str, CardSize] = {"quick": QUICK, "default": DEFAULT, "full": FULL}
 class KernelCurve:
     """K(t) on a great circle of the √d-sphere: series, closed form, Monte Carlo.
 
-    Attributes
+    Parameters
     ----------
     t : tuple of float
         Correlations cos θ_j of the points x_j = √d(cos θ_j e₁ + sin θ_j e₂) with x_0.
@@ -204,6 +204,7 @@ class KernelCurve:
     monte_carlo, monte_carlo_se : tuple of float
         (1/p) Σ_j φ(v_jᵀx_0)φ(v_jᵀx_i) and its standard error std/√p.
     p, d, v_seed : int
+        Features of the Monte Carlo estimate, dimension of the points, and the seed of its V.
     max_z : float
         max_i |MC − series| / sqrt(se² + bound²): a few units at most when the two agree.
     """
@@ -228,6 +229,23 @@ class LawPoint:
     sign-invariant ρ (``None`` for p < n, where there is nothing to reconstruct: fewer features
     than candidates); ``recovered`` and ``flipped`` count, over the seeds, the training points
     whose matched candidate is within 0.1 up to sign, and those of them at −x_i.
+
+    Parameters
+    ----------
+    p : int
+        Number of features.
+    p_over_dn, p_over_n : float
+        p/(dn) and p/n.
+    max_train_residual : float
+        Largest train residual over the seeds.
+    median_rho_abs, median_rho_sign_invariant : float or None
+        Median over the seeds of the official and the sign-invariant ρ (None for p < n).
+    success_abs, success_sign_invariant : float or None
+        P(ρ < 0.1) over the seeds for the two ρ (None for p < n).
+    recovered, flipped : int
+        Recovered training points over the seeds, and how many of them came back as −x_i.
+    median_steps : float or None
+        Median optimiser steps over the seeds (None for p < n).
     """
 
     p: int
@@ -247,9 +265,10 @@ class LawPoint:
 class EmpiricalLaw:
     """Label fit and reconstruction against p for one small (d, n) (see :func:`activation_card`).
 
-    Attributes
+    Parameters
     ----------
     d, n, seeds, max_steps : int
+        Problem size, seeds per p, and the step budget of each reconstruction.
     points : tuple of LawPoint
         Every p of the grid, increasing.
     label_threshold_over_n : float
@@ -285,7 +304,7 @@ class EmpiricalLaw:
 class SignFindings:
     """The sign of a recovered sample, by the paper's criterion and by what the sign check found.
 
-    Attributes
+    Parameters
     ----------
     hermite_criterion : bool or None
         The paper's: some odd μ_k, k ≥ 3, is non-zero (``verdicts["sign_identifiability"]``).
@@ -320,21 +339,25 @@ class SignFindings:
 class ActivationCard:
     """Everything :func:`activation_card` measured for one activation (JSON via ``to_jsonable``).
 
-    Attributes
+    Parameters
     ----------
     activation, expression : str
         The name given and φ as sympy prints it.
     seed : int
         Base seed (data, V, labels, optimiser starts; each section its own stream).
     size : CardSize
+        The size the card ran at.
     hermite : rftheory.verdicts.ActivationReport
         Coefficients, errors, Parseval tail and the four verdicts with their numbers.
     sign : SignFindings
+        What decides the sign of a recovered sample.
     kernel : KernelCurve
+        K(t) on a great circle: series, closed form, Monte Carlo.
     concentration : dict
         :func:`rftheory.concentration.measure_concentration`'s result (λ_min(K), its Hermite
         lower bounds, ‖ΦΦᵀ/p − K‖_op per p, the slope).
     law : EmpiricalLaw
+        The small empirical law.
     cost : dict
         The estimate checked before the run (``estimate``), and the measured wall seconds per
         section and in total.
@@ -383,6 +406,22 @@ def card_estimate(activation: str, size: CardSize = DEFAULT, *, seed: int = 0,
     an upper bound); peak memory is the largest section's (law cells: times the workers that
     run at once). The estimate's ``seconds`` counts flops and draws only; :func:`activation_card`
     adds :data:`STEP_SECONDS` per step for the stated bound.
+
+    Parameters
+    ----------
+    activation : str
+        Registry name or expression in ``z``.
+    size : CardSize, default DEFAULT
+        The card's size.
+    seed : int, default 0
+        Base seed of the law's cells (as in :func:`activation_card`).
+    workers : int, optional
+        Processes that run the law's cells at once (default min(2, CPUs)).
+
+    Returns
+    -------
+    rftheory.budget.Estimate
+        Peak bytes, flops and draws of the whole card, with the peak memory by section.
 
     Examples
     --------
@@ -439,6 +478,26 @@ def kernel_curve(activation: str, d: int, *, points: int, p: int, seed: int = 0,
     the same p features; :attr:`KernelCurve.max_z` compares the two within that error and the
     series' bound. d < 2 is raised to 2 (a great circle needs two dimensions); the kernel on the
     sphere does not depend on d.
+
+    Parameters
+    ----------
+    activation : str
+        Registry name or expression in ``z``.
+    d : int
+        Dimension of the sphere (at least 2 is used).
+    points : int
+        Number of points on the great circle, from t = 1 (the point x_0 itself) to t = −1.
+    p : int
+        Features of the Monte Carlo estimate.
+    seed : int, default 0
+        Seed from which the Monte Carlo V's seed is derived.
+    order : int, default 64
+        Order K of the kernel series.
+
+    Returns
+    -------
+    KernelCurve
+        The three curves, the series' bound, the Monte Carlo standard errors and ``max_z``.
     """
     from .features import RandomFeatures
     from .kernel import closed_form_kernel, has_closed_form, kernel_series, rf_kernel_series
@@ -471,6 +530,20 @@ def law_cell(task: Mapping[str, Any]) -> dict[str, Any]:
     The reconstruction is :func:`rftheory.pipeline.run_reconstruction` with the optimiser's
     default method and the task's step budget; BLAS runs on one thread (tiny problems; the last
     bits then do not depend on the core count). Returns plain numbers (picklable, JSON).
+
+    Parameters
+    ----------
+    task : mapping
+        ``activation``, ``d``, ``n``, ``p``, ``seed``, ``seed_index`` and ``max_steps`` of the
+        cell.
+
+    Returns
+    -------
+    dict
+        ``p``, ``seed``, ``seed_index``, ``kind`` (``"label_fit"`` or ``"reconstruction"``),
+        ``train_residual`` and ``seconds``; a reconstruction adds ``rho_abs``, ``rho_signed``,
+        ``rho_sign_invariant``, ``loss``, ``recovered``, ``flipped``, ``steps`` and
+        ``stop_reason``.
     """
     from threadpoolctl import threadpool_limits
 
@@ -599,12 +672,15 @@ def activation_card(activation: str, size: "str | CardSize" = "default", *, seed
         ``progress(done, total, message)`` after each step (a tqdm bar in ``rftheory report``).
     memory_limit, time_limit : optional
         Limits of the size check (:func:`rftheory.budget.check`); the time checked is the stated
-        upper bound (flops, draws and :data:`STEP_SECONDS` per step). ``via`` names them in
-        messages (the CLI: ``("--memory-limit", "--time-limit")``).
+        upper bound (flops, draws and :data:`STEP_SECONDS` per step).
+    via : tuple of str, default ("memory_limit=", "time_limit=")
+        How the messages name ``memory_limit`` and ``time_limit`` (the CLI:
+        ``("--memory-limit", "--time-limit")``).
 
     Returns
     -------
     ActivationCard
+        Everything measured, with the cost and the environment.
 
     Raises
     ------
@@ -720,7 +796,19 @@ def activation_card(activation: str, size: "str | CardSize" = "default", *, seed
 # ---------------------------------------------------------------------------------------------
 
 def card_numbers(card: ActivationCard) -> dict[str, Any]:
-    """The card's headline numbers as a flat dict (the table, the figure's text, tests)."""
+    """The card's headline numbers as a flat dict (the table, the figure's text, tests).
+
+    Parameters
+    ----------
+    card : ActivationCard
+        The card.
+
+    Returns
+    -------
+    dict
+        Verdicts, Lipschitz constant, non-linear mass, vanishing orders, Parseval tail, sign
+        findings, kernel and concentration numbers, the law's thresholds and the total seconds.
+    """
     c = card.concentration
     verdicts = {k: v.holds for k, v in card.verdicts.items()}
     lipschitz = card.verdicts["lipschitz"].numbers.get("constant")
@@ -753,6 +841,17 @@ def card_numbers(card: ActivationCard) -> dict[str, Any]:
 
 def card_stem(activation: str) -> str:
     """A file name for an activation's card: the registry name, or ``expr-<8 hex digits>``.
+
+    Parameters
+    ----------
+    activation : str
+        Registry name or expression in ``z``.
+
+    Returns
+    -------
+    str
+        ``report_<name>`` (lower case) or ``report_expr-`` and 8 hex digits of the expression's
+        SHA-256.
 
     Examples
     --------
@@ -831,7 +930,18 @@ def _verdict_lines(card: ActivationCard) -> list[tuple[str, str]]:
 
 
 def card_table(card: ActivationCard) -> str:
-    """The card as text: the verdicts and findings, the coefficient table, the law's table."""
+    """The card as text: the verdicts and findings, the coefficient table, the law's table.
+
+    Parameters
+    ----------
+    card : ActivationCard
+        The card.
+
+    Returns
+    -------
+    str
+        The text, several lines.
+    """
     from .output import format_table
 
     h = card.hermite
@@ -1004,6 +1114,18 @@ def plot_card(card: ActivationCard, stem: str | Path) -> list[Path]:
     with the p^{-1/2} line, (d) λ_min(ΦΦᵀ)/p against λ_min(K) and its Hermite lower bounds,
     (e) success probability and flipped fraction against p/(dn), (f) train residual against p/n.
     Drawn inside :func:`rftheory.plotting.paper_style`; returns the paths written.
+
+    Parameters
+    ----------
+    card : ActivationCard
+        The card.
+    stem : str or Path
+        Path of the figure without its suffix.
+
+    Returns
+    -------
+    list of Path
+        The files written (PNG and PDF).
     """
     import matplotlib
 
