@@ -232,7 +232,10 @@ def expression_range(expr: sp.Expr) -> Range:
     >>> expression_range(sp.cosh(Z) - 1)
     Range(lo=0, hi=oo, lo_open=False, hi_open=True)
     """
-    return _range(sp.sympify(expr), {})
+    if isinstance(expr, str):  # never parse a string here (sympify would eval it)
+        raise ActivationError("expression_range takes a sympy expression, not a string; parse "
+                              "user input with rftheory.activations.parse_activation first")
+    return _range(sp.sympify(expr, strict=True), {})  # strict: numbers only, no string parsing
 
 
 def _range(e: sp.Expr, memo: dict) -> Range:

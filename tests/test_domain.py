@@ -305,3 +305,14 @@ def test_underflow_then_log_is_computed_not_refused_by_the_quadrature():
     stable = hermite_coefficients("log(4) - 2*abs(z) - 2*log1p(exp(-2*abs(z)))", 4, "fast")
     assert np.all(np.abs(typed.as_float() - stable.as_float())
                   <= np.asarray(typed.errors) + np.asarray(stable.errors))
+
+
+def test_expression_range_never_parses_a_string():
+    import sympy as sp
+
+    from rftheory.domain import expression_range
+    from rftheory.errors import ActivationError
+
+    with pytest.raises(ActivationError, match="not a string"):
+        expression_range("__import__('os').getcwd()")
+    assert expression_range(sp.Integer(2)).lo == 2  # plain numbers still work
