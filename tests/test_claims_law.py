@@ -143,16 +143,40 @@ def test_demo_cli_writes_json_and_figures(tmp_path, monkeypatch, capsys):
 # --large: the grid through the sweep machinery, its export, the scaling fit
 # ---------------------------------------------------------------------------------------------
 
-def test_full_is_the_example_sweep_file():
+@pytest.mark.parametrize("activation, stem, count", [
+    ("relu+tanh", "law_grid", 4 * 3 * 13 * 5),   # d × n × p × seeds, no p collides
+    ("relu", "law_grid_relu", 4 * 2 * 13 * 3),   # compared: n ∈ {4, 8}, 3 seeds
+])
+def test_large_is_the_example_sweep_files(activation, stem, count):
     from pathlib import Path
 
     from rftheory.sweep import load_spec, parse_spec
 
-    example = Path(__file__).resolve().parents[1] / "examples" / "law_grid.toml"
+    example = Path(__file__).resolve().parents[1] / "examples" / f"{stem}.toml"
     keys = {c.key for c in load_spec(example).cells()}
-    assert keys == {c.key for c in parse_spec(law.sweep_document(law.LARGE)).cells()}
-    assert len(keys) == 2 * 4 * 3 * 13 * 5  # activations × d × n × p × seeds, no p collides
+    assert keys == {c.key for c in parse_spec(law.sweep_document(law.LARGE, activation)).cells()}
+    assert len(keys) == count
     assert law.LARGE.sweep and law.LARGE.compare == ("relu",) and law.LARGE.seeds >= 5
+    assert law.LARGE.seeds_of("relu") >= 3  # the floor for the compared activation
+
+
+def test_compared_activation_has_its_own_seeds_grid_and_store():
+    config = law.Config(grid=((3, 4), (6, 4), (3, 8), (6, 8)), seeds=3, compare=("relu",),
+                        compare_seeds=2, compare_grid=((3, 4), (6, 4)), sweep=True)
+    assert config.grid_of("relu") == ((3, 4), (6, 4)) and config.seeds_of("relu") == 2
+    assert config.grid_of("relu+tanh") == config.grid and config.seeds_of("relu+tanh") == 3
+    assert law.sweep_dir(config, "relu") != law.sweep_dir(config, "relu+tanh")
+    doc = law.sweep_document(config, "relu")
+    assert doc["grid"]["activation"] == ["relu"] and doc["grid"]["seed"] == [0, 1]
+    with pytest.raises(RFTheoryError, match="subset"):
+        law.Config(grid=((3, 4),), compare=("relu",), compare_grid=((5, 4),))
+    with pytest.raises(RFTheoryError, match="seeds"):
+        law.Config(compare=("relu",), compare_seeds=1)
+    with pytest.raises(RFTheoryError, match="product"):
+        law.Config(grid=((3, 4), (6, 4), (3, 8), (6, 8)), compare=("relu",),
+                   compare_grid=((3, 4), (6, 8)), sweep=True)
+    with pytest.raises(RFTheoryError, match="not one of"):
+        law.sweep_document(config, "tanh")
 
 
 #: A product grid (d ∈ {3, 6}, n = 4) small enough to run twice in a test.
@@ -164,22 +188,29 @@ def test_sweep_backed_run_resumes_and_its_export_gives_the_same_result(tmp_path)
     from rftheory.sweep import export_store
 
     first = law.run(SWEPT, workers=1, out_dir=tmp_path)
-    store = tmp_path / law.SWEEP_DIR
-    # 2 activations × 2 d × p ∈ {2, 3, 4, 10·dn} × 2 seeds; a second run computes nothing
+    # 2 activations × 2 d × p ∈ {2, 3, 4, 10·dn} × 2 seeds, one store per activation; a
+    # second run computes nothing
     assert len(first["cells"]) == 2 * 2 * 4 * 2
     lines = []
     again = law.run(SWEPT, workers=1, out_dir=tmp_path, progress=lines.append)
-    assert any("0 computed" in line for line in lines)
+    assert sum("0 computed" in line for line in lines) == 2
     assert again["per_grid"] == first["per_grid"] and again["fits"] == first["fits"]
-    done = export_store(store, tmp_path / "cells.jsonl.gz")
-    assert done["cells"] == len(first["cells"]) and done["errors"] == 0
-    redrawn = law.result_from_export(tmp_path / "cells.jsonl.gz", SWEPT)
+    exports = []
+    for activation in SWEPT.activations:
+        exports.append(tmp_path / f"{activation}.jsonl.gz")
+        done = export_store(tmp_path / law.sweep_dir(SWEPT, activation), exports[-1])
+        assert done["cells"] == len(first["cells"]) // 2 and done["errors"] == 0
+    redrawn = law.result_from_export(exports, SWEPT)
     assert redrawn["per_grid"] == first["per_grid"]
-    # without a config the export is read as LARGE's grid at the (d, n) it holds: these cells
-    # have other ratios and seeds, so the missing ones are named instead of a wrong analysis
+    # without a config the exports are read as LARGE's grid at the (d, n) they hold: these
+    # cells have other ratios and seeds, so the missing ones are named instead of a wrong
+    # analysis
     with pytest.raises(RFTheoryError, match="missing or failed"):
-        law.result_from_export(tmp_path / "cells.jsonl.gz")
+        law.result_from_export(exports)
     assert redrawn["by_activation"] == first["by_activation"]
+    # the verdict's export alone: no comparison, the same verdict
+    alone = law.result_from_export(exports[0], SWEPT.replace(compare=()))
+    assert alone["per_grid"] == first["per_grid"] and alone["by_activation"] == {}
     # the cells are the in-memory run's: one cell function, the same numbers
     memory = law.run(SWEPT.replace(sweep=False), workers=1)
 

@@ -46,6 +46,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import re
 import time
 from functools import partial
 from pathlib import Path
@@ -108,6 +109,10 @@ class Config(ClaimConfig):
         Further activations run on the same grid and analysed the same way (thresholds, collapse,
         scaling fit), reported next to ``activation`` but not part of the verdict — e.g.
         ``("relu",)``, whose successes are read in the sign-invariant ρ too.
+    compare_seeds : int, optional
+        Seeds per point of the ``compare`` activations (default ``seeds``).
+    compare_grid : tuple of (d, n), optional
+        The (d, n) of the ``compare`` activations (default ``grid``; a subset of it).
     sweep : bool
         Run the cells through :mod:`rftheory.sweep` into a resumable store
         (``<out_dir>/law_sweep/sweep.sqlite``) instead of in memory: a run that is interrupted
@@ -123,6 +128,8 @@ class Config(ClaimConfig):
     success_variant: str = "abs"
     resamples: int = BOOTSTRAP
     compare: tuple[str, ...] = ()
+    compare_seeds: int | None = None
+    compare_grid: tuple[tuple[int, int], ...] | None = None
     sweep: bool = False
 
     def __post_init__(self) -> None:
@@ -146,17 +153,52 @@ class Config(ClaimConfig):
             raise RFTheoryError(f"compare must list activations other than {self.activation!r}, "
                                 f"each once, got {compare!r}")
         self._set("compare", compare)
+        if self.compare_seeds is not None:
+            _check_grid(self.grid, self.ratios, self.compare_seeds, self.max_steps)
+            self._set("compare_seeds", int(self.compare_seeds))
+        if self.compare_grid is not None:
+            sub, _ = _check_grid(self.compare_grid, self.ratios, self.seeds, self.max_steps)
+            if not set(sub) <= set(self.grid):
+                raise RFTheoryError(f"compare_grid must be a subset of grid, got {sub!r}")
+            self._set("compare_grid", tuple(sorted(set(sub), key=self.grid.index)))
         self._set("sweep", bool(self.sweep))
         if self.sweep:
-            ds, ns = sorted({d for d, _ in self.grid}), sorted({n for _, n in self.grid})
-            if sorted(self.grid) != [(d, n) for d in ds for n in ns]:
-                raise RFTheoryError("a sweep-backed law run needs a grid that holds every (d, n) "
-                                    "of its d's and n's (a sweep file's axes are a product)")
+            for name in self.activations:
+                grid = self.grid_of(name)
+                ds, ns = sorted({d for d, _ in grid}), sorted({n for _, n in grid})
+                if sorted(grid) != [(d, n) for d in ds for n in ns]:
+                    raise RFTheoryError("a sweep-backed law run needs grids that hold every "
+                                        "(d, n) of their d's and n's (a sweep file's axes are a "
+                                        "product)")
 
     @property
     def activations(self) -> tuple[str, ...]:
         """``activation`` first, then ``compare``."""
         return (self.activation,) + self.compare
+
+    def grid_of(self, activation: str) -> tuple[tuple[int, int], ...]:
+        """The (d, n) run for ``activation``: ``grid``, or ``compare_grid`` for a compared one.
+
+        Examples
+        --------
+        >>> LARGE.grid_of("relu") == tuple(p for p in LARGE.grid if p[1] <= 8)
+        True
+        """
+        if activation != self.activation and self.compare_grid is not None:
+            return self.compare_grid
+        return self.grid
+
+    def seeds_of(self, activation: str) -> int:
+        """Seeds per point for ``activation``: ``seeds``, or ``compare_seeds`` for a compared one.
+
+        Examples
+        --------
+        >>> LARGE.seeds_of("relu+tanh"), LARGE.seeds_of("relu")
+        (5, 3)
+        """
+        if activation != self.activation and self.compare_seeds is not None:
+            return self.compare_seeds
+        return self.seeds
 
 
 # ---------------------------------------------------------------------------------------------
@@ -406,60 +448,102 @@ FULL = Config()
 QUICK = Config(grid=((4, 8), (8, 8)), ratios=(0.1, 0.5, 1.0, 2.0, 4.0, 10.0), seeds=3,
                max_steps=2000)
 #: ``--large``: the law over a real grid — d ∈ {10, 20, 40, 80} × n ∈ {4, 8, 16} (d over 8×, n
-#: over 4×, dn from 40 to 1280), p/(dn) from 0.25 to 10 plus p = n/2, n − 1, n, relu + tanh and
-#: relu, 5 seeds, run through the sweep machinery (resumable). The same cells as
-#: ``examples/law_grid.toml`` (a test keeps them equal), so a store made by ``rftheory sweep
-#: run`` on that file is analysed by this run without recomputing anything. ``max_steps`` is the
-#: one budget of every cell: the failing cells (p ≲ 2·dn) all spend it, so it sets most of the
-#: run's time (see ``paper_notes/law.md`` for the measured costs and the projection).
+#: over 4×, dn from 40 to 1280), p/(dn) from 0.25 to 10 plus p = n/2, n − 1, n, relu + tanh with
+#: 5 seeds (the verdict's), relu compared with 3 seeds at n ∈ {4, 8} (its n = 16 cut to fit the
+#: run in about 90 minutes on 2 cores), run through the sweep machinery (resumable), one store
+#: per activation. The same cells as ``examples/law_grid.toml`` and
+#: ``examples/law_grid_relu.toml`` (a test keeps them equal), so stores made by ``rftheory sweep
+#: run`` on those files are analysed by this run without recomputing anything. ``max_steps`` is
+#: the one budget of every cell: the failing cells (p ≈ dn) all spend it, so it sets most of the
+#: run's time (see ``paper_notes/law.md`` for the measured costs).
 LARGE = Config(grid=tuple((d, n) for d in (10, 20, 40, 80) for n in (4, 8, 16)),
               ratios=(0.25, 0.5, 0.75, 1.0, 1.25, 1.5, 2.0, 3.0, 5.0, 10.0), seeds=5,
-              max_steps=3000, compare=("relu",), sweep=True)
+              max_steps=3000, compare=("relu",), compare_seeds=3,
+              compare_grid=tuple((d, n) for d in (10, 20, 40, 80) for n in (4, 8)), sweep=True)
 
-#: Directory of the sweep store of a sweep-backed run, under the run's output directory.
+#: Directory of the sweep store of a sweep-backed run, under the run's output directory (that of
+#: ``activation``; each compared activation's is ``law_sweep_<name>``, see :func:`sweep_dir`).
 SWEEP_DIR = "law_sweep"
 
 
-def sweep_document(config: Config) -> dict[str, Any]:
-    """The sweep file of ``config``'s grid, as the dict :func:`rftheory.sweep.parse_spec` takes.
+def sweep_dir(config: Config, activation: str) -> str:
+    """The store directory of ``activation``'s cells under a sweep-backed run's output directory.
+
+    Examples
+    --------
+    >>> sweep_dir(LARGE, "relu+tanh"), sweep_dir(LARGE, "relu")
+    ('law_sweep', 'law_sweep_relu')
+    """
+    if activation == config.activation:
+        return SWEEP_DIR
+    return SWEEP_DIR + "_" + re.sub(r"[^A-Za-z0-9]+", "-", activation).strip("-")
+
+
+def sweep_document(config: Config, activation: str | None = None) -> dict[str, Any]:
+    """The sweep file of one activation's grid, as the dict :func:`rftheory.sweep.parse_spec`
+    takes.
 
     Cell kind ``law`` (:func:`rftheory.pipeline.law_cell`); axes activation, d, n, p (the
     label points ``"0.5n"``, ``"n-1"``, ``"n"`` and ``"<r>dn"`` for every ratio) and seed
-    (``seed + s``); ``max_steps`` fixed. ``examples/law_grid.toml`` is this document for
+    (``seed + s``); ``max_steps`` fixed. Each activation has its own file, since a compared one
+    may run fewer seeds on fewer (d, n) (:meth:`Config.grid_of`, :meth:`Config.seeds_of`):
+    ``examples/law_grid.toml`` and ``examples/law_grid_relu.toml`` are these documents for
     :data:`LARGE`.
 
     Parameters
     ----------
     config : Config
         The claim's configuration.
+    activation : str, optional
+        One of ``config.activations`` (default ``config.activation``).
 
     Returns
     -------
     dict
         ``{"sweep": ..., "grid": ..., "fixed": ...}``, the sections of a sweep file.
+
+    Examples
+    --------
+    >>> doc = sweep_document(LARGE, "relu")
+    >>> doc["sweep"]["name"], doc["grid"]["n"], doc["grid"]["seed"]
+    ('law-grid-relu', [4, 8], [0, 1, 2])
     """
-    ds, ns = sorted({d for d, _ in config.grid}), sorted({n for _, n in config.grid})
+    activation = config.activation if activation is None else activation
+    if activation not in config.activations:
+        raise RFTheoryError(f"{activation!r} is not one of the run's activations "
+                            f"{', '.join(config.activations)}")
+    grid = config.grid_of(activation)
+    ds, ns = sorted({d for d, _ in grid}), sorted({n for _, n in grid})
+    name = "law-grid" if config == LARGE else "law"
+    if activation != config.activation:
+        name += "-" + sweep_dir(config, activation).removeprefix(SWEEP_DIR + "_")
     return {
-        "sweep": {"cell": "law", "name": "law-grid" if config == LARGE else "law"},
-        "grid": {"activation": list(config.activations), "d": ds, "n": ns,
+        "sweep": {"cell": "law", "name": name},
+        "grid": {"activation": [activation], "d": ds, "n": ns,
                  "p": ["0.5n", "n-1", "n"] + [f"{r:g}dn" for r in config.ratios],
-                 "seed": [config.seed + s for s in range(config.seeds)]},
+                 "seed": [config.seed + s for s in range(config.seeds_of(activation))]},
         "fixed": {"max_steps": config.max_steps},
     }
 
 
 def _sweep_cells(config: Config, out_dir: Path, workers: int,
                  progress: Callable[[str], None] | None) -> tuple[list[dict[str, Any]], float]:
-    """Run (or resume) the sweep of ``config`` into ``out_dir/law_sweep``; its cells as dicts."""
+    """Run (or resume) the sweep of each of ``config``'s activations into its store under
+    ``out_dir`` (:func:`sweep_dir`); their cells as dicts."""
     from rftheory.sweep import parse_spec, run_sweep
 
-    spec = parse_spec(sweep_document(config), source="law claim")
-    store = out_dir / SWEEP_DIR
-    done = run_sweep(spec, store, resume=True, workers=workers, progress=progress is not None)
-    if progress is not None:
-        progress(f"sweep store {done.store}: {done.already_done} cells already stored, "
-                 f"{done.computed} computed in {done.seconds:.0f} s on {done.executor}")
-    return cells_from_store(store), done.seconds
+    cells, seconds = [], 0.0
+    for activation in config.activations:
+        spec = parse_spec(sweep_document(config, activation), source="law claim")
+        store = out_dir / sweep_dir(config, activation)
+        done = run_sweep(spec, store, resume=True, workers=workers,
+                         progress=progress is not None)
+        if progress is not None:
+            progress(f"sweep store {done.store}: {done.already_done} cells already stored, "
+                     f"{done.computed} computed in {done.seconds:.0f} s on {done.executor}")
+        cells += cells_from_store(store)
+        seconds += done.seconds
+    return cells, seconds
 
 
 def cells_from_store(directory: str | Path) -> list[dict[str, Any]]:
@@ -544,8 +628,8 @@ def run(config: Config = FULL, *, progress: Callable[[str], None] | None = None,
     else:
         tasks = [{"activation": a, "d": d, "n": n, "p": p, "seed": config.seed + s,
                   "seed_index": s, "max_steps": config.max_steps}
-                 for a in config.activations for d, n in config.grid
-                 for p in p_values(d, n, config.ratios) for s in range(config.seeds)]
+                 for a in config.activations for d, n in config.grid_of(a)
+                 for p in p_values(d, n, config.ratios) for s in range(config.seeds_of(a))]
         cells = _run_points(tasks, workers, progress)
     result = analyse(cells, config)
     result.update(workers=workers, sweep_seconds=time.perf_counter() - start, sources=sources)
@@ -577,8 +661,8 @@ def analyse(cells: Sequence[dict[str, Any]], config: Config) -> dict[str, Any]:
         If a cell of the grid is missing or failed.
     """
     seed, seeds = config.seed, config.seeds
-    wanted = {(a, d, n, p, seed + s) for a in config.activations for d, n in config.grid
-              for p in _grid_ps(config, d, n) for s in range(seeds)}
+    wanted = {(a, d, n, p, seed + s) for a in config.activations for d, n in config.grid_of(a)
+              for p in _grid_ps(config, d, n) for s in range(config.seeds_of(a))}
     by_key: dict[tuple, dict[str, Any]] = {}
     failed = []
     for cell in cells:
@@ -596,8 +680,8 @@ def analyse(cells: Sequence[dict[str, Any]], config: Config) -> dict[str, Any]:
     by_activation = {}
     for name in config.activations:
         mine = [c for c in kept if c["activation"] == name]
-        per_grid = _per_grid(mine, config, rng)
-        by_activation[name] = {"per_grid": per_grid,
+        per_grid = _per_grid(mine, config, rng, name)
+        by_activation[name] = {"per_grid": per_grid, "seeds": config.seeds_of(name),
                                "verdict": _verdict(per_grid, config.success_variant),
                                "fits": {v: scaling_fit(per_grid, v) for v in VARIANTS}}
         for g in per_grid:  # the draws served the fits; they are not part of the result
@@ -612,6 +696,9 @@ def analyse(cells: Sequence[dict[str, Any]], config: Config) -> dict[str, Any]:
         "activation": config.activation, "compare": list(config.compare),
         "grid": [list(g) for g in config.grid], "ratios": list(config.ratios),
         "seeds": seeds, "base_seed": seed, "max_steps": config.max_steps,
+        "compare_seeds": config.seeds_of(config.compare[0]) if config.compare else None,
+        "compare_grid": ([list(g) for g in config.grid_of(config.compare[0])]
+                         if config.compare else None),
         "sweep": config.sweep, "rho_success": RHO_SUCCESS, "label_tol": LABEL_TOL,
         "success_variant": config.success_variant, "collapse_factor": COLLAPSE_FACTOR,
         "bootstrap_resamples": config.resamples, "per_grid": primary["per_grid"],
@@ -631,11 +718,11 @@ def _grid_ps(config: Config, d: int, n: int) -> list[int]:
     return sorted({p_from_expression(t, d=d, n=n) for t in sweep_document(config)["grid"]["p"]})
 
 
-def _per_grid(mine: list[dict[str, Any]], config: Config,
-              rng: np.random.Generator) -> list[dict[str, Any]]:
+def _per_grid(mine: list[dict[str, Any]], config: Config, rng: np.random.Generator,
+              activation: str) -> list[dict[str, Any]]:
     """Thresholds per (d, n) of one activation's cells (see the module docstring)."""
-    seeds, per_grid = config.seeds, []
-    for d, n in config.grid:
+    seeds, per_grid = config.seeds_of(activation), []
+    for d, n in config.grid_of(activation):
         here = [c for c in mine if c["d"] == d and c["n"] == n]
         ps_all = sorted({c["p"] for c in here})
         ps_rec = sorted({c["p"] for c in here if c["kind"] == "reconstruction"})
@@ -743,41 +830,54 @@ def scaling_fit(per_grid: Sequence[dict[str, Any]], variant: str = "abs") -> dic
     return out
 
 
-def result_from_export(path: str | Path, config: Config | None = None) -> dict[str, Any]:
-    """The claim's result recomputed from an export of a finished sweep store (no cell is run):
+def result_from_export(path: str | Path | Sequence[str | Path],
+                       config: Config | None = None) -> dict[str, Any]:
+    """The claim's result recomputed from the exports of finished sweep stores (no cell is run):
     the tables, fits and figures of a run, redrawn from the few hundred kB kept in the
-    repository (``examples/law_grid_cells.jsonl.gz``).
+    repository (``examples/law_grid_cells.jsonl.gz`` for relu + tanh and
+    ``examples/law_grid_relu_cells.jsonl.gz`` for relu, one export per store).
 
-    ``config`` defaults to :data:`LARGE` restricted to the (d, n) pairs the export holds, so the
-    export of a part of the grid (e.g. d ∈ {10, 20}, n ∈ {4, 8}, run first to check the
-    machinery) is analysed the same way; every other setting (ratios, seeds, activations,
-    budget) must be :data:`LARGE`'s, or :func:`analyse` reports the missing cells.
+    ``config`` defaults to :data:`LARGE` restricted to what the exports hold: the (d, n) of
+    its activation's cells, and, if there are cells of its compared activation, their (d, n)
+    (else no comparison). So the export of a part of the grid (e.g. d ∈ {10, 20}, n ∈ {4, 8},
+    run first to check the machinery) is analysed the same way; every other setting (ratios,
+    seeds, budget) must be :data:`LARGE`'s, or :func:`analyse` reports the missing cells.
 
     Parameters
     ----------
-    path : str or Path
-        The export (``rftheory sweep export``).
+    path : str or Path, or a sequence of them
+        The export(s) (``rftheory sweep export``).
     config : Config, optional
-        The configuration the export covers (default: :data:`LARGE` on the export's (d, n)).
+        The configuration the exports cover (default: :data:`LARGE` on the exports' (d, n)).
 
     Returns
     -------
     dict
-        As :func:`analyse`, with ``from_export`` (the path) added.
+        As :func:`analyse`, with ``from_export`` (the path, or the paths joined by ``", "``)
+        added.
 
     Raises
     ------
     rftheory.errors.RFTheoryError
-        If the export holds no cell of the law, or misses cells of the grid.
+        If the exports hold no cell of the law, or miss cells of the grid.
     """
-    cells = cells_from_export(path)
+    paths = [path] if isinstance(path, (str, Path)) else list(path)
+    cells = [c for p in paths for c in cells_from_export(p)]
+    shown = ", ".join(str(p) for p in paths)
     if config is None:
-        pairs = tuple(sorted({(int(c["d"]), int(c["n"])) for c in cells}))
-        if not pairs:
-            raise RFTheoryError(f"{path} holds no cell of the law")
-        config = LARGE.replace(grid=pairs)
+        def pairs(names: Sequence[str]) -> tuple[tuple[int, int], ...]:
+            return tuple(sorted({(int(c["d"]), int(c["n"])) for c in cells
+                                 if c.get("activation") in names}))
+
+        grid = pairs([LARGE.activation])
+        if not grid:
+            raise RFTheoryError(f"{shown} holds no cell of the law for {LARGE.activation}")
+        compared = pairs(LARGE.compare)
+        config = (LARGE.replace(grid=grid, compare_grid=compared) if compared and
+                  set(compared) <= set(grid) else LARGE.replace(grid=grid, compare=(),
+                                                                compare_grid=None))
     result = analyse(cells, config)
-    result["from_export"] = str(path)
+    result["from_export"] = shown
     return result
 
 
@@ -878,7 +978,8 @@ def summary(result: dict[str, Any]) -> str:
         lines.append(_fit_line(result["fits"][variant]))
     for name, other in result.get("by_activation", {}).items():
         ov = other["verdict"]
-        lines += [_threshold_table(name, other["per_grid"], variant),
+        lines += [f"compared: φ = {name}, {other.get('seeds', result['seeds'])} seeds",
+                  _threshold_table(name, other["per_grid"], variant),
                   f"spread of p*_data/(dn) = {_fmt(ov['spread_p_star_over_dn'])} (official ρ), "
                   f"{_fmt(_spread(other['per_grid'], 'sign_invariant'))} (sign-invariant ρ); "
                   f"compared, not part of the verdict",
@@ -974,16 +1075,18 @@ def plot(result: dict[str, Any], stem: str | Path) -> list[Path]:
     stem = Path(stem)
     stem.parent.mkdir(parents=True, exist_ok=True)
     variant = result["success_variant"]
-    panels = [(result["activation"], result["per_grid"], variant, stem)]
+    panels = [(result["activation"], result["per_grid"], variant, stem, result["seeds"])]
     for name, other in result.get("by_activation", {}).items():
         safe = "".join(ch if ch.isalnum() else "_" for ch in name)
-        panels.append((name, other["per_grid"], "sign_invariant", stem.with_name(f"{stem.name}_{safe}")))
+        panels.append((name, other["per_grid"], "sign_invariant",
+                       stem.with_name(f"{stem.name}_{safe}"), other.get("seeds", result["seeds"])))
     written: list[Path] = []
     with paper_style():
-        for name, per_grid, v, base in panels:
+        for name, per_grid, v, base, seeds in panels:
             cells = [c for c in result["cells"] if c["activation"] == name]
-            written += _plot_thresholds(result, name, per_grid, cells, v, base)
-            written += _plot_collapse(result, name, per_grid, v, base.with_name(base.name + "_collapse"))
+            written += _plot_thresholds(result, name, per_grid, cells, v, base, seeds)
+            written += _plot_collapse(result, name, per_grid, v,
+                                      base.with_name(base.name + "_collapse"), seeds)
     return written
 
 
@@ -1000,7 +1103,8 @@ def _rho_label(variant: str) -> str:
 
 
 def _plot_thresholds(result: dict[str, Any], name: str, per_grid: list[dict[str, Any]],
-                     cells: list[dict[str, Any]], variant: str, stem: Path) -> list[Path]:
+                     cells: list[dict[str, Any]], variant: str, stem: Path,
+                     seeds: int) -> list[Path]:
     from rftheory.plotting import SYMBOLS, paper_figure
 
     fig, (ax_rho, ax_succ, ax_res) = paper_figure(2, ncols=3, aspect=1.0)
@@ -1048,13 +1152,13 @@ def _plot_thresholds(result: dict[str, Any], name: str, per_grid: list[dict[str,
     _legend(ax_rho, per_grid, loc="lower left", fontsize=6, ncol=2 if len(per_grid) > 4 else 1)
     for ax in (ax_rho, ax_succ, ax_res):
         _plain_ticks(ax.xaxis)
-    fig.suptitle(f"Law of data reconstruction, φ = {name}, {result['seeds']} seeds, "
+    fig.suptitle(f"Law of data reconstruction, φ = {name}, {seeds} seeds, "
                  f"budget {result['max_steps']} steps")
     return save_figure(fig, stem)
 
 
 def _plot_collapse(result: dict[str, Any], name: str, per_grid: list[dict[str, Any]],
-                   variant: str, stem: Path) -> list[Path]:
+                   variant: str, stem: Path, seeds: int) -> list[Path]:
     from rftheory.plotting import SYMBOLS, paper_figure
 
     fig, (ax_dn, ax_n) = paper_figure(2, ncols=2, aspect=0.75, sharey=True)
@@ -1074,15 +1178,15 @@ def _plot_collapse(result: dict[str, Any], name: str, per_grid: list[dict[str, A
     _legend(ax_dn, per_grid, loc="lower left", fontsize=6, ncol=2 if len(per_grid) > 4 else 1)
     for ax in (ax_dn, ax_n):
         _plain_ticks(ax.xaxis)
-    fig.suptitle(f"Data collapse, φ = {name}, {result['seeds']} seeds")
+    fig.suptitle(f"Data collapse, φ = {name}, {seeds} seeds")
     return save_figure(fig, stem)
 
 
 def main(argv: list[str] | None = None) -> int:
-    """``python -m rftheory.claims.law [--quick | --large] [--from-export FILE] [--out DIR]``.
+    """``python -m rftheory.claims.law [--quick | --large] [--from-export FILE ...] [--out DIR]``.
 
-    ``--from-export FILE`` recomputes the full run's tables, fits and figures from an export of
-    its sweep store (``rftheory sweep export``) without running a cell.
+    ``--from-export FILE ...`` recomputes the full run's tables, fits and figures from the
+    exports of its sweep stores (``rftheory sweep export``) without running a cell.
 
     Parameters
     ----------
@@ -1100,9 +1204,9 @@ def main(argv: list[str] | None = None) -> int:
     from rftheory.output import write_json_atomic
 
     parser = argparse.ArgumentParser(prog="python -m rftheory.claims.law")
-    parser.add_argument("--from-export", metavar="FILE",
-                        help="analyse the cells of a sweep export (.jsonl.gz) of the --large grid "
-                             "(or of the part of its (d, n) it holds)")
+    parser.add_argument("--from-export", metavar="FILE", nargs="+",
+                        help="analyse the cells of sweep exports (.jsonl.gz, one per store) of "
+                             "the --large grid (or of the part of its (d, n) they hold)")
     parser.add_argument("--out", default="results", help="directory for JSON and figures")
     args, rest = parser.parse_known_args(argv)
     if args.from_export is None:
