@@ -757,7 +757,8 @@ def estimate_reconstruct(*, d: float, n: float, p: float, n_hat: float | None = 
         step, parts = _lm_iteration(n_hat, d, p, k, resident, threads, used == "dense",
                                     evaluations_per_step)
         runs = min(rounds, math.ceil(steps / varpro.STALL_WINDOW))
-        exchanges = math.ceil(runs / varpro.EXCHANGE_EVERY) if n_hat > 1 else 0.0
+        # exchanges start rounds 2, 2 + EXCHANGE_EVERY, ... (none within a single run)
+        exchanges = math.ceil((runs - 1) / varpro.EXCHANGE_EVERY) if n_hat > 1 else 0.0
         ex = _exchange(n_hat, d, p, k, resident, threads)
         ev_peak, ev_flops, ev_draws = _loss_evaluation(n_hat, d, p, k, 8, resident, threads)
         flops = steps * step.flops + runs * ev_flops + exchanges * ex.flops
