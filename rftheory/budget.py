@@ -65,6 +65,7 @@ stop earlier (the README's d = 100, n = 20 runs used a median of 932–2684 of 2
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import numbers
 import os
@@ -906,8 +907,9 @@ def estimate_cell(kind: str, params: Mapping[str, Any], *, threads: int | None =
     kind : {"label_fit", "reconstruct", "law"}
         The sweep cell's kind.
     params : mapping
-        The cell's parameters: ``d``, ``n``, ``p`` required; ``n_hat`` and ``max_steps`` used
-        by ``reconstruct``.
+        The cell's parameters: ``d``, ``n``, ``p`` required; ``n_hat``, ``max_steps`` and
+        ``method`` (default: reconstruct's) used by ``reconstruct`` (``law`` cells run the
+        default method).
     threads : int, optional
         Threads drawing V (default 1, as in a sweep worker; None: the cores available).
 
@@ -941,10 +943,10 @@ def estimate_cell(kind: str, params: Mapping[str, Any], *, threads: int | None =
                         flops, train.draws, "float64", train.parts)
     if kind == "reconstruct":
         est = estimate_reconstruct(d=d, n=n, p=p, n_hat=params.get("n_hat"),
+                                   method=params.get("method"),
                                    max_steps=params.get("max_steps") or _RECONSTRUCT_MAX_STEPS,
                                    v_cache_bytes=_CELL_V_CACHE[kind], threads=threads)
-        return Estimate(f"reconstruct cell ({est.job.split('(', 1)[1]}", est.peak_bytes,
-                        est.flops, est.draws, est.dtype, est.parts)
+        return dataclasses.replace(est, job=f"reconstruct cell ({est.job.split('(', 1)[1]}")
     raise RFTheoryError(f"no estimate for cells of kind {kind!r} (known: label_fit, reconstruct, "
                        "law)")
 
