@@ -448,3 +448,27 @@ def test_headline_dn_cell_is_skipped_under_the_default_limit(monkeypatch):
     pytest.importorskip("skimage", reason="the headline's images need rftheory[images]")
     rows = headline.run(config.replace(multiples=("dn",), activations=("relu",)))["rows"]
     assert [row["status"] for row in rows] == ["skipped"] and rows[0]["reason"] == skip
+
+
+def test_sweep_size_check_prices_each_cell_with_its_method():
+    """A sweep over ``method``: the largest cell is the costliest method's (not the
+    alphabetically largest name), and the total counts each cell at its own method."""
+    import math as _math
+
+    from rftheory.sweep.run import check_sweep_size
+    from rftheory.sweep.spec import parse_spec
+
+    def report(methods):
+        spec = parse_spec({"sweep": {"cell": "reconstruct", "seeds": 1},
+                           "grid": {"activation": ["relu"], "d": [20], "n": [10],
+                                    "p": [4000], "method": methods},
+                           "fixed": {"max_steps": 100}})
+        return check_sweep_size(spec, slots=1, time_limit=_math.inf)
+
+    both, lbfgs, varpro = report(["lbfgs", "varpro"]), report(["lbfgs"]), report(["varpro"])
+    assert both["largest_cell"]["params"]["method"] == "varpro"
+    assert both["largest_cell"]["seconds"] == varpro["largest_cell"]["seconds"] \
+        > lbfgs["largest_cell"]["seconds"]
+    # one cell each: the total is the sum of both cells (plus 10 ms of bookkeeping per cell)
+    assert both["estimated_seconds"] == pytest.approx(
+        lbfgs["estimated_seconds"] + varpro["estimated_seconds"], rel=0.01)
