@@ -126,6 +126,12 @@ VARPRO_EVALUATIONS = 2.0
 #: per pass at d ≤ 80, p ≤ 4000 on the 2-core machine under a load that halves its speed; half
 #: of it quiet, the conditions FLOP_RATE is measured in).
 VARPRO_PASS_SECONDS = 5e-4
+#: Bytes per second at which the CG products of ``method="varpro"`` stream their float32 blocks
+#: (V twice, φ′ and φ per product). With only n̂ columns these GEMMs are bound by memory
+#: traffic, not flops, below n̂ ≈ 10: measured 1.8 GB/s effective at d = 3072, n̂ = 4 and 10
+#: (``benchmarks/bench_budget.py --varpro --large``) under a load that halves the machine's
+#: speed; twice that quiet. A product takes the longer of its flops and its traffic.
+PRODUCT_BYTES_RATE = 4e9
 #: Allowance (flops per element) for one evaluation of φ; φ′ costs as much again. The compiled
 #: programs of the registry cost 1.25–20 ns per element (``benchmarks/bench_activation.py``),
 #: i.e. ~10–200 flops at the rates above; 30 is their order of magnitude.
@@ -169,7 +175,8 @@ class Estimate:
     parts : tuple of (str, float)
         The largest terms of ``peak_bytes``, largest first, for messages.
     overhead_seconds : float
-        Time that is neither arithmetic nor drawing (e.g. a sweep's per-cell bookkeeping).
+        Time that is neither arithmetic nor drawing (e.g. a sweep's per-cell bookkeeping, the
+        memory-bound wait of varpro's CG products).
     float32_flops : float
         The part of ``flops`` that runs in float32 whatever ``dtype`` is (the matrix-free
         products of ``reconstruct(method="varpro")``'s CG solver), timed at the float32 rate.
@@ -535,6 +542,7 @@ class _Work:
     flops32: float    # the float32 matrix-free products
     draws: float
     passes: float     # passes over V (or over the kept blocks): each pays VARPRO_PASS_SECONDS
+    waiting: float = 0.0  # seconds the products wait for memory beyond their flops
 
 
 def _loss_passes(m: float, d: float, p: float, resident: bool) -> float:
@@ -569,6 +577,7 @@ def _lm_iteration(m: float, d: float, p: float, k: float, resident: bool, thread
         peak = max(curv.peak + pass_extra, host, 3 * md * md * itemsize + ev_peak)
         parts["Gauss–Newton matrix"] = max(host, 3 * md * md * itemsize)
         passes = 1 + trials * _loss_passes(m, d, p, resident)
+        waiting = 0.0
     else:
         # the blocks kept for the products: V (unless cached), φ, φ′ in float64 from the pass,
         # then their float32 copies (Problem._product), alive through every trial
@@ -577,6 +586,7 @@ def _lm_iteration(m: float, d: float, p: float, k: float, resident: bool, thread
         flops += p * d + 2 * m * p  # the casts
         iterations = _cg_iterations(m)
         product32 = 4 * p * d * m + 8 * k * m * p + 3 * m * p
+        traffic = (2 * p * d + 4 * m * p) * 4 / PRODUCT_BYTES_RATE - product32 / FLOP_RATE["float32"]
         product_host = (_EIGH_FLOPS + _CHOLESKY_FLOPS) * m**3 + 4 * m * m * k + 8 * md
         # each trial: ≤ max_iter products and preconditioner solves, one more product for the
         # predicted decrease, the preconditioner's Cholesky factor
@@ -587,9 +597,10 @@ def _lm_iteration(m: float, d: float, p: float, k: float, resident: bool, thread
         peak = max(curv.peak + kept64 + kept32, kept32 + sweep, kept32 + ev_peak)
         parts["kept blocks (CG)"] = kept64 + kept32
         passes = 1 + trials * (_loss_passes(m, d, p, resident) + iterations + 1)
+        waiting = trials * (iterations + 1) * max(0.0, traffic)
     flops += trials * (trial + ev_flops) + flops32
     draws = curv.draws + trials * ev_draws
-    return _Work(peak, flops, flops32, draws, passes), parts
+    return _Work(peak, flops, flops32, draws, passes, waiting), parts
 
 
 def _exchange(m: float, d: float, p: float, k: float, resident: bool, threads: int) -> _Work:
@@ -768,7 +779,7 @@ def estimate_reconstruct(*, d: float, n: float, p: float, n_hat: float | None = 
         peak = max(step.peak, ex.peak if exchanges else 0.0)
         overhead = VARPRO_PASS_SECONDS * (steps * step.passes
                                           + runs * _loss_passes(n_hat, d, p, resident)
-                                          + exchanges * ex.passes)
+                                          + exchanges * ex.passes) + steps * step.waiting
         parts["exchange"] = ex.peak if exchanges else 0.0
         label = f", varpro/{used}"
     if include_training:
@@ -1171,7 +1182,8 @@ def check(estimate: Estimate, *, memory_limit: float | str | None = None,
             + f", over the limit of {_bytes(mem)} ({mem_source}); {hint}")
     seconds, time_source = _limit_time(time_limit, name=via[1].rstrip("="))
     if not estimate.seconds <= seconds:
-        overhead = (f" and {_duration(estimate.overhead_seconds)} of bookkeeping"
+        overhead = (f" and {_duration(estimate.overhead_seconds)} of bookkeeping and memory "
+                    "traffic"
                     if estimate.overhead_seconds else "")
         fast = (f", {estimate.float32_flops:.2g} of them float32 at "
                 f"{FLOP_RATE['float32']:.2g}/s" if estimate.float32_flops
