@@ -58,9 +58,12 @@ the exact number of Gaussian draws.
 development machine): peak memory within a factor 2 of the measured peak (typically 0.8–1.4×);
 Gaussian draws exact; matrix-product flops exact against an instrumented ``matmul``. Time is
 the work at the constant rates below, so it is only as good as the rates are for the machine:
-a factor of a few. The reconstruction's estimate is for the whole step budget (``max_steps``,
-every step at the pool size, ``max_rounds`` selections) — an upper bound: runs that converge
-stop earlier (the README's d = 100, n = 20 runs used a median of 932–2684 of 20 000 steps).
+a factor of a few. The reconstruction's estimate is for the whole step budget (``max_steps``;
+``lbfgs``: every step at the pool size, ``max_rounds`` selections; ``varpro``: every LM
+iteration at 2 trial steps, CG at its iteration cap, see :func:`estimate_reconstruct`) — an
+upper bound: runs that converge stop earlier (the README's d = 100, n = 20 runs used a median of
+932–2684 of 20 000 steps). It models the method ``reconstruct`` runs by default unless told
+another (``method=``).
 """
 
 from __future__ import annotations
@@ -98,6 +101,7 @@ __all__ = [
     "LBFGS_EVALUATIONS",
     "VARPRO_EVALUATIONS",
     "VARPRO_PASS_SECONDS",
+    "PRODUCT_BYTES_RATE",
     "DEFAULT_TIME_LIMIT",
     "MEMORY_FRACTION",
 ]
@@ -705,11 +709,22 @@ def estimate_reconstruct(*, d: float, n: float, p: float, n_hat: float | None = 
     leave-one-out pass, the screen of EXCHANGE_SCREEN points in batches of 256, the starts of
     its LM runs). The solver switches exactly where the attack's does (:func:`varpro_solver`).
 
-    *Accuracy, measured* (``benchmarks/bench_budget.py``, relu+tanh, a few steps per size on the
-    2-core development machine under a concurrent load): trial steps per accepted iteration
-    1.06–1.72 (default 2 bounds them), CG products per trial 8–18 of the bound 21–33; see the
-    README of the benchmark's output in ``paper_notes/headline.md`` for the ratios of estimated
-    to measured seconds per step.
+    Time beyond the flops: :data:`VARPRO_PASS_SECONDS` per pass over V or over the kept blocks
+    (what decides tiny problems), and for each CG product the excess of its memory traffic
+    (2pd + 4pm float32 words at :data:`PRODUCT_BYTES_RATE`) over its flops — with n̂ ≲ 10
+    columns those GEMMs are bound by memory, not arithmetic.
+
+    *Accuracy, measured* (``python benchmarks/bench_budget.py --varpro --large``, relu+tanh,
+    3–200 steps per size, on the 2-core development machine while another job held both cores,
+    i.e. at about half its quiet speed): trial steps per accepted iteration 1.07–1.62 (the
+    default 2 bounds them); CG products per trial 5.9–23.8 of the bound 21–33; estimated over
+    measured seconds per step 0.69 (d = 10, n = 10, p = 100, dense), 1.75 (d = 20, n = 10,
+    p = 4000, dense), 1.98 (same, cg), 1.65 (d = 80, n = 16, p = 1280), 2.69 (p = 12 800), 1.01
+    (d = 3072, n = 4, p = 12 288), 0.90 (d = 3072, n = 10, p = 30 720). On a quiet machine the
+    ratios should be about twice these (rerun to quote them): an upper bound within a factor
+    of a few, as for the other jobs. Memory: tracemalloc peaks within 1.5× (dense H, CG blocks,
+    the exchange's screen; ``tests/test_budget.py``). Flops of the streamed products: above the
+    instrumented count, within 4× (CG priced at its cap).
 
     Examples
     --------
