@@ -340,6 +340,15 @@ def test_streaming_constants_agree_with_the_package():
     assert budget._KERNEL_ORDER == kernel.DEFAULT_ORDER
     assert budget._RECONSTRUCT_MAX_STEPS == \
         inspect.signature(reconstruct).parameters["max_steps"].default
+    from rftheory import reconstruct as rec, varpro
+
+    assert budget._METHODS == rec.METHODS
+    # defaults set in the body of reconstruct / _solve_step, repeated by the model
+    body = inspect.getsource(rec.reconstruct)
+    assert f"max_rounds = {budget._LBFGS_MAX_ROUNDS} if max_rounds is None" in body
+    assert f"max_rounds = {budget._VARPRO_MAX_ROUNDS} if max_rounds is None" in body
+    assert "max_iter=max(20, 2 * m)" in inspect.getsource(varpro._solve_step)
+    assert budget._cg_iterations(5) == 20 and budget._cg_iterations(16) == 32
 
 
 # -- the varpro model ----------------------------------------------------------------------------
