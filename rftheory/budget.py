@@ -779,8 +779,6 @@ def estimate_reconstruct(*, d: float, n: float, p: float, n_hat: float | None = 
         from . import varpro
 
         used = varpro_solver(d=d, p=p, n_hat=n_hat, solver=solver)
-        # varpro streams in float64 whatever the training dtype: V's cache holds float64
-        resident = _v_cached(p, d, 8, v_cache_bytes) if itemsize == 8 else resident
         step, parts = _lm_iteration(n_hat, d, p, k, resident, threads, used == "dense",
                                     evaluations_per_step)
         runs = min(rounds, math.ceil(steps / varpro.STALL_WINDOW))
