@@ -722,9 +722,11 @@ def estimate_reconstruct(*, d: float, n: float, p: float, n_hat: float | None = 
     p = 4000, dense), 1.98 (same, cg), 1.65 (d = 80, n = 16, p = 1280), 2.69 (p = 12 800), 1.01
     (d = 3072, n = 4, p = 12 288), 0.90 (d = 3072, n = 10, p = 30 720). On a quiet machine the
     ratios should be about twice these (rerun to quote them): an upper bound within a factor
-    of a few, as for the other jobs. Memory: tracemalloc peaks within 1.5× (dense H, CG blocks,
-    the exchange's screen; ``tests/test_budget.py``). Flops of the streamed products: above the
-    instrumented count, within 4× (CG priced at its cap).
+    of a few, as for the other jobs. Memory (``tests/test_budget.py``, tracemalloc): estimate
+    over measured peak 0.90–1.21 for 3-step runs (CG blocks, V cached or streamed), 0.94 with
+    the dense H at n̂d = 800, 1.04 for an 80-step run whose exchange screen sets the peak.
+    Flops of the streamed products over their instrumented count, given the run's own trial
+    count (d = 20, n = 10, p = 4000, 40 steps): 1.11 dense, 2.62 cg (CG priced at its cap).
 
     Examples
     --------
