@@ -69,6 +69,7 @@ another (``method=``).
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 import numbers
 import os
@@ -485,6 +486,7 @@ def _selection(pool: float, n_hat: float, d: float, p: float, k: float, itemsize
     return stream.peak + 3 * pool * pool * 8.0, stream.flops + lstsq, stream.draws
 
 
+@functools.lru_cache(maxsize=1)
 def _default_method() -> str:
     """``reconstruct``'s default ``method`` (read from its signature, so it follows the code)."""
     import inspect
@@ -607,17 +609,23 @@ def _lm_iteration(m: float, d: float, p: float, k: float, resident: bool, thread
     return _Work(peak, flops, flops32, draws, passes, waiting), parts
 
 
-def _exchange(m: float, d: float, p: float, k: float, resident: bool, threads: int) -> _Work:
-    """One grow/replace exchange of rftheory.varpro (its LM iterations are counted as steps):
-    the leave-one-out pass, the loss and residual of the rows, the screen of EXCHANGE_SCREEN
-    random points in batches, the start of the top candidates' LM runs."""
+@functools.lru_cache(maxsize=1)
+def _exchange_sizes() -> tuple[float, float, float]:
+    """(batch, screened points, refined points) of rftheory.varpro's exchange, from its code."""
     import inspect
 
     from . import varpro
 
-    itemsize = 8
     batch = float(inspect.signature(varpro._screen).parameters["batch"].default)
-    screen, top = float(varpro.EXCHANGE_SCREEN), float(varpro.EXCHANGE_TOP)
+    return batch, float(varpro.EXCHANGE_SCREEN), float(varpro.EXCHANGE_TOP)
+
+
+def _exchange(m: float, d: float, p: float, k: float, resident: bool, threads: int) -> _Work:
+    """One grow/replace exchange of rftheory.varpro (its LM iterations are counted as steps):
+    the leave-one-out pass, the loss and residual of the rows, the screen of EXCHANGE_SCREEN
+    random points in batches, the start of the top candidates' LM runs."""
+    itemsize = 8
+    batch, screen, top = _exchange_sizes()
     rows = m + 1
     loo = _stream(rows, d, p, itemsize, cached=resident, threads=threads, gram=True, outputs=k)
     loss = _stream(m, d, p, itemsize, cached=resident, threads=threads, gram=True, outputs=k)
