@@ -499,9 +499,9 @@ def _default_method() -> str:
 def varpro_solver(*, d: float, p: float, n_hat: float, solver: str = "auto") -> str:
     """The linear solver ``reconstruct(method="varpro", solver=solver)`` uses for n̂ candidates.
 
-    It asks :meth:`rftheory.varpro.Problem.dense_for` itself (``"auto"``: the dense
-    Gauss–Newton matrix when n̂d ≤ :data:`rftheory.varpro.DENSE_MAX_UNKNOWNS` or
-    p·(n̂d)² ≤ :data:`rftheory.varpro.DENSE_FLOPS`, else matrix-free CG), so the estimate
+    It asks :func:`rftheory.varpro.Problem.dense_for` itself (``"auto"``: the dense
+    Gauss–Newton matrix when n̂d ≤ ``rftheory.varpro.DENSE_MAX_UNKNOWNS`` or
+    p·(n̂d)² ≤ ``rftheory.varpro.DENSE_FLOPS``, else matrix-free CG), so the estimate
     switches where the attack does.
 
     Parameters
