@@ -39,7 +39,7 @@ Examples
 >>> check_reconstruct(d=100, n=20, p=10**11, memory_limit=2**34)
 Traceback (most recent call last):
 ...
-rftheory.errors.ResourceLimitError: reconstruct (d = 100, n = 20, n̂ = 20, p = 1e+11, float64) needs ~2.18 TiB of memory (training 745 GiB, ...), over the limit of 16 GiB (16 GiB set by memory_limit); ...
+rftheory.errors.ResourceLimitError: reconstruct (d = 100, n = 20, n̂ = 20, p = 1e+11, float64, varpro/cg) needs ~154 TiB of memory (kept blocks (CG) 153 TiB, training 745 GiB, ...), over the limit of 16 GiB (16 GiB set by memory_limit); ...
 
 Notes
 -----
@@ -58,13 +58,18 @@ the exact number of Gaussian draws.
 development machine): peak memory within a factor 2 of the measured peak (typically 0.8–1.4×);
 Gaussian draws exact; matrix-product flops exact against an instrumented ``matmul``. Time is
 the work at the constant rates below, so it is only as good as the rates are for the machine:
-a factor of a few. The reconstruction's estimate is for the whole step budget (``max_steps``,
-every step at the pool size, ``max_rounds`` selections) — an upper bound: runs that converge
-stop earlier (the README's d = 100, n = 20 runs used a median of 932–2684 of 20 000 steps).
+a factor of a few. The reconstruction's estimate is for the whole step budget (``max_steps``;
+``lbfgs``: every step at the pool size, ``max_rounds`` selections; ``varpro``: every LM
+iteration at 2 trial steps, CG at its iteration cap, see :func:`estimate_reconstruct`) — an
+upper bound: runs that converge stop earlier (the README's d = 100, n = 20 runs used a median of
+932–2684 of 20 000 steps). It models the method ``reconstruct`` runs by default unless told
+another (``method=``).
 """
 
 from __future__ import annotations
 
+import dataclasses
+import functools
 import math
 import numbers
 import os
@@ -91,8 +96,13 @@ __all__ = [
     "format_duration",
     "memory_limit",
     "time_limit",
+    "varpro_solver",
     "FLOP_RATE",
     "DRAW_RATE",
+    "LBFGS_EVALUATIONS",
+    "VARPRO_EVALUATIONS",
+    "VARPRO_PASS_SECONDS",
+    "PRODUCT_BYTES_RATE",
     "DEFAULT_TIME_LIMIT",
     "MEMORY_FRACTION",
 ]
@@ -109,6 +119,24 @@ DRAW_RATE = 1.4e8
 DEFAULT_TIME_LIMIT = 3600.0
 #: Default memory limit as a fraction of the memory available when the check runs.
 MEMORY_FRACTION = 0.8
+#: Loss evaluations per L-BFGS step (its line search; 1.1 is typical).
+LBFGS_EVALUATIONS = 1.1
+#: Trial steps (one solve and one loss evaluation each) per accepted LM iteration of
+#: ``method="varpro"``, rejected trials, each run's first evaluation and the exchanges'
+#: single-row runs included: 1.06–1.72 measured (``benchmarks/bench_budget.py``, d = 10–3072,
+#: n = 4–16); 2 bounds them.
+VARPRO_EVALUATIONS = 2.0
+#: Seconds of Python and small-array work per pass over V (or over the kept blocks) of
+#: ``method="varpro"``, beyond its flops: what decides its steps at small sizes (~1 ms measured
+#: per pass at d ≤ 80, p ≤ 4000 on the 2-core machine under a load that halves its speed; half
+#: of it quiet, the conditions FLOP_RATE is measured in).
+VARPRO_PASS_SECONDS = 5e-4
+#: Bytes per second at which the CG products of ``method="varpro"`` stream their float32 blocks
+#: (V twice, φ′ and φ per product). With only n̂ columns these GEMMs are bound by memory
+#: traffic, not flops, below n̂ ≈ 10: measured 1.8 GB/s effective at d = 3072, n̂ = 4 and 10
+#: (``benchmarks/bench_budget.py --varpro --large``) under a load that halves the machine's
+#: speed; twice that quiet. A product takes the longer of its flops and its traffic.
+PRODUCT_BYTES_RATE = 4e9
 #: Allowance (flops per element) for one evaluation of φ; φ′ costs as much again. The compiled
 #: programs of the registry cost 1.25–20 ns per element (``benchmarks/bench_activation.py``),
 #: i.e. ~10–200 flops at the rates above; 30 is their order of magnitude.
@@ -123,6 +151,9 @@ _THREADED_DRAW_MIN = 2**21
 _KEEP_BLOCKS_BYTES = 2**30      # rftheory.projection.KEEP_BLOCKS_BYTES
 _KERNEL_ORDER = 64              # rftheory.kernel.DEFAULT_ORDER
 _RECONSTRUCT_MAX_STEPS = 20000  # rftheory.reconstruct.reconstruct's default
+_METHODS = ("varpro", "lbfgs")  # rftheory.reconstruct.METHODS
+_LBFGS_MAX_ROUNDS = 10          # reconstruct's max_rounds for method="lbfgs"
+_VARPRO_MAX_ROUNDS = 1000       # ... and for method="varpro"
 _EIGH_FLOPS = 9.0               # × n³: LAPACK syevd with eigenvectors
 _EIGVALSH_FLOPS = 4.0 / 3.0     # × n³: tridiagonal reduction, eigenvalues only
 _CHOLESKY_FLOPS = 1.0 / 3.0     # × n³
@@ -149,7 +180,11 @@ class Estimate:
     parts : tuple of (str, float)
         The largest terms of ``peak_bytes``, largest first, for messages.
     overhead_seconds : float
-        Time that is neither arithmetic nor drawing (e.g. a sweep's per-cell bookkeeping).
+        Time that is neither arithmetic nor drawing (e.g. a sweep's per-cell bookkeeping, the
+        memory-bound wait of varpro's CG products).
+    float32_flops : float
+        The part of ``flops`` that runs in float32 whatever ``dtype`` is (the matrix-free
+        products of ``reconstruct(method="varpro")``'s CG solver), timed at the float32 rate.
     """
 
     job: str
@@ -159,12 +194,15 @@ class Estimate:
     dtype: str = "float64"
     parts: tuple[tuple[str, float], ...] = ()
     overhead_seconds: float = 0.0
+    float32_flops: float = 0.0
 
     @property
     def seconds(self) -> float:
         """Estimated time at :data:`FLOP_RATE` and :data:`DRAW_RATE` (drawing and arithmetic
         share the same cores, so the two times add), plus ``overhead_seconds``."""
-        return self.flops / FLOP_RATE[self.dtype] + self.draws / DRAW_RATE + self.overhead_seconds
+        fast = min(self.float32_flops, self.flops)
+        return ((self.flops - fast) / FLOP_RATE[self.dtype] + fast / FLOP_RATE["float32"]
+                + self.draws / DRAW_RATE + self.overhead_seconds)
 
     def describe(self) -> str:
         """One line: memory (with its main parts), work and time."""
@@ -448,18 +486,170 @@ def _selection(pool: float, n_hat: float, d: float, p: float, k: float, itemsize
     return stream.peak + 3 * pool * pool * 8.0, stream.flops + lstsq, stream.draws
 
 
-def estimate_reconstruct(*, d: float, n: float, p: float, n_hat: float | None = None,
-                         k: float = 1, max_steps: float = _RECONSTRUCT_MAX_STEPS,
-                         max_rounds: float = 10, oversample: float = 2.0, memory: float = 20,
-                         dtype: Any = "float64", v_cache_bytes: float = 2**30,
-                         evaluations_per_step: float = 1.1, threads: int | None = None,
-                         include_training: bool = True) -> Estimate:
-    """Estimate training plus :func:`rftheory.reconstruct.reconstruct` (the whole step budget).
+@functools.lru_cache(maxsize=1)
+def _default_method() -> str:
+    """``reconstruct``'s default ``method`` (read from its signature, so it follows the code)."""
+    import inspect
 
-    The cost model is that of ``method="lbfgs"`` (one loss evaluation of the pool per step).
-    The default ``method="varpro"`` also streams V for its Gauss–Newton curvature (a dense
-    p·(n̂d)² assembly or several matrix-free products per iteration), so for it this estimate is
-    a lower bound per step: measured ~15× below the counted flops at d = 20, n = 10, p = 20dn.
+    from .reconstruct import reconstruct
+
+    return str(inspect.signature(reconstruct).parameters["method"].default)
+
+
+def varpro_solver(*, d: float, p: float, n_hat: float, solver: str = "auto") -> str:
+    """The linear solver ``reconstruct(method="varpro", solver=solver)`` uses for n̂ candidates.
+
+    It asks :func:`rftheory.varpro.Problem.dense_for` itself (``"auto"``: the dense
+    Gauss–Newton matrix when n̂d ≤ ``rftheory.varpro.DENSE_MAX_UNKNOWNS`` or
+    p·(n̂d)² ≤ ``rftheory.varpro.DENSE_FLOPS``, else matrix-free CG), so the estimate
+    switches where the attack does.
+
+    Parameters
+    ----------
+    d, p, n_hat : number
+        Input dimension, random features, candidates.
+    solver : {"auto", "dense", "cg"}
+        As in :func:`rftheory.reconstruct.reconstruct`.
+
+    Returns
+    -------
+    str
+        ``"dense"`` or ``"cg"``.
+
+    Raises
+    ------
+    rftheory.errors.RFTheoryError
+        If ``solver`` is not one of :data:`rftheory.varpro.SOLVERS`.
+
+    Examples
+    --------
+    >>> varpro_solver(d=20, p=4000, n_hat=10), varpro_solver(d=3072, p=30720, n_hat=10)
+    ('dense', 'cg')
+    """
+    from types import SimpleNamespace
+
+    from . import varpro
+
+    if solver not in varpro.SOLVERS:
+        raise RFTheoryError(f"unknown solver {solver!r}; choose one of {', '.join(varpro.SOLVERS)}")
+    probe = SimpleNamespace(solver=solver, d=float(d), p=float(p))
+    return "dense" if varpro.Problem.dense_for(probe, float(n_hat)) else "cg"  # type: ignore[arg-type]
+
+
+def _cg_iterations(m: float) -> float:
+    """Most CG iterations of one LM trial step: ``max_iter`` of rftheory.varpro._solve_step."""
+    return max(20.0, 2.0 * m)
+
+
+@dataclass(frozen=True)
+class _Work:
+    peak: float
+    flops: float      # all of them, float32_flops included
+    flops32: float    # the float32 matrix-free products
+    draws: float
+    passes: float     # passes over V (or over the kept blocks): each pays VARPRO_PASS_SECONDS
+    waiting: float = 0.0  # seconds the products wait for memory beyond their flops
+
+
+def _loss_passes(m: float, d: float, p: float, resident: bool) -> float:
+    """Passes of one loss evaluation with gradient (rftheory.varpro.loss_passes on the host)."""
+    return 1.0 if 2 * m * p * 8 + (0.0 if resident else p * d * 8) <= _KEEP_BLOCKS_BYTES else 2.0
+
+
+def _lm_iteration(m: float, d: float, p: float, k: float, resident: bool, threads: int,
+                  dense: bool, trials: float) -> tuple[_Work, dict[str, float]]:
+    """One accepted LM iteration of rftheory.varpro for m candidates (float64 throughout but the
+    products), with ``trials`` trial steps (each one solve and one loss evaluation)."""
+    itemsize = 8
+    md = m * d
+    rows = _chunk_rows(p)
+    chunk_blocks = math.ceil(rows / _BLOCK_ROWS)
+    ev_peak, ev_flops, ev_draws = _loss_evaluation(m, d, p, k, itemsize, resident, threads)
+    # Curvature pass (Problem.linearise): φ, φ′, the Gram G and the Kronecker traces Ctr.
+    curv = _stream(m, d, p, itemsize, cached=resident, threads=threads, derivative=True,
+                   gram=True, kept=not dense)
+    flops = curv.flops + 2 * m * m * p + m * p + p * d
+    flops32 = 0.0
+    parts: dict[str, float] = {"loss evaluation": ev_peak}
+    if dense:
+        # E = φ′ ⊙ V (and its transposed copy) per chunk, M = EᵀE and N = ΦE summed per group
+        pass_extra = 2 * rows * md * itemsize + (chunk_blocks + 2) * (md * md + m * md) * itemsize
+        flops += 2 * p * md * md + 2 * m * md * p + md * p
+        # host: K = M − NᵀG⁺N, the tangent projections, H and its symmetrisation
+        flops += 2 * m * md * md + 16 * md * md + (_EIGH_FLOPS + 4) * m**3 + 4 * m * m * md
+        host = 6 * md * md * itemsize
+        # each trial: H + λS, its Cholesky factor, the solve and the predicted decrease
+        trial = _CHOLESKY_FLOPS * md**3 + 5 * md * md
+        peak = max(curv.peak + pass_extra, host, 3 * md * md * itemsize + ev_peak)
+        parts["Gauss–Newton matrix"] = max(host, 3 * md * md * itemsize)
+        passes = 1 + trials * _loss_passes(m, d, p, resident)
+        waiting = 0.0
+    else:
+        # the blocks kept for the products: V (unless cached), φ, φ′ in float64 from the pass,
+        # then their float32 copies (Problem._product), alive through every trial
+        kept64 = 2 * m * p * itemsize + (0.0 if resident else p * d * itemsize)
+        kept32 = (p * d + 2 * m * p) * 4
+        flops += p * d + 2 * m * p  # the casts
+        iterations = _cg_iterations(m)
+        product32 = 4 * p * d * m + 8 * k * m * p + 3 * m * p
+        traffic = (2 * p * d + 4 * m * p) * 4 / PRODUCT_BYTES_RATE - product32 / FLOP_RATE["float32"]
+        product_host = (_EIGH_FLOPS + _CHOLESKY_FLOPS) * m**3 + 4 * m * m * k + 8 * md
+        # each trial: ≤ max_iter products and preconditioner solves, one more product for the
+        # predicted decrease, the preconditioner's Cholesky factor
+        flops32 = trials * (iterations + 1) * product32
+        trial = ((iterations + 1) * product_host + iterations * (2 * m * m * d + 6 * md)
+                 + _CHOLESKY_FLOPS * m**3)
+        sweep = (k * p + 4 * rows * m) * 4  # the first sweep's outputs y, S, Y of a chunk
+        peak = max(curv.peak + kept64 + kept32, kept32 + sweep, kept32 + ev_peak)
+        parts["kept blocks (CG)"] = kept64 + kept32
+        passes = 1 + trials * (_loss_passes(m, d, p, resident) + iterations + 1)
+        waiting = trials * (iterations + 1) * max(0.0, traffic)
+    flops += trials * (trial + ev_flops) + flops32
+    draws = curv.draws + trials * ev_draws
+    return _Work(peak, flops, flops32, draws, passes, waiting), parts
+
+
+@functools.lru_cache(maxsize=1)
+def _exchange_sizes() -> tuple[float, float, float]:
+    """(batch, screened points, refined points) of rftheory.varpro's exchange, from its code."""
+    import inspect
+
+    from . import varpro
+
+    batch = float(inspect.signature(varpro._screen).parameters["batch"].default)
+    return batch, float(varpro.EXCHANGE_SCREEN), float(varpro.EXCHANGE_TOP)
+
+
+def _exchange(m: float, d: float, p: float, k: float, resident: bool, threads: int) -> _Work:
+    """One grow/replace exchange of rftheory.varpro (its LM iterations are counted as steps):
+    the leave-one-out pass, the loss and residual of the rows, the screen of EXCHANGE_SCREEN
+    random points in batches, the start of the top candidates' LM runs."""
+    itemsize = 8
+    batch, screen, top = _exchange_sizes()
+    rows = m + 1
+    loo = _stream(rows, d, p, itemsize, cached=resident, threads=threads, gram=True, outputs=k)
+    loss = _stream(m, d, p, itemsize, cached=resident, threads=threads, gram=True, outputs=k)
+    resid = _stream(m, d, p, itemsize, cached=resident, threads=threads, outputs=k)
+    batches = math.ceil(screen / batch)
+    one = _stream(m + batch, d, p, itemsize, cached=resident, threads=threads, outputs=k)
+    screen_flops = batches * (one.flops + 2 * m * (m + batch) * p + 2 * batch * p)
+    ev_peak, ev_flops, ev_draws = _loss_evaluation(rows, d, p, k, itemsize, resident, threads)
+    flops = (2 * loo.flops + loss.flops + resid.flops + screen_flops + top * ev_flops
+             + 3 * _EIGH_FLOPS * rows**3)
+    draws = 2 * loo.draws + loss.draws + resid.draws + batches * one.draws + top * ev_draws
+    peak = max(loo.peak, one.peak + 3 * (m + batch) ** 2 * itemsize, ev_peak)
+    passes = 4 + batches + top * _loss_passes(rows, d, p, resident)
+    return _Work(peak, flops, 0.0, draws, passes)
+
+
+def estimate_reconstruct(*, d: float, n: float, p: float, n_hat: float | None = None,
+                         k: float = 1, method: str | None = None, solver: str = "auto",
+                         max_steps: float = _RECONSTRUCT_MAX_STEPS,
+                         max_rounds: float | None = None, oversample: float = 2.0,
+                         memory: float = 20, dtype: Any = "float64",
+                         v_cache_bytes: float = 2**30, evaluations_per_step: float | None = None,
+                         threads: int | None = None, include_training: bool = True) -> Estimate:
+    """Estimate training plus :func:`rftheory.reconstruct.reconstruct` (the whole step budget).
 
     Parameters
     ----------
@@ -469,15 +659,28 @@ def estimate_reconstruct(*, d: float, n: float, p: float, n_hat: float | None = 
         Candidates (default n).
     k : number
         Outputs of the model.
-    max_steps, max_rounds, oversample, memory
-        As in :func:`rftheory.reconstruct.reconstruct` (the pool has ⌈oversample·n̂⌉ rows,
-        capped at p; L-BFGS keeps ``memory`` pairs of vectors).
+    method : {"varpro", "lbfgs"}, optional
+        The reconstruction method (default: ``reconstruct``'s own default, read from its
+        signature — ``"varpro"`` today).
+    solver : {"auto", "dense", "cg"}
+        ``"varpro"`` only, as in ``reconstruct``: the LM system's solver, chosen by
+        :func:`varpro_solver` (the attack's own rule).
+    max_steps, max_rounds : number
+        As in :func:`rftheory.reconstruct.reconstruct` (``max_rounds`` default: 10 for
+        ``"lbfgs"``, 1000 for ``"varpro"``, as there).
+    oversample, memory
+        ``"lbfgs"`` only, as in ``reconstruct`` (the pool has ⌈oversample·n̂⌉ rows, capped at
+        p; L-BFGS keeps ``memory`` pairs of vectors).
     dtype : str or numpy dtype
-        Working dtype (``float64``, the default, or ``float32``).
+        Working dtype of the training (``float64``, the default, or ``float32``);
+        ``"varpro"`` works in float64 (its CG products in float32) whatever it is.
     v_cache_bytes : number
         V is cached when p·d entries fit (the CLI's ``--v-cache-mb``, 1 GiB by default).
-    evaluations_per_step : float
-        Loss evaluations per optimiser step (L-BFGS's line search; 1.1 is typical).
+    evaluations_per_step : float, optional
+        Loss evaluations per step: L-BFGS's line search (default :data:`LBFGS_EVALUATIONS`),
+        or LM trial steps per accepted iteration, each one solve and one evaluation, rejected
+        trials and the exchanges' single-row runs included (default
+        :data:`VARPRO_EVALUATIONS`).
     threads : int, optional
         Threads drawing V (default: the cores this process may use).
     include_training : bool
@@ -486,37 +689,122 @@ def estimate_reconstruct(*, d: float, n: float, p: float, n_hat: float | None = 
     Returns
     -------
     Estimate
-        Work for ``max_steps`` steps all at the pool size and ``max_rounds`` selections: an upper
-        bound for runs that stop at the tolerance.
+        Work for ``max_steps`` steps: an upper bound for runs that stop at the tolerance.
+
+    Raises
+    ------
+    rftheory.errors.RFTheoryError
+        If a size is not positive, or ``method`` or ``solver`` is unknown.
+
+    Notes
+    -----
+    *lbfgs*: every step one loss evaluation (with gradient) of the whole pool
+    (``evaluations_per_step`` of them), plus ``max_rounds`` backward eliminations from the pool
+    to n̂ rows.
+
+    *varpro* (:mod:`rftheory.varpro`, m = n̂ rows, counted from the code): every accepted LM
+    iteration is one curvature pass over V (φ, φ′, the Gram matrix, the Kronecker traces) and
+    ``evaluations_per_step`` trial steps, each a solve and a loss evaluation with gradient.
+    With the *dense* solver the pass also forms M = EᵀE and N = ΦE (2p(md)² + 2pm²d flops),
+    the host forms H (2m(md)² + O((md)²)) and each trial factorises it ((md)³/3); the dense H
+    and its factor ((md)² float64 each) are counted in memory. With *cg* the pass keeps φ, φ′
+    (and V unless cached) and their float32 copies for the whole of p; each trial runs at most
+    ``max_iter = max(20, 2m)`` CG iterations plus one product for the predicted decrease, each
+    product two float32 GEMMs with V (4pdm + 8pmk flops at the float32 rate) — the bound, where
+    CG often stops earlier at its relative residual. Rounds: at most min(``max_rounds``,
+    ⌈max_steps/STALL_WINDOW⌉) LM runs (a run that stalls has made more than STALL_WINDOW
+    iterations), each one more evaluation, and one exchange every EXCHANGE_EVERY rounds (its
+    leave-one-out pass, the screen of EXCHANGE_SCREEN points in batches of 256, the starts of
+    its LM runs). The solver switches exactly where the attack's does (:func:`varpro_solver`).
+
+    Time beyond the flops: :data:`VARPRO_PASS_SECONDS` per pass over V or over the kept blocks
+    (what decides tiny problems), and for each CG product the excess of its memory traffic
+    (2pd + 4pm float32 words at :data:`PRODUCT_BYTES_RATE`) over its flops — with n̂ ≲ 10
+    columns those GEMMs are bound by memory, not arithmetic.
+
+    *Accuracy, measured* (``python benchmarks/bench_budget.py --varpro --large``, relu+tanh,
+    3–200 steps per size, on the 2-core development machine while another job held both cores,
+    i.e. at about half its quiet speed): trial steps per accepted iteration 1.07–1.62 (the
+    default 2 bounds them); CG products per trial 5.9–23.8 of the bound 21–33; estimated over
+    measured seconds per step 0.69 (d = 10, n = 10, p = 100, dense), 1.75 (d = 20, n = 10,
+    p = 4000, dense), 1.98 (same, cg), 1.65 (d = 80, n = 16, p = 1280), 2.69 (p = 12 800), 1.01
+    (d = 3072, n = 4, p = 12 288), 0.90 (d = 3072, n = 10, p = 30 720). On a quiet machine the
+    ratios should be about twice these (rerun to quote them): an upper bound within a factor
+    of a few, as for the other jobs. Memory (``tests/test_budget.py``, tracemalloc): estimate
+    over measured peak 0.90–1.21 for 3-step runs (CG blocks, V cached or streamed), 0.94 with
+    the dense H at n̂d = 800, 1.04 for an 80-step run whose exchange screen sets the peak.
+    Flops of the streamed products over their instrumented count, given the run's own trial
+    count (d = 20, n = 10, p = 4000, 40 steps): 1.11 dense, 2.62 cg (CG priced at its cap).
 
     Examples
     --------
-    >>> small = estimate_reconstruct(d=20, n=10, p=2000)
-    >>> large = estimate_reconstruct(d=20, n=10, p=2000, max_steps=40000)
+    >>> small = estimate_reconstruct(d=20, n=10, p=2000, method="lbfgs")
+    >>> large = estimate_reconstruct(d=20, n=10, p=2000, method="lbfgs", max_steps=40000)
     >>> 1.9 < large.flops / small.flops < 2.0
+    True
+
+    The default ``"varpro"`` pays for its Gauss–Newton curvature (dense here: n̂d = 200):
+
+    >>> vp = estimate_reconstruct(d=20, n=10, p=2000, method="varpro")
+    >>> vp.flops > 5 * small.flops
+    True
+    >>> big = estimate_reconstruct(d=3072, n=10, p=30720, max_steps=3000, v_cache_bytes=2**33)
+    >>> big.seconds > 3600  # the headline's p = dn cell: CG products dominate
     True
     """
     d, n, p, k = (_size(name, v) for name, v in (("d", d), ("n", n), ("p", p), ("k", k)))
     n_hat = n if n_hat is None else _size("n_hat", n_hat)
+    method = _default_method() if method is None else method
+    if method not in _METHODS:
+        raise RFTheoryError(f"unknown method {method!r}; choose one of {', '.join(_METHODS)}")
     steps = _size("max_steps", max_steps)
+    if max_rounds is None:
+        max_rounds = _LBFGS_MAX_ROUNDS if method == "lbfgs" else _VARPRO_MAX_ROUNDS
     rounds = _size("max_rounds", max_rounds)
     oversample = _size("oversample", oversample, 1)
+    if evaluations_per_step is None:
+        evaluations_per_step = LBFGS_EVALUATIONS if method == "lbfgs" else VARPRO_EVALUATIONS
+    evaluations_per_step = _size("evaluations_per_step", evaluations_per_step, 0)
     name, itemsize = _itemsize(dtype)
     threads = _threads(threads)
     resident = _v_cached(p, d, itemsize, _size("v_cache_bytes", v_cache_bytes, 0))
-    pool = _pool_size(n_hat, p, oversample)
     v_bytes = p * d * itemsize if resident else 0.0
-    step_peak, step_flops, step_draws = _loss_evaluation(pool, d, p, k, itemsize, resident,
-                                                         threads)
-    select_peak, select_flops, select_draws = _selection(pool, n_hat, d, p, k, itemsize,
-                                                         resident, threads)
-    optimiser = (2 * _size("memory", memory, 0) + 6) * pool * d * 8.0
-    evaluations = steps * evaluations_per_step
-    flops = evaluations * step_flops + rounds * select_flops
-    draws = evaluations * step_draws + rounds * select_draws
-    peak = max(step_peak, select_peak) + optimiser
-    parts = {"loss evaluation": step_peak, "pool selection": select_peak,
-             "optimiser state": optimiser}
+    flops32 = 0.0
+    if method == "lbfgs":
+        pool = _pool_size(n_hat, p, oversample)
+        step_peak, step_flops, step_draws = _loss_evaluation(pool, d, p, k, itemsize, resident,
+                                                             threads)
+        select_peak, select_flops, select_draws = _selection(pool, n_hat, d, p, k, itemsize,
+                                                             resident, threads)
+        optimiser = (2 * _size("memory", memory, 0) + 6) * pool * d * 8.0
+        evaluations = steps * evaluations_per_step
+        flops = evaluations * step_flops + rounds * select_flops
+        draws = evaluations * step_draws + rounds * select_draws
+        peak = max(step_peak, select_peak) + optimiser
+        parts = {"loss evaluation": step_peak, "pool selection": select_peak,
+                 "optimiser state": optimiser}
+        label = ""
+        overhead = 0.0
+    else:
+        from . import varpro
+
+        used = varpro_solver(d=d, p=p, n_hat=n_hat, solver=solver)
+        step, parts = _lm_iteration(n_hat, d, p, k, resident, threads, used == "dense",
+                                    evaluations_per_step)
+        runs = min(rounds, math.ceil(steps / varpro.STALL_WINDOW))
+        # exchanges start rounds 2, 2 + EXCHANGE_EVERY, ... (none within a single run)
+        exchanges = math.ceil((runs - 1) / varpro.EXCHANGE_EVERY) if n_hat > 1 else 0.0
+        ex = _exchange(n_hat, d, p, k, resident, threads)
+        ev_peak, ev_flops, ev_draws = _loss_evaluation(n_hat, d, p, k, 8, resident, threads)
+        flops = steps * step.flops + runs * ev_flops + exchanges * ex.flops
+        flops32 = steps * step.flops32
+        draws = steps * step.draws + runs * ev_draws + exchanges * ex.draws
+        peak = max(step.peak, ex.peak if exchanges else 0.0)
+        overhead = VARPRO_PASS_SECONDS * (steps * step.passes
+                                          + runs * _loss_passes(n_hat, d, p, resident)
+                                          + exchanges * ex.passes) + steps * step.waiting
+        parts["exchange"] = ex.peak if exchanges else 0.0
+        label = f", varpro/{used}"
     if include_training:
         t_peak, t_flops, t_draws, t_parts = _train_parts(n, d, p, k, itemsize, resident, threads)
         peak = max(peak, t_peak + p * k * itemsize)
@@ -528,8 +816,9 @@ def estimate_reconstruct(*, d: float, n: float, p: float, n_hat: float | None = 
         draws += p * d
     peak += v_bytes + p * k * itemsize + _OVERHEAD  # V and θ live through the whole run
     job = (f"reconstruct (d = {_show(d)}, n = {_show(n)}, n̂ = {_show(n_hat)}, p = {_show(p)}, "
-           f"{name})")
-    return Estimate(job, peak, flops, draws, name, _sorted(parts))
+           f"{name}{label})")
+    return Estimate(job, peak, flops, draws, name, _sorted(parts), overhead_seconds=overhead,
+                    float32_flops=flops32)
 
 
 def estimate_kernel(*, d: float, n: float, p_values: Any, reps: float = 4,
@@ -652,8 +941,9 @@ def estimate_cell(kind: str, params: Mapping[str, Any], *, threads: int | None =
     kind : {"label_fit", "reconstruct", "law"}
         The sweep cell's kind.
     params : mapping
-        The cell's parameters: ``d``, ``n``, ``p`` required; ``n_hat`` and ``max_steps`` used
-        by ``reconstruct``.
+        The cell's parameters: ``d``, ``n``, ``p`` required; ``n_hat``, ``max_steps`` and
+        ``method`` (default: reconstruct's) used by ``reconstruct`` (``law`` cells run the
+        default method).
     threads : int, optional
         Threads drawing V (default 1, as in a sweep worker; None: the cores available).
 
@@ -687,10 +977,10 @@ def estimate_cell(kind: str, params: Mapping[str, Any], *, threads: int | None =
                         flops, train.draws, "float64", train.parts)
     if kind == "reconstruct":
         est = estimate_reconstruct(d=d, n=n, p=p, n_hat=params.get("n_hat"),
+                                   method=params.get("method"),
                                    max_steps=params.get("max_steps") or _RECONSTRUCT_MAX_STEPS,
                                    v_cache_bytes=_CELL_V_CACHE[kind], threads=threads)
-        return Estimate(f"reconstruct cell ({est.job.split('(', 1)[1]}", est.peak_bytes,
-                        est.flops, est.draws, est.dtype, est.parts)
+        return dataclasses.replace(est, job=f"reconstruct cell ({est.job.split('(', 1)[1]}")
     raise RFTheoryError(f"no estimate for cells of kind {kind!r} (known: label_fit, reconstruct, "
                        "law)")
 
@@ -915,12 +1205,16 @@ def check(estimate: Estimate, *, memory_limit: float | str | None = None,
             + f", over the limit of {_bytes(mem)} ({mem_source}); {hint}")
     seconds, time_source = _limit_time(time_limit, name=via[1].rstrip("="))
     if not estimate.seconds <= seconds:
-        overhead = (f" and {_duration(estimate.overhead_seconds)} of bookkeeping"
+        overhead = (f" and {_duration(estimate.overhead_seconds)} of bookkeeping and memory "
+                    "traffic"
                     if estimate.overhead_seconds else "")
+        fast = (f", {estimate.float32_flops:.2g} of them float32 at "
+                f"{FLOP_RATE['float32']:.2g}/s" if estimate.float32_flops
+                and estimate.dtype != "float32" else "")
         raise ResourceLimitError(
             f"{estimate.job} would take ~{_duration(estimate.seconds)} ({estimate.flops:.2g} "
-            f"flops at {FLOP_RATE[estimate.dtype]:.2g}/s and {estimate.draws:.2g} Gaussian draws "
-            f"at {DRAW_RATE:.2g}/s{overhead}), over the limit of {time_source}; reduce the sizes "
+            f"flops at {FLOP_RATE[estimate.dtype]:.2g}/s{fast} and {estimate.draws:.2g} Gaussian "
+            f"draws at {DRAW_RATE:.2g}/s{overhead}), over the limit of {time_source}; reduce the sizes "
             f"or the step budget, or raise the limit with {via[1]} or RFTHEORY_TIME_LIMIT "
             "(seconds, or inf)")
     return estimate

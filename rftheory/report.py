@@ -450,7 +450,9 @@ def card_estimate(activation: str, size: CardSize = DEFAULT, *, seed: int = 0,
            f"n = {size.kernel_n}, p ≤ {size.kernel_p[-1]}; {len(cells)} law cells at "
            f"d = {size.law_d}, n = {size.law_n}, ≤ {size.max_steps} steps)")
     return budget.Estimate(job, peak, flops, draws, "float64",
-                           tuple(sorted(parts, key=lambda t: -t[1])))
+                           tuple(sorted(parts, key=lambda t: -t[1])),
+                           overhead_seconds=sum(c.overhead_seconds for c in cells),
+                           float32_flops=sum(c.float32_flops for c in cells))
 
 
 def _upper_seconds(estimate: Any, size: CardSize, tasks: Sequence[Mapping[str, Any]],

@@ -69,17 +69,55 @@ def test_training_peak_memory(d, n, p, cache, activation, dtype):
     (50, 20, 30000, 0),       # V drawn every pass, kept with the blocks
     (30, 30, 60000, 0),
 ])
-def test_reconstruction_peak_memory(d, n, p, cache):
+@pytest.mark.parametrize("method", ["lbfgs", "varpro"])
+def test_reconstruction_peak_memory(d, n, p, cache, method):
     X, Y = sphere_data(n, d, 0), gaussian_labels(n, 0)
 
     def job():
         features = RandomFeatures("relu+tanh", d=d, p=p, seed=0, v_cache_bytes=cache)
         model = train_min_norm(features, X, Y)
-        return reconstruct(features, model.theta, n, seed=0, max_steps=3)
+        return reconstruct(features, model.theta, n, seed=0, max_steps=3, method=method)
 
     measured, _ = _peak(job)
-    _assert_within(budget.estimate_reconstruct(d=d, n=n, p=p, max_steps=3, v_cache_bytes=cache),
-                   measured)
+    _assert_within(budget.estimate_reconstruct(d=d, n=n, p=p, max_steps=3, v_cache_bytes=cache,
+                                               method=method), measured)
+
+
+def test_varpro_peak_memory_with_an_exchange():
+    """45 steps: two LM runs with a grow exchange between them, whose screen of 1000 random
+    points (batches of 256 rows with the candidates) sets the peak (measured ratio 1.04)."""
+    d, n, p = 50, 20, 30000
+    X, Y = sphere_data(n, d, 0), gaussian_labels(n, 0)
+
+    def job():
+        features = RandomFeatures("relu+tanh", d=d, p=p, seed=0, v_cache_bytes=2**30)
+        model = train_min_norm(features, X, Y)
+        return reconstruct(features, model.theta, n, seed=0, max_steps=80)
+
+    measured, result = _peak(job)
+    assert result.rounds >= 2 and result.residual_steps > 0  # an exchange ran
+    est = budget.estimate_reconstruct(d=d, n=n, p=p, max_steps=80)
+    assert est.parts[0][0] == "exchange"
+    _assert_within(est, measured)
+
+
+def test_dense_gauss_newton_matrix_is_counted():
+    """solver="dense" at n̂d = 800: H, H + λS and its factor ((n̂d)² float64 each) dominate."""
+    d, n, p = 40, 20, 1000
+    X, Y = sphere_data(n, d, 0), gaussian_labels(n, 0)
+
+    def job():
+        features = RandomFeatures("relu+tanh", d=d, p=p, seed=0, v_cache_bytes=2**30)
+        model = train_min_norm(features, X, Y)
+        return reconstruct(features, model.theta, n, seed=0, max_steps=3, solver="dense")
+
+    measured, _ = _peak(job)
+    est = budget.estimate_reconstruct(d=d, n=n, p=p, max_steps=3, solver="dense")
+    assert "varpro/dense" in est.job and est.parts[0][0] == "Gauss–Newton matrix"
+    assert est.peak_bytes > 3 * (n * d) ** 2 * 8
+    _assert_within(est, measured)
+    cg = budget.estimate_reconstruct(d=d, n=n, p=p, max_steps=3, solver="cg")
+    assert cg.peak_bytes < est.peak_bytes  # no (n̂d)² matrix
 
 
 def _measure_concentration():
@@ -175,7 +213,7 @@ def test_reconstruction_work_is_an_upper_bound_for_the_step_budget(monkeypatch):
     model = train_min_norm(features, X, Y)
     # The estimate models the over-complete L-BFGS method (reconstruct(method="lbfgs")).
     result = reconstruct(features, model.theta, n, seed=0, max_steps=60, method="lbfgs")
-    est = budget.estimate_reconstruct(d=d, n=n, p=p, max_steps=result.steps,
+    est = budget.estimate_reconstruct(d=d, n=n, p=p, method="lbfgs", max_steps=result.steps,
                                       max_rounds=result.rounds,
                                       evaluations_per_step=result.evaluations / result.steps)
     assert est.draws == count.draws == p * d  # V drawn once, then cached
@@ -215,7 +253,8 @@ def test_memory_message_names_estimate_limit_and_override(monkeypatch):
     with pytest.raises(ResourceLimitError) as info:
         budget.check(est, memory_limit=64 * 2**20)
     message = str(info.value)
-    assert message.startswith("reconstruct (d = 100, n = 20, n̂ = 20, p = 200000, float64) needs ~")
+    assert message.startswith("reconstruct (d = 100, n = 20, n̂ = 20, p = 200000, float64, "
+                              "varpro/cg) needs ~")
     assert "over the limit of 64 MiB (64 MiB set by memory_limit)" in message
     assert "V cached" in message and "RFTHEORY_MEMORY_LIMIT" in message
     assert budget.check(est, memory_limit="1G", time_limit=math.inf) is est
@@ -301,3 +340,144 @@ def test_streaming_constants_agree_with_the_package():
     assert budget._KERNEL_ORDER == kernel.DEFAULT_ORDER
     assert budget._RECONSTRUCT_MAX_STEPS == \
         inspect.signature(reconstruct).parameters["max_steps"].default
+    from rftheory import reconstruct as rec, varpro
+
+    assert budget._METHODS == rec.METHODS
+    # defaults set in the body of reconstruct / _solve_step, repeated by the model
+    body = inspect.getsource(rec.reconstruct)
+    assert f"max_rounds = {budget._LBFGS_MAX_ROUNDS} if max_rounds is None" in body
+    assert f"max_rounds = {budget._VARPRO_MAX_ROUNDS} if max_rounds is None" in body
+    assert "max_iter=max(20, 2 * m)" in inspect.getsource(varpro._solve_step)
+    assert budget._cg_iterations(5) == 20 and budget._cg_iterations(16) == 32
+
+
+# -- the varpro model ----------------------------------------------------------------------------
+
+@pytest.mark.parametrize("solver", ["dense", "cg"])
+def test_varpro_work_is_an_upper_bound_for_the_step_budget(monkeypatch, solver):
+    """The streamed products of reconstruct(method="varpro"), counted exactly, against the model
+    given the run's own trial count: above (CG priced at its max_iter, runs and exchanges at
+    their bound), within a small factor; V drawn once."""
+    from rftheory import varpro
+    import rftheory.reconstruct as rec
+
+    d, n, p = 20, 10, 4000
+    X, Y = sphere_data(n, d, 0), gaussian_labels(n, 0)
+    features = RandomFeatures("relu+tanh", d=d, p=p, seed=0, v_cache_bytes=2**30)
+    made = []
+
+    class Counted(varpro.Problem):
+        def __init__(self, *args, **kwargs):
+            super().__init__(*args, **kwargs)
+            made.append(self)
+
+    monkeypatch.setattr(rec, "Problem", Counted)
+    count = _Counter(monkeypatch)
+    model = train_min_norm(features, X, Y)
+    result = reconstruct(features, model.theta, n, seed=0, max_steps=40, solver=solver)
+    est = budget.estimate_reconstruct(d=d, n=n, p=p, method="varpro", solver=solver,
+                                      max_steps=result.steps,
+                                      evaluations_per_step=result.evaluations / result.steps)
+    assert est.draws == count.draws == p * d
+    ratio = est.flops / count.flops
+    assert 1.0 <= ratio <= 4.0, ratio
+    if solver == "cg":  # CG never runs past the max_iter the model prices
+        assert made[-1].products <= result.evaluations * (budget._cg_iterations(n) + 1)
+        assert est.float32_flops > 0.5 * est.flops
+    else:
+        assert est.float32_flops == 0
+
+
+@pytest.mark.parametrize("d, n_hat, p", [
+    (16, 16, 10**6),    # n̂d = 256 = DENSE_MAX_UNKNOWNS: dense however large p
+    (17, 16, 10**4),    # 272 unknowns, p(n̂d)² > DENSE_FLOPS: cg
+    (20, 20, 1677),     # 400 unknowns, p(n̂d)² = 2.68e8 <= 2**28: dense
+    (20, 20, 1678),     # just above: cg
+])
+def test_solver_switches_where_varpro_does(d, n_hat, p):
+    from rftheory import varpro
+    from rftheory.backend import to_host  # noqa: F401  (the Problem's own imports)
+    import array_api_compat.numpy as xpn
+
+    features = RandomFeatures("relu", d=d, p=p, seed=0)
+    problem = varpro.Problem(features, xpn.zeros((p, 1)), xpn, None, "auto")
+    expected = "dense" if problem.dense_for(n_hat) else "cg"
+    assert budget.varpro_solver(d=d, p=p, n_hat=n_hat) == expected
+    assert budget.varpro_solver(d=d, p=p, n_hat=n_hat, solver="cg") == "cg"
+    assert budget.varpro_solver(d=d, p=p, n_hat=n_hat, solver="dense") == "dense"
+    est = budget.estimate_reconstruct(d=d, n=n_hat, p=p, max_steps=10)
+    assert est.job.endswith(f"varpro/{expected})")
+    names = [name for name, _ in est.parts]
+    assert ("Gauss–Newton matrix" in names) == (expected == "dense")
+    assert ("kept blocks (CG)" in names) == (expected == "cg")
+    with pytest.raises(RFTheoryError, match="unknown solver"):
+        budget.estimate_reconstruct(d=d, n=n_hat, p=p, solver="qr")
+
+
+@pytest.mark.parametrize("d, n, p", [(10, 10, 100), (20, 10, 4000), (80, 16, 12800),
+                                     (3072, 10, 30720)])
+def test_varpro_costs_more_per_step_than_one_lbfgs_evaluation(d, n, p):
+    """Each LM iteration is an L-BFGS step of the n̂ rows (a loss evaluation per trial) plus a
+    curvature pass and a solve: never cheaper at the same trial count; and the default method
+    is reconstruct's own (varpro)."""
+    for e in (1.0, 2.0):
+        vp = budget.estimate_reconstruct(d=d, n=n, p=p, method="varpro", evaluations_per_step=e,
+                                         include_training=False)
+        lb = budget.estimate_reconstruct(d=d, n=n, p=p, method="lbfgs", oversample=1,
+                                         max_rounds=1, evaluations_per_step=e,
+                                         include_training=False)
+        assert vp.flops > lb.flops and vp.seconds > lb.seconds
+    import inspect
+    default = inspect.signature(reconstruct).parameters["method"].default
+    assert budget.estimate_reconstruct(d=d, n=n, p=p) == \
+        budget.estimate_reconstruct(d=d, n=n, p=p, method=default)
+    with pytest.raises(RFTheoryError, match="unknown method"):
+        budget.estimate_reconstruct(d=d, n=n, p=p, method="adam")
+
+
+def test_headline_dn_cell_is_skipped_under_the_default_limit(monkeypatch):
+    """The headline's n = 10, p = dn cell (d = 3072) with the default attack is estimated at
+    hours: the claim's own skip path refuses it under the default one-hour limit (nothing is
+    fitted or reconstructed), while p = n still runs."""
+    from rftheory.claims import headline
+
+    monkeypatch.delenv("RFTHEORY_TIME_LIMIT", raising=False)
+    config = headline.FULL
+    d = 3072
+    line, seconds, skip = headline._estimate(config, d, headline.MULTIPLES["dn"](d, config.n))
+    assert seconds > budget.DEFAULT_TIME_LIMIT
+    assert skip is not None and "would take" in skip and "over the limit of the default 1 h" in skip
+    assert "varpro/cg" in line
+    _, _, none = headline._estimate(config, d, headline.MULTIPLES["n"](d, config.n))
+    assert none is None
+    lbfgs = budget.estimate_reconstruct(d=d, n=config.n, p=d * config.n, method="lbfgs",
+                                        max_steps=config.max_steps,
+                                        v_cache_bytes=config.v_cache_bytes)
+    assert seconds > 5 * lbfgs.seconds  # what the check used to see: 42 min, under the limit
+    pytest.importorskip("skimage", reason="the headline's images need rftheory[images]")
+    rows = headline.run(config.replace(multiples=("dn",), activations=("relu",)))["rows"]
+    assert [row["status"] for row in rows] == ["skipped"] and rows[0]["reason"] == skip
+
+
+def test_sweep_size_check_prices_each_cell_with_its_method():
+    """A sweep over ``method``: the largest cell is the costliest method's (not the
+    alphabetically largest name), and the total counts each cell at its own method."""
+    import math as _math
+
+    from rftheory.sweep.run import check_sweep_size
+    from rftheory.sweep.spec import parse_spec
+
+    def report(methods):
+        spec = parse_spec({"sweep": {"cell": "reconstruct", "seeds": 1},
+                           "grid": {"activation": ["relu"], "d": [20], "n": [10],
+                                    "p": [4000], "method": methods},
+                           "fixed": {"max_steps": 100}})
+        return check_sweep_size(spec, slots=1, time_limit=_math.inf)
+
+    both, lbfgs, varpro = report(["lbfgs", "varpro"]), report(["lbfgs"]), report(["varpro"])
+    assert both["largest_cell"]["params"]["method"] == "varpro"
+    assert both["largest_cell"]["seconds"] == varpro["largest_cell"]["seconds"] \
+        > lbfgs["largest_cell"]["seconds"]
+    # one cell each: the total is the sum of both cells (plus 10 ms of bookkeeping per cell)
+    assert both["estimated_seconds"] == pytest.approx(
+        lbfgs["estimated_seconds"] + varpro["estimated_seconds"], rel=0.01)

@@ -96,7 +96,7 @@ class ClaimConfig:
 
         The default reads the fields the claims share: ``grid`` (pairs (d, n)) or ``d`` and
         ``n`` (n = 2 without one), p from ``p`` or from the largest of ``ratios``,
-        ``gap_ratios``, ``ratio`` times dn, ``n_hat_factors``, ``max_steps``; a kernel
+        ``gap_ratios``, ``ratio`` times dn, ``n_hat_factors``, ``max_steps``, ``method``; a kernel
         measurement when ``p`` is a tuple with ``reps``. A claim whose runs have another shape
         overrides it (none found: the run is not checked).
         """
@@ -126,6 +126,8 @@ class ClaimConfig:
                 sizes["n_hat"] = max(1, round(max(fields["n_hat_factors"]) * n))
             if isinstance(fields.get("max_steps"), int):
                 sizes["max_steps"] = fields["max_steps"]
+            if isinstance(fields.get("method"), str):  # else reconstruct's default, as run
+                sizes["method"] = fields["method"]
             jobs.append(("reconstruct", sizes))
         return jobs
 

@@ -143,6 +143,7 @@ def _estimate(config: Config, d: int, p: int) -> tuple[str, float, str | None]:
     """(the estimate's line, its seconds, the reason to skip or None) of one cell."""
     from rftheory import budget
 
+    # no method: reconstruct's default, the one recover_training_set runs in run()
     est = budget.estimate_reconstruct(d=d, n=config.n, p=p, max_steps=config.max_steps,
                                       v_cache_bytes=config.v_cache_bytes)
     if config.device != "cpu":

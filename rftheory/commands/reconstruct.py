@@ -93,7 +93,7 @@ def handle(args: argparse.Namespace) -> int:
     resolved = _optimiser_options(tol, max_steps)
     steps = {"max_steps": resolved["max_steps"]} if isinstance(resolved["max_steps"], int) else {}
     check_reconstruct(d=d, n=n, p=p, n_hat=n_hat, v_cache_bytes=v_cache_mb * 2**20, **steps,
-                      **limits(args))
+                      method=args.method, **limits(args))
     fitted = fit_model(activation=args.activation, n=n, d=d, p=p, seed=seed, data=args.data,
                        labels=args.labels, device=args.device, v_cache_bytes=v_cache_mb * 2**20)
     bar = _ProgressBar(fitted.X, resolved["max_steps"]) if progress_bar_wanted(args) else None

@@ -127,7 +127,7 @@ class SweepRun:
 #: serial, whatever the number of workers.
 CELL_OVERHEAD_SECONDS = 0.01
 #: Parameters a cell's cost depends on (the others — activation, seed, labels — do not change it).
-_SIZE_KEYS = ("d", "n", "p", "p_mult", "n_hat", "max_steps")
+_SIZE_KEYS = ("d", "n", "p", "p_mult", "n_hat", "max_steps", "method")
 #: Combinations of the size axes summed one by one; beyond, the total is bounded by the largest
 #: cell times the number of cells.
 _EXACT_SUM_LIMIT = 10**4
@@ -207,8 +207,12 @@ def check_sweep_size(spec: SweepSpec, *, slots: int | None, planned: int | None 
     planned = count if planned is None else planned
     size_axes = [(k, v) for k, v in spec.axes if k in _SIZE_KEYS]
     fixed = {k: v for k, v in spec.fixed if k in _SIZE_KEYS}
-    largest_params = dict(fixed) | {k: max(v) for k, v in size_axes if k != "p"}
+    largest_params = dict(fixed) | {k: max(v) for k, v in size_axes if k not in ("p", "method")}
     largest_params |= {k: _largest(k, v, largest_params) for k, v in size_axes if k == "p"}
+    for k, v in size_axes:  # the method whose cell costs most at these sizes
+        if k == "method":
+            largest_params[k] = max(v, key=lambda m: _cell_estimate(
+                kind, largest_params | {"method": m}).seconds)
     largest = _cell_estimate(kind, largest_params)
     where = ", ".join(f"{k} = {largest_params[k]:.3g}" if isinstance(largest_params[k], float)
                       else f"{k} = {largest_params[k]}" for k in sorted(largest_params))
@@ -225,23 +229,30 @@ def check_sweep_size(spec: SweepSpec, *, slots: int | None, planned: int | None 
     others = count // max(1, math.prod(len(v) for _, v in size_axes)) if size_axes else count
     combos = math.prod(len(v) for _, v in size_axes)
     if combos <= _EXACT_SUM_LIMIT:
-        flops = draws = 0.0
+        flops = draws = fast = extra = 0.0
         names = [k for k, _ in size_axes]
         for values in itertools.product(*(v for _, v in size_axes)):
             est = _cell_estimate(kind, fixed | dict(zip(names, values)))
             flops += est.flops
             draws += est.draws
-        flops *= max(1, others)
-        draws *= max(1, others)
+            fast += est.float32_flops
+            extra += est.overhead_seconds
+        flops, draws, fast, extra = (x * max(1, others) for x in (flops, draws, fast, extra))
     else:
         flops, draws = count * largest.flops, count * largest.draws
+        fast, extra = count * largest.float32_flops, count * largest.overhead_seconds
     share = planned / count if count else 0.0
     workers = slots or 1
     total = Estimate(f"the sweep's {planned} cells to compute on {workers} worker"
                      + ("s" if workers > 1 else ""),
                      0.0, max(share * flops / workers, largest.flops if planned else 0.0),
                      max(share * draws / workers, largest.draws if planned else 0.0),
-                     largest.dtype, overhead_seconds=planned * CELL_OVERHEAD_SECONDS)
+                     largest.dtype,
+                     overhead_seconds=(planned * CELL_OVERHEAD_SECONDS
+                                       + max(share * extra / workers,
+                                             largest.overhead_seconds if planned else 0.0)),
+                     float32_flops=max(share * fast / workers,
+                                       largest.float32_flops if planned else 0.0))
     check(total, memory_limit=math.inf, time_limit=time_limit, via=via)
     return {"cells": count, "largest_cell": {"params": largest_params,
                                              "peak_bytes": largest.peak_bytes,
