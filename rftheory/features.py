@@ -40,10 +40,11 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar, Iterator
 
 import numpy as np
-from array_api_compat import array_namespace, device as array_device, is_cupy_namespace
+from array_api_compat import device as array_device, is_cupy_namespace
 
 from . import philox
 from .activations import Activation, get_activation
+from .backend import namespace_of
 from .errors import RFTheoryError, ShapeError
 from .gram import GramSolution, solve_gram
 from .philox import V_DEFINITION
@@ -97,7 +98,7 @@ def check_data(X: Any, d: int, name: str = "X") -> Any:
         When ``X`` is not such a matrix.
     """
     try:
-        xp = array_namespace(X)
+        xp = namespace_of(X)
     except TypeError as exc:
         raise ShapeError(f"{name} must be an array (numpy, CuPy, ...): {exc}") from None
     if X.ndim != 2:
@@ -176,7 +177,7 @@ class FeatureChunk:
         """θ's rows for this chunk as (nb, m, k) (a 1-D θ gets k = 1)."""
         nb, m = self.V.shape[0], self.V.shape[1]
         part = theta[self.rows, ...]
-        return array_namespace(part).reshape(part, (nb, m, part.shape[1] if part.ndim == 2 else 1))
+        return namespace_of(part).reshape(part, (nb, m, part.shape[1] if part.ndim == 2 else 1))
 
     def blocks(self) -> Iterator[FeatureBlock]:
         """The chunk's blocks, one at a time (views, no copies)."""
@@ -203,7 +204,7 @@ def _preactivations_cupy(X: Any, Vs: Any) -> Any:
 
 def _transpose_blocks(x: Any) -> Any:
     """(nb, a, b) -> (nb, b, a) as a view."""
-    return array_namespace(x).permute_dims(x, (0, 2, 1))
+    return namespace_of(x).permute_dims(x, (0, 2, 1))
 
 
 class BlockSum:
@@ -227,7 +228,7 @@ class BlockSum:
 
     def add(self, first_block: int, parts: Any) -> None:
         """Add ``parts[i]``, the term of block ``first_block + i``; blocks must come in order."""
-        xp = array_namespace(parts)
+        xp = namespace_of(parts)
         i, nb = 0, parts.shape[0]
         while i < nb:
             room = SUM_GROUP - (first_block + i) % SUM_GROUP  # blocks left in this group
@@ -240,7 +241,7 @@ class BlockSum:
     def result(self) -> Any:
         """The sum (the last group may be incomplete)."""
         if self._pending:
-            self._flush(array_namespace(self._pending[0]))
+            self._flush(namespace_of(self._pending[0]))
         return self.total
 
     def _flush(self, xp: Any) -> None:
@@ -275,8 +276,11 @@ class FeatureMap:
         One batched product gives the pre-activations of all blocks of a chunk, and φ (with φ′,
         sharing their common subexpressions, when ``derivative``) is evaluated once per chunk.
         """
+        yield from self._stream(X, check_data(X, self.d), derivative=derivative)
+
+    def _stream(self, X: Any, xp: Any, *, derivative: bool = False) -> Iterator[FeatureChunk]:
+        """:meth:`chunks` of a checked X of namespace ``xp`` (no validation: for hot loops)."""
         act = self.activation
-        xp = check_data(X, self.d)
         on_gpu = is_cupy_namespace(xp)
         for start, Vs in self._chunks(xp, X.dtype, array_device(X)):
             if on_gpu:
@@ -595,7 +599,15 @@ class RandomFeatures(FeatureMap):
 
     @staticmethod
     def _cache_key(xp: Any, dtype: Any, dev: Any) -> tuple[str, str, str]:
-        return (getattr(xp, "__name__", str(xp)), str(dev), str(dtype))
+        # Memoised: str(dtype) costs ~20 µs, and every pass over V asks for the key.
+        memo = (xp, type(dtype), dtype, type(dev), dev)
+        try:
+            return _CACHE_KEYS[memo]
+        except TypeError:  # an unhashable device: no memo
+            return (getattr(xp, "__name__", str(xp)), str(dev), str(dtype))
+        except KeyError:
+            key = _CACHE_KEYS[memo] = (getattr(xp, "__name__", str(xp)), str(dev), str(dtype))
+            return key
 
     def _chunks(self, xp: Any, dtype: Any, dev: Any) -> Iterator[tuple[int, Any]]:
         """Yield (first row, V stack (nb, m, d)) in row order, from the cache when it is there."""
@@ -617,6 +629,10 @@ class RandomFeatures(FeatureMap):
             yield chunk
         if keep:
             self._v_cache[key] = out
+
+
+#: RandomFeatures._cache_key's memo: (namespace, dtype, device) -> key.
+_CACHE_KEYS: dict[tuple, tuple[str, str, str]] = {}
 
 
 def _generated_dtype(dtype: Any, xp: Any) -> Any:
@@ -668,7 +684,7 @@ class DenseFeatures(FeatureMap):
         W = self.weights
         if getattr(W, "ndim", None) != 2 or W.shape[0] < 1 or W.shape[1] < 1:
             raise ShapeError(f"weights must be a non-empty 2-D array (p, d), got {getattr(W, 'shape', W)!r}")
-        xp = array_namespace(W)
+        xp = namespace_of(W)
         if not bool(xp.all(xp.isfinite(W))):
             raise ShapeError("weights have non-finite entries")
 

@@ -12,8 +12,7 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-from array_api_compat import array_namespace
-
+from .backend import namespace_of
 from .errors import ShapeError
 
 __all__ = ["GramSolution", "solve_gram"]
@@ -86,7 +85,7 @@ def solve_gram(G: Any, B: Any, *, rcond: float | None = None) -> GramSolution:
     >>> s.solution.round(12).tolist(), s.method, s.rank, s.rank_deficient
     ([0.333333333333, 0.333333333333], 'cholesky', 2, False)
     """
-    xp = array_namespace(G, B)
+    xp = namespace_of(G, B)
     if G.ndim != 2 or G.shape[0] != G.shape[1]:
         raise ShapeError(f"Gram matrix must be square, got shape {tuple(G.shape)}")
     if B.shape[0] != G.shape[0] or B.ndim not in (1, 2):

@@ -59,11 +59,11 @@ from typing import Any, Callable
 import numpy as np
 import scipy.linalg
 
-from .features import BlockSum, FeatureChunk, FeatureMap
+from .features import BlockSum, FeatureChunk, FeatureMap, check_data
 from .gram import solve_gram
 from .backend import to_host
 from .data import to_sphere
-from .projection import _keep_budget, projection_loss
+from .projection import _keep_budget, _projection_loss, projection_loss
 
 __all__ = ["HOP_ANGLE", "STALL_WINDOW", "STALL_FACTOR", "SOLVERS", "Problem", "minimise", "loss_passes"]
 
@@ -208,6 +208,10 @@ class Problem:
         self.p, self.d, self.k = features.p, features.d, int(theta.shape[1])
         self.theta_sq = _float(xp.sum(theta * theta))
         self.solver = solver
+        # The last evaluation's kept blocks (V, φ, φ′ at its X̂), for the linearisation at the
+        # same point: (X, result, chunks) or None. Dropped before the next evaluation, so no
+        # more blocks are held at once than without it.
+        self._last: tuple[np.ndarray, Any, list] | None = None
         self.evaluations = 0   # loss (and gradient) evaluations
         self.passes = 0        # streams over V (each pass, or each matrix-free product, is one)
         self.products = 0      # matrix-free JᵀJ products (included in passes)
@@ -224,18 +228,35 @@ class Problem:
         return md <= DENSE_MAX_UNKNOWNS or self.p * md * md <= DENSE_FLOPS
 
     # -- evaluations ----------------------------------------------------------------------------
+    def _device(self, X: np.ndarray) -> Any:
+        """Host rows X on the problem's device (checked finite: the loss's own check)."""
+        if not np.isfinite(X).all():
+            check_data(X, self.d, "X_hat")  # raises the error projection_loss would
+        return self.xp.asarray(X, device=self.dev)
+
     def loss(self, X: np.ndarray, target: Any = None) -> float:
         """L(X̂) (target θ by default)."""
-        res = projection_loss(self.features, self.xp.asarray(X, device=self.dev),
-                              self.theta if target is None else target, gradient=False)
+        self._last = None
+        if target is None:
+            res, _ = _projection_loss(self.features, self._device(X), self.theta,
+                                      self.theta_sq, self.xp, gradient=False)
+        else:
+            res = projection_loss(self.features, self._device(X), target, gradient=False)
         self.evaluations += 1
         self.passes += self._loss_passes(X.shape[0])
         return res.loss
 
     def evaluate(self, X: np.ndarray) -> Any:
-        """:func:`projection_loss` (with gradient) at host rows X."""
-        res = projection_loss(self.features, self.xp.asarray(X, device=self.dev), self.theta,
-                              gradient=True)
+        """:func:`projection_loss` (with gradient) at host rows X (coefficients (m, k)).
+
+        The same numbers as ``projection_loss(features, X, θ)``, without its per-call checks of
+        θ (made once, by the problem).
+        """
+        self._last = None
+        res, kept = _projection_loss(self.features, self._device(X), self.theta, self.theta_sq,
+                                     self.xp, gradient=True, keep_chunks=True)
+        if kept is not None:
+            self._last = (X, res, kept)
         self.evaluations += 1
         self.passes += self._loss_passes(X.shape[0])
         return res
@@ -252,9 +273,15 @@ class Problem:
         m, d = X.shape[0], self.d
         rows = np.arange(m) if free is None else np.asarray(free)
         f = rows.size
-        Xd = xp.asarray(X, device=dev)
         if res is None:
             res = self.evaluate(X)
+        last, self._last = self._last, None
+        if last is not None and last[0] is X and last[1] is res:
+            # The evaluation at X kept V, φ and φ′: the curvature pass reuses them (the same
+            # arrays it would compute) instead of streaming X̂Vᵀ and φ again.
+            stream = last[2]
+        else:
+            stream = self.features._stream(xp.asarray(X, device=dev), xp, derivative=True)
         A = to_host(res.coefficients, np.float64)
         A = A if A.ndim == 2 else A[:, None]
         # ∂L/∂X̂ = 2 Jᵀr/‖θ‖² (Euclidean); the model uses g = Jᵀr/‖θ‖² on the tangent space.
@@ -270,7 +297,7 @@ class Problem:
             M = BlockSum(xp.zeros((f * d, f * d), dtype=f64, device=dev))
             N = BlockSum(xp.zeros((m, f * d), dtype=f64, device=dev))
         kept: list[FeatureChunk] = []
-        for ch in self.features.chunks(Xd, derivative=True):
+        for ch in stream:
             F, D, V = ch.F, ch.D, ch.V                      # (nb,m,r), (nb,m,r), (nb,r,d)
             Df = D if all_rows else xp.take(D, sel, axis=1)  # (nb, f, r)
             G.add(ch.first_block, xp.matmul(F, xp.permute_dims(F, (0, 2, 1))))
@@ -650,7 +677,8 @@ def _fit_new_row(problem: Problem, rows: np.ndarray, position: int, rng: np.rand
     m, d = rows.shape
     xp, dev = problem.xp, problem.dev
     rows_d = xp.asarray(rows, device=dev)
-    a = projection_loss(problem.features, rows_d, problem.theta, gradient=False).coefficients
+    a = _projection_loss(problem.features, rows_d, problem.theta, problem.theta_sq, xp,
+                         gradient=False)[0].coefficients
     problem.evaluations += 1
     problem.passes += problem._loss_passes(m) + 1
     resid = problem.theta - problem.features.rmatvec(rows_d, a)
