@@ -98,11 +98,12 @@ def solve_gram(G: Any, B: Any, *, rcond: float | None = None) -> GramSolution:
     try:
         L = xp.linalg.cholesky(G)
         diag = xp.abs(xp.linalg.diagonal(L))
-        ok = bool(xp.all(xp.isfinite(L))) and float(xp.min(diag)) > 0.0
+        dmin = float(xp.min(diag))
+        ok = bool(xp.all(xp.isfinite(L))) and dmin > 0.0
     except Exception:  # numpy raises LinAlgError on non-PD input; other namespaces differ
         ok = False
     if ok:
-        cond = (float(xp.max(diag)) / float(xp.min(diag))) ** 2
+        cond = (float(xp.max(diag)) / dmin) ** 2
         if cond * math.sqrt(float(xp.finfo(G.dtype).eps)) < 1.0:
             X = xp.linalg.solve(G, B if B.ndim == 2 else B[:, None])
             X = X if B.ndim == 2 else X[:, 0]
