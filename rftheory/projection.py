@@ -144,8 +144,9 @@ def _projection_loss(features: FeatureMap, X_hat: Any, theta2: Any, theta_sq: fl
     iterative method computes once per run). The coefficients are (n̂, k).
 
     ``keep_chunks``: also return the first pass's kept blocks (V, φ, φ′ as
-    :class:`FeatureChunk`, Z dropped) when it kept them with derivatives, else None — the same
-    blocks a Gauss–Newton model at X̂ needs (see :meth:`rftheory.varpro.Problem.linearise`).
+    :class:`FeatureChunk`, Z dropped) and the Gram matrix G = Φ̂Φ̂ᵀ, as (blocks, G), when it kept
+    them with derivatives, else None — what a Gauss–Newton model at X̂ needs (see
+    :meth:`rftheory.varpro.Problem.linearise`).
     """
     dtype, dev = X_hat.dtype, array_device(X_hat)
     n_hat = X_hat.shape[0]
@@ -162,7 +163,8 @@ def _projection_loss(features: FeatureMap, X_hat: Any, theta2: Any, theta_sq: fl
         c.add(ch.first_block, xp.matmul(ch.F, ch.stacked(theta2)))
         if keep:  # Z is not needed again: keep V, φ and φ′ only
             kept.append(FeatureChunk(ch.start, ch.V, None, ch.F, ch.D))
-    solved = solve_gram(G.result(), c.result(), rcond=rcond)
+    gram = G.result()
+    solved = solve_gram(gram, c.result(), rcond=rcond)
     A = solved.solution  # (n̂, k)
     single = A.shape[1] == 1
     chunks = kept if keep else features._stream(X_hat, xp, derivative=gradient)
@@ -183,7 +185,7 @@ def _projection_loss(features: FeatureMap, X_hat: Any, theta2: Any, theta_sq: fl
         grad = grad.result()
         grad = (-2.0 / theta_sq) * (A * grad if single else grad)
     result = ProjectionLoss(min(float(resid_sq.result()) / theta_sq, 1.0), grad, A, solved)
-    return result, (kept if keep_chunks and keep and gradient else None)
+    return result, ((kept, gram) if keep_chunks and keep and gradient else None)
 
 
 def projection_residuals(features: FeatureMap, X_hat: Any, X: Any, *,

@@ -209,10 +209,10 @@ class Problem:
         self.p, self.d, self.k = features.p, features.d, int(theta.shape[1])
         self.theta_sq = _float(xp.sum(theta * theta))
         self.solver = solver
-        # The last evaluation's kept blocks (V, φ, φ′ at its X̂), for the linearisation at the
-        # same point: (X, result, chunks) or None. Dropped before the next evaluation, so no
+        # The last evaluation's kept blocks (V, φ, φ′ at its X̂) and Gram matrix, for the
+        # linearisation at the same point: (X, result, (chunks, Gram)) or None. Dropped before the next evaluation, so no
         # more blocks are held at once than without it.
-        self._last: tuple[np.ndarray, Any, list] | None = None
+        self._last: tuple[np.ndarray, Any, tuple[list, Any]] | None = None
         self.evaluations = 0   # loss (and gradient) evaluations
         self.passes = 0        # streams over V (each pass, or each matrix-free product, is one)
         self.products = 0      # matrix-free JᵀJ products (included in passes)
@@ -278,11 +278,12 @@ class Problem:
             res = self.evaluate(X)
         last, self._last = self._last, None
         if last is not None and last[0] is X and last[1] is res:
-            # The evaluation at X kept V, φ and φ′: the curvature pass reuses them (the same
-            # arrays it would compute) instead of streaming X̂Vᵀ and φ again.
-            stream = last[2]
+            # The evaluation at X kept V, φ, φ′ and its Gram matrix: the curvature pass reuses
+            # them (the same arrays it would compute) instead of streaming X̂Vᵀ and φ again.
+            stream, gram = last[2]
         else:
             stream = self.features._stream(xp.asarray(X, device=dev), xp, derivative=True)
+            gram = None
         A = to_host(res.coefficients, np.float64)
         A = A if A.ndim == 2 else A[:, None]
         # ∂L/∂X̂ = 2 Jᵀr/‖θ‖² (Euclidean); the model uses g = Jᵀr/‖θ‖² on the tangent space.
@@ -292,7 +293,7 @@ class Problem:
         sel = None if all_rows else xp.asarray(rows, device=dev)
         # Curvature pass: Gram, Kronecker traces, and M, N (dense) or the kept blocks (cg).
         f64 = xp.float64
-        G = BlockSum(xp.zeros((m, m), dtype=f64, device=dev))
+        G = BlockSum(xp.zeros((m, m), dtype=f64, device=dev)) if gram is None else None
         Ctr = BlockSum(xp.zeros((f, f), dtype=f64, device=dev))
         if dense:
             M = BlockSum(xp.zeros((f * d, f * d), dtype=f64, device=dev))
@@ -301,19 +302,21 @@ class Problem:
         for ch in stream:
             F, D, V = ch.F, ch.D, ch.V                      # (nb,m,r), (nb,m,r), (nb,r,d)
             Df = D if all_rows else xp.take(D, sel, axis=1)  # (nb, f, r)
-            G.add(ch.first_block, xp.matmul(F, xp.permute_dims(F, (0, 2, 1))))
+            if G is not None:
+                G.add(ch.first_block, xp.matmul(F, xp.permute_dims(F, (0, 2, 1))))
             vsq = xp.sum(V * V, axis=2)                     # (nb, r)
             Ctr.add(ch.first_block, xp.matmul(Df * vsq[:, None, :], xp.permute_dims(Df, (0, 2, 1))))
             if dense:
                 nb, r = V.shape[0], V.shape[1]
-                E = Df[:, :, :, None] * V[:, None, :, :]     # (nb, f, r, d)
-                E = xp.reshape(xp.permute_dims(E, (0, 2, 1, 3)), (nb, r, f * d))
+                # E[b, v, (i, l)] = D_i(v) V_vl, built in its final layout (no re-layout copy).
+                E = xp.permute_dims(Df, (0, 2, 1))[:, :, :, None] * V[:, :, None, :]
+                E = xp.reshape(E, (nb, r, f * d))
                 M.add(ch.first_block, xp.matmul(xp.permute_dims(E, (0, 2, 1)), E))
                 N.add(ch.first_block, xp.matmul(F, E))
             else:
                 kept.append(FeatureChunk(ch.start, V, None, F, D))
         self.passes += 1
-        Gh = to_host(G.result(), np.float64)
+        Gh = to_host(G.result() if gram is None else gram, np.float64)
         Af = A[rows]
         W = Af @ Af.T                                        # (f, f): Σ_c a_ic a_jc
         C = W * to_host(Ctr.result(), np.float64) / (d * self.theta_sq)
@@ -331,10 +334,14 @@ class Problem:
             KU = np.einsum("iajb,jb->iaj", K, U)              # K_ij u_j
             UK = np.einsum("ia,iajb->ijb", U, K)              # u_iᵀ K_ij
             UKU = np.einsum("ijb,jb->ij", UK, U)
-            K = (K - KU[:, :, :, None] * U[None, None, :, :]
-                 - U[:, :, None, None] * UK[:, None, :, :]
-                 + U[:, :, None, None] * UKU[:, None, :, None] * U[None, None, :, :])
-            H = (W[:, None, :, None] * K).reshape(f * d, f * d) / self.theta_sq
+            # In place on the fresh K, in the order of K − KU·U − U·UK + U·UKU·U, then
+            # H = W ∘ K/‖θ‖² (no temporaries of the size of K beyond the terms).
+            K -= KU[:, :, :, None] * U[None, None, :, :]
+            K -= U[:, :, None, None] * UK[:, None, :, :]
+            K += U[:, :, None, None] * UKU[:, None, :, None] * U[None, None, :, :]
+            K *= W[:, None, :, None]
+            K /= self.theta_sq
+            H = K.reshape(f * d, f * d)
             lin.hessian = 0.5 * (H + H.T)
         else:
             product = self._product(X, A, Gh, kept)
