@@ -61,8 +61,8 @@ import scipy.linalg
 import scipy.linalg.lapack
 
 from .features import BlockSum, FeatureChunk, FeatureMap, check_data
-from .gram import solve_gram
-from .backend import to_host
+from .gram import _solve_gram, solve_gram
+from .backend import namespace_of, to_host
 from .data import to_sphere
 from .projection import _keep_budget, _projection_loss, projection_loss
 
@@ -327,7 +327,9 @@ class Problem:
         lin = Linearisation(Xf, res.loss, grad, scale, C)
         if dense:
             Mh, Nh = to_host(M.result(), np.float64), to_host(N.result(), np.float64)
-            K = Mh - Nh.T @ solve_gram(Gh, Nh).solution
+            # Same G as the evaluation's when it was reused: its Cholesky test is not repeated.
+            known = res.gram if gram is not None else None
+            K = Mh - Nh.T @ _solve_gram(Gh, Nh, namespace_of(Gh, Nh), known=known).solution
             # P_i K_ij P_j with P_i = I − u_iu_iᵀ.
             U = Xf / math.sqrt(d)
             K = K.reshape(f, d, f, d)
