@@ -147,9 +147,15 @@ def retract(X: np.ndarray, step: np.ndarray) -> np.ndarray:
     return to_sphere(X + step)
 
 
-def _tangent(X: np.ndarray, W: np.ndarray) -> np.ndarray:
-    """Project each row of W (m, d) on the tangent space of the sphere at the row of X."""
-    U = X / np.linalg.norm(X, axis=1, keepdims=True)
+def _units(X: np.ndarray) -> np.ndarray:
+    """The rows of X scaled to unit norm."""
+    return X / np.linalg.norm(X, axis=1, keepdims=True)
+
+
+def _tangent(X: np.ndarray, W: np.ndarray, U: np.ndarray | None = None) -> np.ndarray:
+    """Project each row of W (m, d) on the tangent space of the sphere at the row of X
+    (``U``: ``_units(X)``, when already computed)."""
+    U = _units(X) if U is None else U
     return W - np.sum(W * U, axis=1, keepdims=True) * U
 
 
@@ -176,6 +182,8 @@ class Linearisation:
         H (dense solver); None for the matrix-free solver.
     product : callable, optional
         w ↦ Hw for ``w`` of shape (m, d) (matrix-free solver); None for the dense solver.
+    units : ndarray, shape (m, d), optional
+        The rows of X at unit norm (``_units(X)``), computed once for every step's projection.
     """
 
     X: np.ndarray
@@ -185,6 +193,7 @@ class Linearisation:
     kron: np.ndarray               # (m, m) Kronecker preconditioner C
     hessian: np.ndarray | None = None
     product: Callable[[np.ndarray], np.ndarray] | None = None
+    units: np.ndarray | None = None
 
 
 class Problem:
@@ -287,7 +296,8 @@ class Problem:
         A = to_host(res.coefficients, np.float64)
         A = A if A.ndim == 2 else A[:, None]
         # ∂L/∂X̂ = 2 Jᵀr/‖θ‖² (Euclidean); the model uses g = Jᵀr/‖θ‖² on the tangent space.
-        grad = _tangent(X, 0.5 * to_host(res.gradient, np.float64))[rows]
+        units = _units(X)
+        grad = _tangent(X, 0.5 * to_host(res.gradient, np.float64), units)[rows]
         dense = self.dense_for(f)
         all_rows = free is None
         sel = None if all_rows else xp.asarray(rows, device=dev)
@@ -324,7 +334,7 @@ class Problem:
         floor = max(float(np.max(scale)) if scale.size else 0.0, 1e-300) * 1e-12
         scale = np.maximum(scale, floor)
         Xf = X[rows]
-        lin = Linearisation(Xf, res.loss, grad, scale, C)
+        lin = Linearisation(Xf, res.loss, grad, scale, C, units=units[rows])
         if dense:
             Mh, Nh = to_host(M.result(), np.float64), to_host(N.result(), np.float64)
             # Same G as the evaluation's when it was reused: its Cholesky test is not repeated.
@@ -479,7 +489,11 @@ def _solve_step(lin: Linearisation, lam: float) -> np.ndarray | None:
     """The LM step δ for damping λ (None when the dense factorisation fails)."""
     m, d = lin.X.shape
     if lin.hessian is not None:
-        Hl = lin.hessian + lam * np.diag(np.repeat(lin.scale, d))
+        # H + λ diag(s ⊗ 1_d), as H + λ·diag(...) adds it: +0.0 off the diagonal (which turns a
+        # -0.0 into +0.0, as ``+ 0.0`` does) and λs_i on it — without the (md)² diagonal matrix.
+        Hl = lin.hessian + 0.0
+        diagonal = np.arange(m * d)
+        Hl[diagonal, diagonal] += lam * np.repeat(lin.scale, d)
         try:
             factor = _cho_factor(Hl)
         except np.linalg.LinAlgError:
@@ -487,7 +501,7 @@ def _solve_step(lin: Linearisation, lam: float) -> np.ndarray | None:
         step = -_cho_solve(factor, lin.gradient.ravel()).reshape(m, d)
     else:
         step = _pcg(lin, lam, -lin.gradient, max_iter=max(20, 2 * m), rtol=CG_RTOL)
-    return _tangent(lin.X, step)
+    return _tangent(lin.X, step, lin.units)
 
 
 def _model_decrease(lin: Linearisation, step: np.ndarray) -> float:
