@@ -104,8 +104,6 @@ def _solve_gram(G: Any, B: Any, xp: Any, rcond: float | None = None,
     result is the one :func:`solve_gram` gives.
     """
     n = G.shape[0]
-    if rcond is None:
-        rcond = _default_rcond(n, G.dtype, xp)
     G = (G + xp.matrix_transpose(G)) / 2  # symmetrise away rounding asymmetry
     if known is not None and known.method == "cholesky":
         ok, cond, conditioned = True, known.condition, True
@@ -125,6 +123,8 @@ def _solve_gram(G: Any, B: Any, xp: Any, rcond: float | None = None,
         X = X if B.ndim == 2 else X[:, 0]
         if bool(xp.all(xp.isfinite(X))):
             return GramSolution(X, "cholesky", n, cond, False)
+    if rcond is None:
+        rcond = _default_rcond(n, G.dtype, xp)
     w, Q = xp.linalg.eigh(G)
     wmax = float(xp.max(w)) if n else 0.0
     cutoff = rcond * max(wmax, 0.0)
