@@ -651,7 +651,19 @@ def _on_device(dev: Any) -> Any:
 
 
 def _itemsize(dtype: Any) -> int:
-    return 4 if "32" in str(dtype) else 8
+    """Bytes of a float of ``dtype`` (4 for float32, else 8), memoised: str(dtype) is slow."""
+    memo = (type(dtype), dtype)  # the type first: no comparison of dtypes across libraries
+    try:
+        return _ITEMSIZES[memo]
+    except TypeError:  # unhashable
+        return 4 if "32" in str(dtype) else 8
+    except KeyError:
+        size = _ITEMSIZES[memo] = 4 if "32" in str(dtype) else 8
+        return size
+
+
+#: _itemsize's memo.
+_ITEMSIZES: dict[tuple, int] = {}
 
 
 def available_cores() -> int:

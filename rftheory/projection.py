@@ -18,7 +18,7 @@ from typing import Any
 from array_api_compat import array_namespace, device as array_device, is_cupy_namespace
 
 from .errors import ShapeError
-from .features import BlockSum, FeatureChunk, FeatureMap, check_data
+from .features import BlockSum, FeatureChunk, FeatureMap, _itemsize, check_data
 from .gram import GramSolution, solve_gram
 
 __all__ = ["ProjectionLoss", "projection_loss", "projection_residuals"]
@@ -150,7 +150,7 @@ def _projection_loss(features: FeatureMap, X_hat: Any, theta2: Any, theta_sq: fl
     """
     dtype, dev = X_hat.dtype, array_device(X_hat)
     n_hat = X_hat.shape[0]
-    itemsize = 4 if "32" in str(dtype) else 8
+    itemsize = _itemsize(dtype)
     kept_bytes = 2 * n_hat * features.p * itemsize
     if not features.weights_resident(xp, dtype, dev):
         kept_bytes += features.p * features.d * itemsize
