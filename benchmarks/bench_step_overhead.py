@@ -10,6 +10,7 @@ Modes::
 
     python benchmarks/bench_step_overhead.py                  # ms per iteration, demo sizes
     python benchmarks/bench_step_overhead.py --steps 500 --repeat 3
+    python benchmarks/bench_step_overhead.py --calls          # + Python calls per iteration
     python benchmarks/bench_step_overhead.py --dump ref.npz   # the identity cells' results
     python benchmarks/bench_step_overhead.py --compare ref.npz
 
@@ -19,7 +20,8 @@ attack divided by its iterations is printed, best of ``--repeat`` runs, in wall 
 CPU seconds (the CPU figure is less disturbed by other processes on a loaded machine), with the
 float64 GEMM rate (a probe of the machine's load) before and after. Compare two versions of the code back to
 back on the same machine: on a loaded machine absolute figures are ~2x a quiet one's, their
-ratio holds.
+ratio holds. ``--calls`` adds one profiled run per size and prints the Python function calls per
+iteration, which no load changes (the overhead this script is about is mostly those calls).
 
 *Identity.* ``--dump`` runs the cells of :data:`IDENTITY_CELLS` (the pipeline's
 :func:`rftheory.pipeline.run_reconstruction`, as ``verify law`` runs them) and stores steps,
@@ -31,12 +33,16 @@ the reference tree (e.g. main) and ``--compare`` on the changed one, with the sa
 from __future__ import annotations
 
 import argparse
+import cProfile
+import pstats
 import sys
 import time
 
 import numpy as np
 
 from rftheory.pipeline import run_reconstruction
+
+from bench_reconstruct_success import gemm_gflops  # the same load probe (benchmarks/ is on the path)
 
 #: Demo sizes (d, n, p = dn) of ``rftheory verify law``'s p = dn cells.
 DEMO_SIZES = ((5, 10, 50), (10, 10, 100), (5, 20, 100))
@@ -52,17 +58,6 @@ IDENTITY_CELLS = (
     ("relu+tanh", 10, 10, 60, 0, 1500),
     ("relu+tanh", 80, 16, 1280, 0, 100),
 )
-
-
-def gemm_gflops(size: int = 256, repeat: int = 20) -> float:
-    """float64 GEMM rate of one (size × size) product, best of ``repeat`` (a load probe)."""
-    a = np.random.default_rng(0).standard_normal((size, size))
-    best = np.inf
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        a @ a
-        best = min(best, time.perf_counter() - t0)
-    return 2 * size**3 / best / 1e9
 
 
 def _key(cell: tuple) -> str:
@@ -113,12 +108,12 @@ def compare(path: str) -> int:
     return 1 if bad else 0
 
 
-def timing(steps: int, repeat: int, activation: str) -> None:
+def timing(steps: int, repeat: int, activation: str, count_calls: bool = False) -> None:
     from rftheory.data import gaussian_labels, sphere_data
     from rftheory.features import RandomFeatures, train_min_norm
     from rftheory.reconstruct import reconstruct
 
-    print(f"GEMM probe before: {gemm_gflops():.1f} GFLOP/s")
+    print(f"GEMM probe before: {gemm_gflops(256, 20):.1f} GFLOP/s")
     total = total_cpu = 0.0
     for d, n, p in DEMO_SIZES:
         X, Y = sphere_data(n, d, seed=0), gaussian_labels(n, seed=0)
@@ -132,12 +127,20 @@ def timing(steps: int, repeat: int, activation: str) -> None:
             best, best_cpu = min(best, wall / res.steps), min(best_cpu, cpu / res.steps)
         total += best
         total_cpu += best_cpu
+        calls = ""
+        if count_calls:  # Python-level calls per iteration: a figure the machine's load cannot move
+            profile = cProfile.Profile()
+            profile.enable()
+            counted = reconstruct(features, theta, n, seed=0, max_steps=steps)
+            profile.disable()
+            n_calls = pstats.Stats(profile).total_calls  # type: ignore[attr-defined]
+            calls = f", {n_calls / counted.steps:.0f} Python calls/iteration"
         print(f"{activation} d={d} n={n} p={p}: {1e3 * best:.3f} ms/iteration wall, "
               f"{1e3 * best_cpu:.3f} CPU (best of {repeat}, {res.steps} iterations, "
-              f"{res.evaluations} evaluations)", flush=True)
+              f"{res.evaluations} evaluations{calls})", flush=True)
     print(f"mean over sizes: {1e3 * total / len(DEMO_SIZES):.3f} ms/iteration wall, "
           f"{1e3 * total_cpu / len(DEMO_SIZES):.3f} CPU")
-    print(f"GEMM probe after: {gemm_gflops():.1f} GFLOP/s")
+    print(f"GEMM probe after: {gemm_gflops(256, 20):.1f} GFLOP/s")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -145,6 +148,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--steps", type=int, default=300, help="LM iterations per timed run")
     parser.add_argument("--repeat", type=int, default=3, help="timed runs per size (best kept)")
     parser.add_argument("--activation", default="relu+tanh")
+    parser.add_argument("--calls", action="store_true",
+                        help="also count Python function calls per iteration (cProfile)")
     parser.add_argument("--dump", metavar="FILE", help="store the identity cells' results")
     parser.add_argument("--compare", metavar="FILE", help="check them against a --dump file")
     args = parser.parse_args(argv)
@@ -153,7 +158,7 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     if args.compare:
         return compare(args.compare)
-    timing(args.steps, args.repeat, args.activation)
+    timing(args.steps, args.repeat, args.activation, args.calls)
     return 0
 
 
