@@ -790,6 +790,7 @@ def exchange(problem: Problem, X: np.ndarray, rng: np.random.Generator, run: _Ru
         The new start.
     """
     m = X.shape[0]
+    problem._last = None  # no blocks of the last LM evaluation held through the screening
     if not grow:
         j = least_useful(problem, X)
         return _fit_new_row(problem, np.delete(X, j, axis=0), j, rng, run, n_screen, top)
