@@ -43,6 +43,13 @@ seeds within 80 hops (median ~20): the landscape is a funnel. The angle is dimen
 (x̂ + σ‖x̂‖g/√d with g ~ N(0, I_d) turns x̂ by about σ rad); 0.15 and 0.8 did worse (see
 ``paper_notes/attack.md``).
 
+*Overhead.* At the demo's sizes (n̂d ≈ 100, p ≈ 100) an iteration does little arithmetic and
+its cost is per-call Python overhead, so the problem checks θ once (not per evaluation), the
+linearisation reuses the kept blocks (V, φ, φ′) and Gram matrix of the evaluation at the same
+point (and its Cholesky test), and the step's Cholesky calls LAPACK directly — each bit-identical
+to the plain path (``tests/test_varpro.py``, and ``benchmarks/bench_step_overhead.py --compare``
+for whole runs).
+
 *Accuracy.* The loss and gradient come from :func:`rftheory.projection.projection_loss`
 (residual accumulated directly, relative accuracy kept at small losses). JᵀJ is formed in
 float64 through the Gram matrix, so its small eigenvalues carry absolute errors of order
