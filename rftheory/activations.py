@@ -24,9 +24,10 @@ from typing import Any, Callable, NamedTuple
 
 import mpmath
 import sympy as sp
-from array_api_compat import array_namespace, device, is_numpy_namespace
+from array_api_compat import device, is_numpy_namespace
 from sympy.codegen.cfunctions import expm1, log1p
 
+from .backend import namespace_of
 from .domain import proves, require
 from .errors import ActivationError, BackendError
 
@@ -1168,7 +1169,7 @@ class Activation:
 
     @staticmethod
     def _evaluate(program: _Program, exprs: tuple[sp.Expr, ...], x: Any) -> list[Any]:
-        xp = array_namespace(x)
+        xp = namespace_of(x)
         if not xp.isdtype(x.dtype, "real floating"):
             if xp.isdtype(x.dtype, "complex floating"):
                 raise BackendError(f"activations are real functions; got a {x.dtype} array")

@@ -12,9 +12,14 @@ from typing import Any
 
 import numpy as np
 
+from array_api_compat import array_namespace
+
 from .errors import BackendError
 
-__all__ = ["DEVICES", "namespace", "to_host"]
+#: What ``array_namespace`` returns for numpy arrays (looked up once).
+_NUMPY_COMPAT = array_namespace(np.zeros(0))
+
+__all__ = ["DEVICES", "namespace", "namespace_of", "to_host"]
 
 #: Device names accepted by :func:`namespace`.
 DEVICES = ("cpu", "gpu")
@@ -58,6 +63,41 @@ def namespace(device: str = "cpu") -> Any:
     if count < 1:
         raise BackendError("device gpu: no CUDA device found")
     return cupy
+
+
+def namespace_of(*arrays: Any) -> Any:
+    """``array_api_compat.array_namespace(*arrays)``, with a fast path for plain numpy arrays.
+
+    The same namespace object as ``array_namespace`` returns, so results cannot differ; only the
+    lookup is cheaper (~0.3 µs rather than ~10 µs), which matters in loops that make tens of
+    array calls on small arrays (an LM iteration of the attack at d = n = 10 makes ~40).
+
+    Parameters
+    ----------
+    *arrays : array
+        Arrays of one namespace.
+
+    Returns
+    -------
+    module
+        Their array-API namespace (``array_api_compat.numpy`` for numpy arrays).
+
+    Raises
+    ------
+    TypeError
+        As ``array_namespace`` does, for non-arrays or mixed namespaces.
+
+    Examples
+    --------
+    >>> from array_api_compat import array_namespace
+    >>> x = np.zeros(3)
+    >>> namespace_of(x, x) is array_namespace(x)
+    True
+    """
+    for a in arrays:
+        if type(a) is not np.ndarray:
+            return array_namespace(*arrays)
+    return _NUMPY_COMPAT if arrays else array_namespace(*arrays)
 
 
 def to_host(A: Any, dtype: Any = None) -> np.ndarray:

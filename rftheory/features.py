@@ -40,10 +40,11 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar, Iterator
 
 import numpy as np
-from array_api_compat import array_namespace, device as array_device, is_cupy_namespace
+from array_api_compat import device as array_device, is_cupy_namespace
 
 from . import philox
 from .activations import Activation, get_activation
+from .backend import namespace_of
 from .errors import RFTheoryError, ShapeError
 from .gram import GramSolution, solve_gram
 from .philox import V_DEFINITION
@@ -97,7 +98,7 @@ def check_data(X: Any, d: int, name: str = "X") -> Any:
         When ``X`` is not such a matrix.
     """
     try:
-        xp = array_namespace(X)
+        xp = namespace_of(X)
     except TypeError as exc:
         raise ShapeError(f"{name} must be an array (numpy, CuPy, ...): {exc}") from None
     if X.ndim != 2:
@@ -176,7 +177,7 @@ class FeatureChunk:
         """θ's rows for this chunk as (nb, m, k) (a 1-D θ gets k = 1)."""
         nb, m = self.V.shape[0], self.V.shape[1]
         part = theta[self.rows, ...]
-        return array_namespace(part).reshape(part, (nb, m, part.shape[1] if part.ndim == 2 else 1))
+        return namespace_of(part).reshape(part, (nb, m, part.shape[1] if part.ndim == 2 else 1))
 
     def blocks(self) -> Iterator[FeatureBlock]:
         """The chunk's blocks, one at a time (views, no copies)."""
@@ -203,7 +204,7 @@ def _preactivations_cupy(X: Any, Vs: Any) -> Any:
 
 def _transpose_blocks(x: Any) -> Any:
     """(nb, a, b) -> (nb, b, a) as a view."""
-    return array_namespace(x).permute_dims(x, (0, 2, 1))
+    return namespace_of(x).permute_dims(x, (0, 2, 1))
 
 
 class BlockSum:
@@ -218,7 +219,8 @@ class BlockSum:
     Parameters
     ----------
     total : array
-        The initial value (usually zeros); the terms must broadcast to its shape.
+        The initial value (zeros, or at least no -0.0 entries, see ``_flush``); the terms must
+        broadcast to its shape.
     """
 
     def __init__(self, total: Any):
@@ -227,7 +229,7 @@ class BlockSum:
 
     def add(self, first_block: int, parts: Any) -> None:
         """Add ``parts[i]``, the term of block ``first_block + i``; blocks must come in order."""
-        xp = array_namespace(parts)
+        xp = namespace_of(parts)
         i, nb = 0, parts.shape[0]
         while i < nb:
             room = SUM_GROUP - (first_block + i) % SUM_GROUP  # blocks left in this group
@@ -240,12 +242,16 @@ class BlockSum:
     def result(self) -> Any:
         """The sum (the last group may be incomplete)."""
         if self._pending:
-            self._flush(array_namespace(self._pending[0]))
+            self._flush(namespace_of(self._pending[0]))
         return self.total
 
     def _flush(self, xp: Any) -> None:
         stack = self._pending[0] if len(self._pending) == 1 else xp.concat(self._pending, axis=0)
-        self.total = self.total + xp.sum(stack, axis=0)
+        # A group of one block (every reduction when p ≤ BLOCK_ROWS) adds that block's term
+        # itself: the sum over one term is that term, up to the sign of a zero (-0.0 sums to
+        # +0.0), which adding it to the total erases (the total starts at +0.0 and a sum in
+        # round-to-nearest is -0.0 only when both terms are) — so bit-identical, one call less.
+        self.total = self.total + (stack[0, ...] if stack.shape[0] == 1 else xp.sum(stack, axis=0))
         self._pending = []
 
 
@@ -275,8 +281,11 @@ class FeatureMap:
         One batched product gives the pre-activations of all blocks of a chunk, and φ (with φ′,
         sharing their common subexpressions, when ``derivative``) is evaluated once per chunk.
         """
+        yield from self._stream(X, check_data(X, self.d), derivative=derivative)
+
+    def _stream(self, X: Any, xp: Any, *, derivative: bool = False) -> Iterator[FeatureChunk]:
+        """:meth:`chunks` of a checked X of namespace ``xp`` (no validation: for hot loops)."""
         act = self.activation
-        xp = check_data(X, self.d)
         on_gpu = is_cupy_namespace(xp)
         for start, Vs in self._chunks(xp, X.dtype, array_device(X)):
             if on_gpu:
@@ -595,7 +604,15 @@ class RandomFeatures(FeatureMap):
 
     @staticmethod
     def _cache_key(xp: Any, dtype: Any, dev: Any) -> tuple[str, str, str]:
-        return (getattr(xp, "__name__", str(xp)), str(dev), str(dtype))
+        # Memoised: str(dtype) costs ~20 µs, and every pass over V asks for the key.
+        memo = (xp, type(dtype), dtype, type(dev), dev)
+        try:
+            return _CACHE_KEYS[memo]
+        except TypeError:  # an unhashable device: no memo
+            return (getattr(xp, "__name__", str(xp)), str(dev), str(dtype))
+        except KeyError:
+            key = _CACHE_KEYS[memo] = (getattr(xp, "__name__", str(xp)), str(dev), str(dtype))
+            return key
 
     def _chunks(self, xp: Any, dtype: Any, dev: Any) -> Iterator[tuple[int, Any]]:
         """Yield (first row, V stack (nb, m, d)) in row order, from the cache when it is there."""
@@ -619,6 +636,10 @@ class RandomFeatures(FeatureMap):
             self._v_cache[key] = out
 
 
+#: RandomFeatures._cache_key's memo: (namespace, dtype, device) -> key.
+_CACHE_KEYS: dict[tuple, tuple[str, str, str]] = {}
+
+
 def _generated_dtype(dtype: Any, xp: Any) -> Any:
     """The dtype V is generated in for a working ``dtype``: float32 stays, all else float64."""
     return xp.float32 if _itemsize(dtype) == 4 else xp.float64
@@ -630,7 +651,19 @@ def _on_device(dev: Any) -> Any:
 
 
 def _itemsize(dtype: Any) -> int:
-    return 4 if "32" in str(dtype) else 8
+    """Bytes of a float of ``dtype`` (4 for float32, else 8), memoised: str(dtype) is slow."""
+    memo = (type(dtype), dtype)  # the type first: no comparison of dtypes across libraries
+    try:
+        return _ITEMSIZES[memo]
+    except TypeError:  # unhashable
+        return 4 if "32" in str(dtype) else 8
+    except KeyError:
+        size = _ITEMSIZES[memo] = 4 if "32" in str(dtype) else 8
+        return size
+
+
+#: _itemsize's memo.
+_ITEMSIZES: dict[tuple, int] = {}
 
 
 def available_cores() -> int:
@@ -668,7 +701,7 @@ class DenseFeatures(FeatureMap):
         W = self.weights
         if getattr(W, "ndim", None) != 2 or W.shape[0] < 1 or W.shape[1] < 1:
             raise ShapeError(f"weights must be a non-empty 2-D array (p, d), got {getattr(W, 'shape', W)!r}")
-        xp = array_namespace(W)
+        xp = namespace_of(W)
         if not bool(xp.all(xp.isfinite(W))):
             raise ShapeError("weights have non-finite entries")
 

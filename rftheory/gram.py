@@ -12,8 +12,7 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-from array_api_compat import array_namespace
-
+from .backend import namespace_of
 from .errors import ShapeError
 
 __all__ = ["GramSolution", "solve_gram"]
@@ -86,29 +85,46 @@ def solve_gram(G: Any, B: Any, *, rcond: float | None = None) -> GramSolution:
     >>> s.solution.round(12).tolist(), s.method, s.rank, s.rank_deficient
     ([0.333333333333, 0.333333333333], 'cholesky', 2, False)
     """
-    xp = array_namespace(G, B)
+    xp = namespace_of(G, B)
     if G.ndim != 2 or G.shape[0] != G.shape[1]:
         raise ShapeError(f"Gram matrix must be square, got shape {tuple(G.shape)}")
     if B.shape[0] != G.shape[0] or B.ndim not in (1, 2):
         raise ShapeError(f"right-hand side of shape {tuple(B.shape)} does not match Gram "
                          f"matrix of size {G.shape[0]}")
+    return _solve_gram(G, B, xp, rcond)
+
+
+def _solve_gram(G: Any, B: Any, xp: Any, rcond: float | None = None,
+                known: GramSolution | None = None) -> GramSolution:
+    """:func:`solve_gram` on checked input of namespace ``xp``.
+
+    ``known``: the result of an earlier solve with this same G (bit for bit) and ``rcond``. When
+    it took the Cholesky path, G passed the positive-definiteness and conditioning test — which
+    depends on G alone — so the test is not repeated (its factor is not used by the solve); the
+    result is the one :func:`solve_gram` gives.
+    """
     n = G.shape[0]
+    G = (G + xp.matrix_transpose(G)) / 2  # symmetrise away rounding asymmetry
+    if known is not None and known.method == "cholesky":
+        ok, cond, conditioned = True, known.condition, True
+    else:
+        try:
+            L = xp.linalg.cholesky(G)
+            diag = xp.abs(xp.linalg.diagonal(L))
+            dmin = float(xp.min(diag))
+            ok = bool(xp.all(xp.isfinite(L))) and dmin > 0.0
+        except Exception:  # numpy raises LinAlgError on non-PD input; other namespaces differ
+            ok = False
+        if ok:
+            cond = (float(xp.max(diag)) / dmin) ** 2
+            conditioned = cond * math.sqrt(float(xp.finfo(G.dtype).eps)) < 1.0
+    if ok and conditioned:
+        X = xp.linalg.solve(G, B if B.ndim == 2 else B[:, None])
+        X = X if B.ndim == 2 else X[:, 0]
+        if bool(xp.all(xp.isfinite(X))):
+            return GramSolution(X, "cholesky", n, cond, False)
     if rcond is None:
         rcond = _default_rcond(n, G.dtype, xp)
-    G = (G + xp.matrix_transpose(G)) / 2  # symmetrise away rounding asymmetry
-    try:
-        L = xp.linalg.cholesky(G)
-        diag = xp.abs(xp.linalg.diagonal(L))
-        ok = bool(xp.all(xp.isfinite(L))) and float(xp.min(diag)) > 0.0
-    except Exception:  # numpy raises LinAlgError on non-PD input; other namespaces differ
-        ok = False
-    if ok:
-        cond = (float(xp.max(diag)) / float(xp.min(diag))) ** 2
-        if cond * math.sqrt(float(xp.finfo(G.dtype).eps)) < 1.0:
-            X = xp.linalg.solve(G, B if B.ndim == 2 else B[:, None])
-            X = X if B.ndim == 2 else X[:, 0]
-            if bool(xp.all(xp.isfinite(X))):
-                return GramSolution(X, "cholesky", n, cond, False)
     w, Q = xp.linalg.eigh(G)
     wmax = float(xp.max(w)) if n else 0.0
     cutoff = rcond * max(wmax, 0.0)

@@ -11,13 +11,14 @@ G = Φ̂Φ̂ᵀ, a = G⁺Φ̂θ and r = θ − Φ̂ᵀa, L = ‖r‖²/‖θ‖�
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
 from array_api_compat import array_namespace, device as array_device, is_cupy_namespace
 
 from .errors import ShapeError
-from .features import BlockSum, FeatureChunk, FeatureMap, check_data
+from .features import BlockSum, FeatureChunk, FeatureMap, _itemsize, check_data
 from .gram import GramSolution, solve_gram
 
 __all__ = ["ProjectionLoss", "projection_loss", "projection_residuals"]
@@ -123,14 +124,33 @@ def projection_loss(features: FeatureMap, X_hat: Any, theta: Any, *, gradient: b
     if not bool(xp.all(xp.isfinite(theta))):
         raise ShapeError("θ has non-finite entries")
     theta = xp.astype(theta, X_hat.dtype)
-    dtype, dev = X_hat.dtype, array_device(X_hat)
     theta_sq = float(xp.sum(theta * theta))
     if theta_sq == 0.0:
         raise ShapeError("θ is zero: the projection loss is undefined")
-    n_hat = X_hat.shape[0]
     # θ as (p, k): k outputs share the candidates' feature blocks.
     theta2 = theta if theta.ndim == 2 else theta[:, None]
-    itemsize = 4 if "32" in str(dtype) else 8
+    result, _ = _projection_loss(features, X_hat, theta2, theta_sq, xp, gradient=gradient,
+                                 rcond=rcond)
+    if theta.ndim == 1:
+        result = dataclasses.replace(result, coefficients=result.coefficients[:, 0])
+    return result
+
+
+def _projection_loss(features: FeatureMap, X_hat: Any, theta2: Any, theta_sq: float, xp: Any, *,
+                     gradient: bool, rcond: float | None = None,
+                     keep_chunks: bool = False) -> tuple[ProjectionLoss, list | None]:
+    """:func:`projection_loss` on checked input: θ as (p, k) in X̂'s dtype, ‖θ‖² > 0, ``xp``
+    the namespace of both (what the public function computes before calling this, and what an
+    iterative method computes once per run). The coefficients are (n̂, k).
+
+    ``keep_chunks``: also return the first pass's kept blocks (V, φ, φ′ as
+    :class:`FeatureChunk`, Z dropped) and the Gram matrix G = Φ̂Φ̂ᵀ, as (blocks, G), when it kept
+    them with derivatives, else None — what a Gauss–Newton model at X̂ needs (see
+    :meth:`rftheory.varpro.Problem.linearise`).
+    """
+    dtype, dev = X_hat.dtype, array_device(X_hat)
+    n_hat = X_hat.shape[0]
+    itemsize = _itemsize(dtype)
     kept_bytes = 2 * n_hat * features.p * itemsize
     if not features.weights_resident(xp, dtype, dev):
         kept_bytes += features.p * features.d * itemsize
@@ -138,15 +158,16 @@ def projection_loss(features: FeatureMap, X_hat: Any, theta: Any, *, gradient: b
     kept = []
     G = BlockSum(xp.zeros((n_hat, n_hat), dtype=dtype, device=dev))
     c = BlockSum(xp.zeros((n_hat, theta2.shape[1]), dtype=dtype, device=dev))
-    for ch in features.chunks(X_hat, derivative=gradient and keep):
+    for ch in features._stream(X_hat, xp, derivative=gradient and keep):
         G.add(ch.first_block, xp.matmul(ch.F, xp.permute_dims(ch.F, (0, 2, 1))))
         c.add(ch.first_block, xp.matmul(ch.F, ch.stacked(theta2)))
         if keep:  # Z is not needed again: keep V, φ and φ′ only
             kept.append(FeatureChunk(ch.start, ch.V, None, ch.F, ch.D))
-    solved = solve_gram(G.result(), c.result(), rcond=rcond)
+    gram = G.result()
+    solved = solve_gram(gram, c.result(), rcond=rcond)
     A = solved.solution  # (n̂, k)
     single = A.shape[1] == 1
-    chunks = kept if keep else features.chunks(X_hat, derivative=gradient)
+    chunks = kept if keep else features._stream(X_hat, xp, derivative=gradient)
     # Per-block ‖R_b‖² are added in block order, in float64 whatever the working dtype.
     resid_sq = BlockSum(xp.zeros((), dtype=xp.float64, device=dev))
     grad = BlockSum(xp.zeros(X_hat.shape, dtype=dtype, device=dev)) if gradient else None
@@ -163,8 +184,8 @@ def projection_loss(features: FeatureMap, X_hat: Any, theta: Any, *, gradient: b
     if gradient:
         grad = grad.result()
         grad = (-2.0 / theta_sq) * (A * grad if single else grad)
-    a = A if theta.ndim == 2 else A[:, 0]
-    return ProjectionLoss(min(float(resid_sq.result()) / theta_sq, 1.0), grad, a, solved)
+    result = ProjectionLoss(min(float(resid_sq.result()) / theta_sq, 1.0), grad, A, solved)
+    return result, ((kept, gram) if keep_chunks and keep and gradient else None)
 
 
 def projection_residuals(features: FeatureMap, X_hat: Any, X: Any, *,

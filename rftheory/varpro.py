@@ -43,6 +43,13 @@ seeds within 80 hops (median ~20): the landscape is a funnel. The angle is dimen
 (x̂ + σ‖x̂‖g/√d with g ~ N(0, I_d) turns x̂ by about σ rad); 0.15 and 0.8 did worse (see
 ``paper_notes/attack.md``).
 
+*Overhead.* At the demo's sizes (n̂d ≈ 100, p ≈ 100) an iteration does little arithmetic and
+its cost is per-call Python overhead, so the problem checks θ once (not per evaluation), the
+linearisation reuses the kept blocks (V, φ, φ′) and Gram matrix of the evaluation at the same
+point (and its Cholesky test), and the step's Cholesky calls LAPACK directly — each bit-identical
+to the plain path (``tests/test_varpro.py``, and ``benchmarks/bench_step_overhead.py --compare``
+for whole runs).
+
 *Accuracy.* The loss and gradient come from :func:`rftheory.projection.projection_loss`
 (residual accumulated directly, relative accuracy kept at small losses). JᵀJ is formed in
 float64 through the Gram matrix, so its small eigenvalues carry absolute errors of order
@@ -58,12 +65,13 @@ from typing import Any, Callable
 
 import numpy as np
 import scipy.linalg
+import scipy.linalg.lapack
 
-from .features import BlockSum, FeatureChunk, FeatureMap
-from .gram import solve_gram
-from .backend import to_host
+from .features import BlockSum, FeatureChunk, FeatureMap, check_data
+from .gram import _solve_gram, solve_gram
+from .backend import namespace_of, to_host
 from .data import to_sphere
-from .projection import _keep_budget, projection_loss
+from .projection import _keep_budget, _projection_loss, projection_loss
 
 __all__ = ["HOP_ANGLE", "STALL_WINDOW", "STALL_FACTOR", "SOLVERS", "Problem", "minimise", "loss_passes"]
 
@@ -146,9 +154,15 @@ def retract(X: np.ndarray, step: np.ndarray) -> np.ndarray:
     return to_sphere(X + step)
 
 
-def _tangent(X: np.ndarray, W: np.ndarray) -> np.ndarray:
-    """Project each row of W (m, d) on the tangent space of the sphere at the row of X."""
-    U = X / np.linalg.norm(X, axis=1, keepdims=True)
+def _units(X: np.ndarray) -> np.ndarray:
+    """The rows of X scaled to unit norm."""
+    return X / np.linalg.norm(X, axis=1, keepdims=True)
+
+
+def _tangent(X: np.ndarray, W: np.ndarray, U: np.ndarray | None = None) -> np.ndarray:
+    """Project each row of W (m, d) on the tangent space of the sphere at the row of X
+    (``U``: ``_units(X)``, when already computed)."""
+    U = _units(X) if U is None else U
     return W - np.sum(W * U, axis=1, keepdims=True) * U
 
 
@@ -175,6 +189,8 @@ class Linearisation:
         H (dense solver); None for the matrix-free solver.
     product : callable, optional
         w ↦ Hw for ``w`` of shape (m, d) (matrix-free solver); None for the dense solver.
+    units : ndarray, shape (m, d), optional
+        The rows of X at unit norm (``_units(X)``), computed once for every step's projection.
     """
 
     X: np.ndarray
@@ -184,6 +200,7 @@ class Linearisation:
     kron: np.ndarray               # (m, m) Kronecker preconditioner C
     hessian: np.ndarray | None = None
     product: Callable[[np.ndarray], np.ndarray] | None = None
+    units: np.ndarray | None = None
 
 
 class Problem:
@@ -208,6 +225,10 @@ class Problem:
         self.p, self.d, self.k = features.p, features.d, int(theta.shape[1])
         self.theta_sq = _float(xp.sum(theta * theta))
         self.solver = solver
+        # The last evaluation's kept blocks (V, φ, φ′ at its X̂) and Gram matrix, for the
+        # linearisation at the same point: (X, result, (chunks, Gram)) or None. Dropped before the next evaluation, so no
+        # more blocks are held at once than without it.
+        self._last: tuple[np.ndarray, Any, tuple[list, Any]] | None = None
         self.evaluations = 0   # loss (and gradient) evaluations
         self.passes = 0        # streams over V (each pass, or each matrix-free product, is one)
         self.products = 0      # matrix-free JᵀJ products (included in passes)
@@ -224,18 +245,35 @@ class Problem:
         return md <= DENSE_MAX_UNKNOWNS or self.p * md * md <= DENSE_FLOPS
 
     # -- evaluations ----------------------------------------------------------------------------
+    def _device(self, X: np.ndarray) -> Any:
+        """Host rows X on the problem's device (checked finite: the loss's own check)."""
+        if not np.isfinite(X).all():
+            check_data(X, self.d, "X_hat")  # raises the error projection_loss would
+        return self.xp.asarray(X, device=self.dev)
+
     def loss(self, X: np.ndarray, target: Any = None) -> float:
         """L(X̂) (target θ by default)."""
-        res = projection_loss(self.features, self.xp.asarray(X, device=self.dev),
-                              self.theta if target is None else target, gradient=False)
+        self._last = None
+        if target is None:
+            res, _ = _projection_loss(self.features, self._device(X), self.theta,
+                                      self.theta_sq, self.xp, gradient=False)
+        else:
+            res = projection_loss(self.features, self._device(X), target, gradient=False)
         self.evaluations += 1
         self.passes += self._loss_passes(X.shape[0])
         return res.loss
 
     def evaluate(self, X: np.ndarray) -> Any:
-        """:func:`projection_loss` (with gradient) at host rows X."""
-        res = projection_loss(self.features, self.xp.asarray(X, device=self.dev), self.theta,
-                              gradient=True)
+        """:func:`projection_loss` (with gradient) at host rows X (coefficients (m, k)).
+
+        The same numbers as ``projection_loss(features, X, θ)``, without its per-call checks of
+        θ (made once, by the problem).
+        """
+        self._last = None
+        res, kept = _projection_loss(self.features, self._device(X), self.theta, self.theta_sq,
+                                     self.xp, gradient=True, keep_chunks=True)
+        if kept is not None:
+            self._last = (X, res, kept)
         self.evaluations += 1
         self.passes += self._loss_passes(X.shape[0])
         return res
@@ -252,40 +290,50 @@ class Problem:
         m, d = X.shape[0], self.d
         rows = np.arange(m) if free is None else np.asarray(free)
         f = rows.size
-        Xd = xp.asarray(X, device=dev)
         if res is None:
             res = self.evaluate(X)
+        last, self._last = self._last, None
+        if last is not None and last[0] is X and last[1] is res:
+            # The evaluation at X kept V, φ, φ′ and its Gram matrix: the curvature pass reuses
+            # them (the same arrays it would compute) instead of streaming X̂Vᵀ and φ again.
+            stream, gram = last[2]
+        else:
+            stream = self.features._stream(xp.asarray(X, device=dev), xp, derivative=True)
+            gram = None
         A = to_host(res.coefficients, np.float64)
         A = A if A.ndim == 2 else A[:, None]
         # ∂L/∂X̂ = 2 Jᵀr/‖θ‖² (Euclidean); the model uses g = Jᵀr/‖θ‖² on the tangent space.
-        grad = _tangent(X, 0.5 * to_host(res.gradient, np.float64))[rows]
+        units = _units(X)
+        grad = _tangent(X, 0.5 * to_host(res.gradient, np.float64), units)[rows]
         dense = self.dense_for(f)
         all_rows = free is None
         sel = None if all_rows else xp.asarray(rows, device=dev)
         # Curvature pass: Gram, Kronecker traces, and M, N (dense) or the kept blocks (cg).
         f64 = xp.float64
-        G = BlockSum(xp.zeros((m, m), dtype=f64, device=dev))
+        G = BlockSum(xp.zeros((m, m), dtype=f64, device=dev)) if gram is None else None
         Ctr = BlockSum(xp.zeros((f, f), dtype=f64, device=dev))
         if dense:
             M = BlockSum(xp.zeros((f * d, f * d), dtype=f64, device=dev))
             N = BlockSum(xp.zeros((m, f * d), dtype=f64, device=dev))
         kept: list[FeatureChunk] = []
-        for ch in self.features.chunks(Xd, derivative=True):
+        for ch in stream:
             F, D, V = ch.F, ch.D, ch.V                      # (nb,m,r), (nb,m,r), (nb,r,d)
             Df = D if all_rows else xp.take(D, sel, axis=1)  # (nb, f, r)
-            G.add(ch.first_block, xp.matmul(F, xp.permute_dims(F, (0, 2, 1))))
+            if G is not None:
+                G.add(ch.first_block, xp.matmul(F, xp.permute_dims(F, (0, 2, 1))))
             vsq = xp.sum(V * V, axis=2)                     # (nb, r)
             Ctr.add(ch.first_block, xp.matmul(Df * vsq[:, None, :], xp.permute_dims(Df, (0, 2, 1))))
             if dense:
                 nb, r = V.shape[0], V.shape[1]
-                E = Df[:, :, :, None] * V[:, None, :, :]     # (nb, f, r, d)
-                E = xp.reshape(xp.permute_dims(E, (0, 2, 1, 3)), (nb, r, f * d))
+                # E[b, v, (i, l)] = D_i(v) V_vl, built in its final layout (no re-layout copy).
+                E = xp.permute_dims(Df, (0, 2, 1))[:, :, :, None] * V[:, :, None, :]
+                E = xp.reshape(E, (nb, r, f * d))
                 M.add(ch.first_block, xp.matmul(xp.permute_dims(E, (0, 2, 1)), E))
                 N.add(ch.first_block, xp.matmul(F, E))
             else:
                 kept.append(FeatureChunk(ch.start, V, None, F, D))
         self.passes += 1
-        Gh = to_host(G.result(), np.float64)
+        Gh = to_host(G.result() if gram is None else gram, np.float64)
         Af = A[rows]
         W = Af @ Af.T                                        # (f, f): Σ_c a_ic a_jc
         C = W * to_host(Ctr.result(), np.float64) / (d * self.theta_sq)
@@ -293,20 +341,26 @@ class Problem:
         floor = max(float(np.max(scale)) if scale.size else 0.0, 1e-300) * 1e-12
         scale = np.maximum(scale, floor)
         Xf = X[rows]
-        lin = Linearisation(Xf, res.loss, grad, scale, C)
+        lin = Linearisation(Xf, res.loss, grad, scale, C, units=units[rows])
         if dense:
             Mh, Nh = to_host(M.result(), np.float64), to_host(N.result(), np.float64)
-            K = Mh - Nh.T @ solve_gram(Gh, Nh).solution
+            # Same G as the evaluation's when it was reused: its Cholesky test is not repeated.
+            known = res.gram if gram is not None else None
+            K = Mh - Nh.T @ _solve_gram(Gh, Nh, namespace_of(Gh, Nh), known=known).solution
             # P_i K_ij P_j with P_i = I − u_iu_iᵀ.
             U = Xf / math.sqrt(d)
             K = K.reshape(f, d, f, d)
             KU = np.einsum("iajb,jb->iaj", K, U)              # K_ij u_j
             UK = np.einsum("ia,iajb->ijb", U, K)              # u_iᵀ K_ij
             UKU = np.einsum("ijb,jb->ij", UK, U)
-            K = (K - KU[:, :, :, None] * U[None, None, :, :]
-                 - U[:, :, None, None] * UK[:, None, :, :]
-                 + U[:, :, None, None] * UKU[:, None, :, None] * U[None, None, :, :])
-            H = (W[:, None, :, None] * K).reshape(f * d, f * d) / self.theta_sq
+            # In place on the fresh K, in the order of K − KU·U − U·UK + U·UKU·U, then
+            # H = W ∘ K/‖θ‖² (no temporaries of the size of K beyond the terms).
+            K -= KU[:, :, :, None] * U[None, None, :, :]
+            K -= U[:, :, None, None] * UK[:, None, :, :]
+            K += U[:, :, None, None] * UKU[:, None, :, None] * U[None, None, :, :]
+            K *= W[:, None, :, None]
+            K /= self.theta_sq
+            H = K.reshape(f * d, f * d)
             lin.hessian = 0.5 * (H + H.T)
         else:
             product = self._product(X, A, Gh, kept)
@@ -362,16 +416,50 @@ class Problem:
         return product
 
 
+def _cho_factor(A: np.ndarray) -> tuple[np.ndarray, bool]:
+    """``scipy.linalg.cho_factor(A, lower=True)`` for a host float64 A: the same LAPACK call.
+
+    SciPy's wrappers (batching, ``asarray_chkfinite``, dispatch) cost ~30 µs a call, ten times
+    LAPACK's own time on the 100 × 100 systems of an LM step at the demo's sizes. For a finite
+    float64 matrix this calls ``dpotrf`` exactly as ``cho_factor`` does (``lower=1``,
+    ``overwrite_a=0``, ``clean=0``), so the factor is bit-identical (tests/test_varpro.py checks
+    it); anything else goes through SciPy. Raises ``LinAlgError`` when A is not positive
+    definite.
+    """
+    if A.dtype != np.float64 or A.ndim != 2 or A.shape[0] != A.shape[1] or A.size == 0 \
+            or not np.isfinite(A).all():
+        return scipy.linalg.cho_factor(A, lower=True)
+    c, info = scipy.linalg.lapack.dpotrf(A, lower=1, overwrite_a=0, clean=0)
+    if info > 0:
+        raise np.linalg.LinAlgError(f"{info}-th leading minor of the array is not positive definite")
+    if info < 0:
+        raise ValueError(f"LAPACK reported an illegal value in {-info}-th argument of POTRF")
+    return c, True
+
+
+def _cho_solve(factor: tuple[np.ndarray, bool], b: np.ndarray) -> np.ndarray:
+    """``scipy.linalg.cho_solve(factor, b)`` for a :func:`_cho_factor` factor: the same
+    ``dpotrs`` call (``overwrite_b=0``) for a finite float64 b, bit-identical; else SciPy's."""
+    c, lower = factor
+    if c.dtype != np.float64 or b.dtype != np.float64 or b.ndim not in (1, 2) \
+            or b.shape[0] != c.shape[0] or b.size == 0 or not np.isfinite(b).all():
+        return scipy.linalg.cho_solve(factor, b)
+    x, info = scipy.linalg.lapack.dpotrs(c, b, lower=int(lower), overwrite_b=0)
+    if info != 0:
+        raise ValueError(f"illegal value in {-info}th argument of internal potrs")
+    return x
+
+
 def _pcg(lin: Linearisation, lam: float, rhs: np.ndarray, max_iter: int,
          rtol: float) -> np.ndarray:
     """Solve (H + λS)δ = rhs by CG preconditioned with (C + λ diag(s)) ⊗ I_d (tangent spaces)."""
     X = lin.X
     pre = lin.kron + lam * np.diag(lin.scale)
     try:
-        factor = scipy.linalg.cho_factor(pre, lower=True)
+        factor = _cho_factor(pre)
 
         def precondition(r: np.ndarray) -> np.ndarray:
-            return _tangent(X, scipy.linalg.cho_solve(factor, r))
+            return _tangent(X, _cho_solve(factor, r))
     except np.linalg.LinAlgError:
         def precondition(r: np.ndarray) -> np.ndarray:
             return r / (lam * lin.scale)[:, None]
@@ -408,15 +496,19 @@ def _solve_step(lin: Linearisation, lam: float) -> np.ndarray | None:
     """The LM step δ for damping λ (None when the dense factorisation fails)."""
     m, d = lin.X.shape
     if lin.hessian is not None:
-        Hl = lin.hessian + lam * np.diag(np.repeat(lin.scale, d))
+        # H + λ diag(s ⊗ 1_d), as H + λ·diag(...) adds it: +0.0 off the diagonal (which turns a
+        # -0.0 into +0.0, as ``+ 0.0`` does) and λs_i on it — without the (md)² diagonal matrix.
+        Hl = lin.hessian + 0.0
+        diagonal = np.arange(m * d)
+        Hl[diagonal, diagonal] += lam * np.repeat(lin.scale, d)
         try:
-            factor = scipy.linalg.cho_factor(Hl, lower=True)
+            factor = _cho_factor(Hl)
         except np.linalg.LinAlgError:
             return None
-        step = -scipy.linalg.cho_solve(factor, lin.gradient.ravel()).reshape(m, d)
+        step = -_cho_solve(factor, lin.gradient.ravel()).reshape(m, d)
     else:
         step = _pcg(lin, lam, -lin.gradient, max_iter=max(20, 2 * m), rtol=CG_RTOL)
-    return _tangent(lin.X, step)
+    return _tangent(lin.X, step, lin.units)
 
 
 def _model_decrease(lin: Linearisation, step: np.ndarray) -> float:
@@ -650,7 +742,8 @@ def _fit_new_row(problem: Problem, rows: np.ndarray, position: int, rng: np.rand
     m, d = rows.shape
     xp, dev = problem.xp, problem.dev
     rows_d = xp.asarray(rows, device=dev)
-    a = projection_loss(problem.features, rows_d, problem.theta, gradient=False).coefficients
+    a = _projection_loss(problem.features, rows_d, problem.theta, problem.theta_sq, xp,
+                         gradient=False)[0].coefficients
     problem.evaluations += 1
     problem.passes += problem._loss_passes(m) + 1
     resid = problem.theta - problem.features.rmatvec(rows_d, a)
@@ -704,6 +797,7 @@ def exchange(problem: Problem, X: np.ndarray, rng: np.random.Generator, run: _Ru
         The new start.
     """
     m = X.shape[0]
+    problem._last = None  # no blocks of the last LM evaluation held through the screening
     if not grow:
         j = least_useful(problem, X)
         return _fit_new_row(problem, np.delete(X, j, axis=0), j, rng, run, n_screen, top)

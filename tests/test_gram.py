@@ -1,5 +1,6 @@
 import numpy as np
 import pytest
+from array_api_compat import array_namespace
 
 from rftheory.errors import ShapeError
 from rftheory.gram import solve_gram
@@ -76,3 +77,25 @@ def test_rank_deficient_gram_that_passes_cholesky_is_not_trusted():
     expected = np.linalg.norm(F @ np.linalg.lstsq(F, Y, rcond=None)[0] - Y) / np.linalg.norm(Y)
     assert model.gram.rank_deficient and model.gram.rank == 7
     assert model.train_residual == pytest.approx(expected, rel=1e-8)
+
+
+def test_known_cholesky_result_skips_only_the_test():
+    # _solve_gram(known=...) must give solve_gram's numbers bit for bit.
+    from rftheory.gram import _solve_gram
+
+    rng = np.random.default_rng(11)
+    F = rng.standard_normal((6, 40))
+    G = F @ F.T
+    first = solve_gram(G, rng.standard_normal((6, 2)))
+    assert first.method == "cholesky"
+    B = rng.standard_normal((6, 30))
+    ref = solve_gram(G, B)
+    fast = _solve_gram(G, B, array_namespace(G), known=first)
+    assert fast.solution.tobytes() == ref.solution.tobytes()
+    assert (fast.method, fast.rank, fast.rank_deficient) == (ref.method, ref.rank, ref.rank_deficient)
+    # An eigh result is no shortcut: the full path runs.
+    singular = np.ones((3, 3))
+    eig = solve_gram(singular, np.ones(3))
+    assert eig.method == "eigh"
+    again = _solve_gram(singular, np.ones(3), array_namespace(singular), known=eig)
+    assert again.solution.tobytes() == eig.solution.tobytes()

@@ -138,3 +138,52 @@ def test_retract_stays_on_the_sphere():
     X = _random_rows(5, 7, 6)
     Y = retract(X, np.random.default_rng(0).standard_normal(X.shape))
     np.testing.assert_allclose(np.linalg.norm(Y, axis=1), math.sqrt(7), rtol=1e-14)
+
+
+@pytest.mark.parametrize("solver", ["dense", "cg"])
+def test_fast_paths_are_bit_identical_to_the_reference_paths(solver):
+    # Problem.evaluate skips projection_loss's per-call checks, and linearise reuses the kept
+    # blocks of the evaluation at the same point: neither may change a bit.
+    from rftheory.projection import projection_loss
+
+    rf, X, theta = _model(k=2)
+    Xh = _random_rows(4, 6, 6)
+    problem = Problem(rf, theta, np, None, solver)
+    res = problem.evaluate(Xh)
+    ref = projection_loss(rf, Xh, theta)
+    assert res.loss == ref.loss
+    assert res.gradient.tobytes() == ref.gradient.tobytes()
+    assert res.coefficients.tobytes() == ref.coefficients.tobytes()
+    assert problem._last is not None                   # the blocks were kept ...
+    reused = problem.linearise(Xh, res)
+    assert problem._last is None                       # ... and handed over
+    fresh = Problem(rf, theta, np, None, solver).linearise(Xh, res)   # streams X̂Vᵀ again
+    for name in ("gradient", "scale", "kron"):
+        assert getattr(reused, name).tobytes() == getattr(fresh, name).tobytes()
+    if solver == "dense":
+        assert reused.hessian.tobytes() == fresh.hessian.tobytes()
+    else:
+        w = _tangent(Xh, np.random.default_rng(3).standard_normal(Xh.shape))
+        assert reused.product(w).tobytes() == fresh.product(w).tobytes()
+    # A result from elsewhere (not the last evaluation) is not trusted with the kept blocks.
+    problem.evaluate(_random_rows(4, 6, 7))
+    other = problem.linearise(Xh, res)
+    assert other.gradient.tobytes() == fresh.gradient.tobytes()
+
+
+def test_lapack_cholesky_is_scipys():
+    import scipy.linalg
+
+    from rftheory.varpro import _cho_factor, _cho_solve
+
+    rng = np.random.default_rng(4)
+    B = rng.standard_normal((30, 30))
+    A = B @ B.T + 0.1 * np.eye(30)
+    ours, theirs = _cho_factor(A), scipy.linalg.cho_factor(A, lower=True)
+    assert ours[1] is True and ours[0].tobytes() == theirs[0].tobytes()
+    for b in (rng.standard_normal(30), rng.standard_normal((30, 3))):
+        assert _cho_solve(ours, b).tobytes() == scipy.linalg.cho_solve(theirs, b).tobytes()
+    with pytest.raises(np.linalg.LinAlgError):
+        _cho_factor(-A)
+    with pytest.raises(ValueError):   # non-finite input: SciPy's own check
+        _cho_factor(np.full((2, 2), np.nan))
