@@ -228,7 +228,7 @@ def write_claim_pages() -> None:
     for note in sorted((ROOT / "paper_notes").glob("*.md")):
         name = note.stem
         rel = os.path.relpath(note, out)
-        parts = [f"```{{include}} {rel}\n```\n"]
+        parts = [f"```{{include}} {rel}\n:relative-images:\n```\n"]
         if name in claims and (GALLERY / f"{name}.png").is_file():
             parts += [f"\n## The quick run's figure\n\n"
                       f"{_provenance(name)} (the note above quotes the full run). Module: "

@@ -122,7 +122,7 @@ class Config(ClaimConfig):
 
     grid: tuple[tuple[int, int], ...] = ((5, 10), (10, 10), (5, 20))
     ratios: tuple[float, ...] = (0.05, 0.1, 0.25, 0.5, 0.75, 1.0, 1.5, 2.0, 3.0, 5.0, 10.0)
-    seeds: int = 4
+    seeds: int = 3
     max_steps: int = 3000
     activation: str = "relu+tanh"
     success_variant: str = "abs"
