@@ -44,7 +44,8 @@ ALL = tuple(c for c in CLAIMS if c != "headline")
 _ALIASES = {"twolayer": "twolayer_law", "kernel": "kernel_concentration"}
 
 #: Modules whose code decides a reconstruction's numbers (the optimiser is still being tuned).
-SOURCE_MODULES = ("pipeline", "reconstruct", "projection", "features", "gram", "metrics", "data")
+SOURCE_MODULES = ("pipeline", "reconstruct", "varpro", "projection", "features", "gram",
+                  "activations", "philox", "metrics", "data")
 
 
 @dataclasses.dataclass(frozen=True)
