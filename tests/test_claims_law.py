@@ -259,3 +259,23 @@ def test_scaling_fit_recovers_the_exponents_of_synthetic_thresholds():
     # one d: the exponent of d is not identifiable, so no fit is made
     assert law.scaling_fit(_synthetic_grid(lambda d, n: d * n, ds=(10,)))["points"] == 3
     assert math.isnan(law.scaling_fit(_synthetic_grid(lambda d, n: d * n, ds=(10,)))["exponents"]["d"])
+
+
+def test_the_shipped_exports_are_the_large_grid_and_redraw_its_result():
+    # examples/ keeps the finished --large run (paper_notes/law.md): every cell of LARGE is
+    # there and succeeded, so the note's tables and figures can be redrawn without a rerun; a
+    # change of LARGE (or of the cell's keys) without a rerun fails here.
+    from pathlib import Path
+
+    examples = Path(__file__).resolve().parents[1] / "examples"
+    exports = [examples / "law_grid_cells.jsonl.gz", examples / "law_grid_relu_cells.jsonl.gz"]
+    result = law.result_from_export(exports, law.LARGE.replace(resamples=200))
+    assert len(result["cells"]) == 780 + 312
+    assert [tuple(g) for g in result["grid"]] == list(law.LARGE.grid)
+    assert result["verdict"]["label_threshold_is_n"] and result["verdict"]["collapse_in_dn"]
+    relu = result["by_activation"]["relu"]
+    assert [(g["d"], g["n"]) for g in relu["per_grid"]] == list(law.LARGE.grid_of("relu"))
+    # the point of the grid: p*_data scales with dn — its spread over (d, n) is far below that
+    # of p*_data / n (d varies by 8)
+    v = result["verdict"]
+    assert v["spread_p_star_over_dn"] < 2 < 4 < v["spread_p_star_over_n"]

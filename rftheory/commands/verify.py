@@ -26,7 +26,7 @@ def register(subparsers) -> None:
     size.add_argument("--quick", action="store_true", help="small, fast version (minutes on 2 cores)")
     size.add_argument("--large", action="store_true",
                       help="the claim's larger run where it has one (law: the d x n grid through "
-                           "a resumable sweep store under --out, hours on 2 cores; headline: "
+                           "a resumable sweep store under --out, ~80 min on 2 cores; headline: "
                            "n = 100, a GPU's job); others run their default")
     p.add_argument("--seed", type=int, default=0, help="base seed (default 0)")
     p.add_argument("--out", default=None, metavar="DIR",
