@@ -179,6 +179,16 @@ class Config(ClaimConfig):
     def grid_of(self, activation: str) -> tuple[tuple[int, int], ...]:
         """The (d, n) run for ``activation``: ``grid``, or ``compare_grid`` for a compared one.
 
+        Parameters
+        ----------
+        activation : str
+            One of :attr:`activations`.
+
+        Returns
+        -------
+        tuple of (d, n)
+            The activation's grid.
+
         Examples
         --------
         >>> LARGE.grid_of("relu") == tuple(p for p in LARGE.grid if p[1] <= 8)
@@ -190,6 +200,16 @@ class Config(ClaimConfig):
 
     def seeds_of(self, activation: str) -> int:
         """Seeds per point for ``activation``: ``seeds``, or ``compare_seeds`` for a compared one.
+
+        Parameters
+        ----------
+        activation : str
+            One of :attr:`activations`.
+
+        Returns
+        -------
+        int
+            The activation's seeds per point.
 
         Examples
         --------
@@ -468,6 +488,20 @@ SWEEP_DIR = "law_sweep"
 
 def sweep_dir(config: Config, activation: str) -> str:
     """The store directory of ``activation``'s cells under a sweep-backed run's output directory.
+
+    Parameters
+    ----------
+    config : Config
+        The run's configuration.
+    activation : str
+        One of ``config.activations``.
+
+    Returns
+    -------
+    str
+        :data:`SWEEP_DIR` for ``config.activation``, ``law_sweep_<name>`` for a compared one
+        (``<name>``: the activation with every run of other characters than letters and digits
+        replaced by ``-``).
 
     Examples
     --------
