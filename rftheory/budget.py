@@ -501,7 +501,7 @@ def varpro_solver(*, d: float, p: float, n_hat: float, solver: str = "auto") -> 
 
     It asks :func:`rftheory.varpro.Problem.dense_for` itself (``"auto"``: the dense
     Gauss–Newton matrix when n̂d ≤ ``rftheory.varpro.DENSE_MAX_UNKNOWNS`` or
-    p·(n̂d)² ≤ ``rftheory.varpro.DENSE_FLOPS``, else matrix-free CG), so the estimate
+    max(p, n̂d)·(n̂d)² ≤ ``rftheory.varpro.DENSE_FLOPS``, else matrix-free CG), so the estimate
     switches where the attack does.
 
     Parameters

@@ -393,6 +393,8 @@ def test_varpro_work_is_an_upper_bound_for_the_step_budget(monkeypatch, solver):
     (17, 16, 10**4),    # 272 unknowns, p(n̂d)² > DENSE_FLOPS: cg
     (20, 20, 1677),     # 400 unknowns, p(n̂d)² = 2.68e8 <= 2**28: dense
     (20, 20, 1678),     # just above: cg
+    (100, 10, 6),       # p(n̂d)² = 6e6 but (n̂d)³ = 1e9 > DENSE_FLOPS (the factorisation): cg
+    (64, 10, 6),        # (n̂d)³ = 2.6e8 <= 2**28: dense
 ])
 def test_solver_switches_where_varpro_does(d, n_hat, p):
     from rftheory import varpro
