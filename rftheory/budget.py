@@ -723,14 +723,14 @@ def estimate_reconstruct(*, d: float, n: float, p: float, n_hat: float | None = 
     columns those GEMMs are bound by memory, not arithmetic.
 
     *Accuracy, measured* (``python benchmarks/bench_budget.py --varpro --large``, relu+tanh,
-    3–200 steps per size, on the 2-core development machine while another job held both cores,
-    i.e. at about half its quiet speed): trial steps per accepted iteration 1.07–1.62 (the
-    default 2 bounds them); CG products per trial 5.9–23.8 of the bound 21–33; estimated over
-    measured seconds per step 0.69 (d = 10, n = 10, p = 100, dense), 1.75 (d = 20, n = 10,
-    p = 4000, dense), 1.98 (same, cg), 1.65 (d = 80, n = 16, p = 1280), 2.69 (p = 12 800), 1.01
-    (d = 3072, n = 4, p = 12 288), 0.90 (d = 3072, n = 10, p = 30 720). On a quiet machine the
-    ratios should be about twice these (rerun to quote them): an upper bound within a factor
-    of a few, as for the other jobs. Memory (``tests/test_budget.py``, tracemalloc): estimate
+    3–200 steps per size, on the 2 free cores of the development machine, 2026-12-01): trial
+    steps per accepted iteration 1.07–1.62 (the default 2 bounds them); CG products per trial
+    5.9–23.8 of the bound 21–33; estimated over measured seconds per step 1.03 (d = 10, n = 10,
+    p = 100, dense), 1.41 (d = 20, n = 10, p = 4000, dense), 1.81 (same, cg), 2.19 (d = 80,
+    n = 16, p = 1280), 3.87 (p = 12 800), 1.80 (d = 3072, n = 4, p = 12 288), 1.64 (d = 3072,
+    n = 10, p = 30 720): an upper bound within a factor of a few, as for the other jobs. On a
+    loaded machine the measured times grow (the ratios were 0.69–2.69 at about half speed), so
+    there the estimate is not a bound. Memory (``tests/test_budget.py``, tracemalloc): estimate
     over measured peak 0.90–1.21 for 3-step runs (CG blocks, V cached or streamed), 0.94 with
     the dense H at n̂d = 800, 1.04 for an 80-step run whose exchange screen sets the peak.
     Flops of the streamed products over their instrumented count, given the run's own trial
