@@ -11,20 +11,34 @@ one infinite matrix of standard normals per seed, each entry a pure function of 
    word.
 3. **Normals.** Box–Muller on the pairs (w0, w1) and (w2, w3): with ``r = √(−2 ln u)`` and
    ``θ = 2π t``, ``Z[i, 4g] = r cos θ``, ``Z[i, 4g+1] = r sin θ`` (and columns 4g+2, 4g+3 from the
-   second pair). cos θ and sin θ are evaluated by octant: the word's top 3 bits pick the octant,
-   ``sin φ`` is taken on φ ∈ [0, π/4] and ``cos φ = √((1 − sin φ)(1 + sin φ))``, then signs and
-   swaps place (cos θ, sin θ).
+   second pair). ``−ln u`` is :func:`neg_log_unit` and (sin, cos) of the in-octant angle
+   :func:`sincos_octant`: the package's own fixed sequences of correctly rounded operations
+   (fdlibm's polynomials), not a libm. The word's top 3 bits pick the octant, the next 50 give
+   φ ∈ [0, π/4] (reflected in odd octants), then signs and swaps place (cos θ, sin θ).
 4. **V.** ``V[i, j] = Z[i, j] / √d`` in float64 (IEEE division by the correctly rounded √d); a
    float32 V is that float64 number rounded once to float32.
 
-So V does not depend on the block size, the chunk size, the thread count, the device or the
-dtype (beyond that final rounding), and models are nested in p *and* d: every (p, d) takes its V
-from the same Z, as ``Z[:p, :d] / √d``. numpy (:func:`standard_normal`, which
-drives numpy's own C ``Philox`` over contiguous runs of counters) and CuPy (:func:`cupy_fill`, a
-kernel compiled from :func:`kernel_source`, one thread per (row, group)) compute the same
-integers and the same floating-point operations; only the libm of ``log`` and ``sin`` differs.
+**Guarantee: V to the bit.** Every step is integer arithmetic or one of +, −, ×, ÷, √ on
+float64, each correctly rounded by IEEE 754, in a fixed order, never fused into an FMA. So V
+(float64 and float32) is the same bits on every IEEE-754 machine: whatever the CPU's SIMD level
+(numpy's ``log``/``sin`` kernels are *not* used; ``tests/test_philox.py`` pins SHA-256 hashes of
+windows of V and re-runs them with each of numpy's SIMD levels disabled), on the C kernel built
+by the host compiler with ``-ffp-contract=off`` (checked equal to the bit in the tests), and on
+CUDA, where the kernel uses ``__dadd_rn``-style intrinsics that NVRTC never contracts (not yet
+run on a device in this release's tests: GPU runs are unmeasured here). It does not depend on
+the block size, the chunk size, the thread count or the dtype (beyond that final rounding), and
+models are nested in p *and* d: every (p, d) takes its V from the same Z, as
+``Z[:p, :d] / √d``.
+
+**Not guaranteed to the bit:** anything computed *from* V with libm functions or BLAS. The
+features φ(VX) use numpy's ``exp``/``tanh``/... (SIMD-dependent, within an ulp or two) and BLAS
+products whose summation order depends on the kernel, so Φ, Gram matrices and reconstruction
+results agree across machines to rounding (relative ~1e-16 times their conditioning), not bit
+for bit.
 
 :data:`V_DEFINITION` names this definition; stored results that depend on V should record it.
+Version 2 replaced version 1's libm ``log``/``sin`` (1 ulp apart between glibc and numpy's
+AVX-512 kernels on ~0.3 % of inputs) by these functions: every V changed.
 """
 
 from __future__ import annotations
@@ -45,6 +59,8 @@ __all__ = [
     "philox_key",
     "philox_words",
     "box_muller",
+    "neg_log_unit",
+    "sincos_octant",
     "standard_normal",
     "kernel_source",
     "cupy_fill",
@@ -52,21 +68,42 @@ __all__ = [
 ]
 
 #: Name and version of the definition of V (bump the version whenever any V changes).
-V_DEFINITION = "philox4x64-10+box-muller/1"
+V_DEFINITION = "philox4x64-10+box-muller/2"
 #: Columns of Z per Philox counter.
 GROUP = 4
-#: Largest distance, in float64 ulps, between two conforming evaluations of a normal (e.g. numpy
-#: on glibc and CUDA's libdevice): each of ``log``, ``sin`` may be off by 1–2 ulps; see Notes of
-#: :func:`box_muller`. The float64 values themselves are within 4 ulps of the exact transform.
-MAX_ULPS = 8
+#: Largest distance, in float64 ulps, between two conforming evaluations of V (numpy at any
+#: SIMD level, the host-compiled kernel, CUDA): 0, V is defined to the bit (version 1's libm
+#: ``log``/``sin`` allowed 8). The values themselves are within 2 ulps of the exact transform;
+#: see Notes of :func:`box_muller`.
+MAX_ULPS = 0
 
 _M64 = (1 << 64) - 1
 _M256 = (1 << 256) - 1
-_U1, _U2, _U4, _U11, _U61 = (np.uint64(k) for k in (1, 2, 4, 11, 61))
+_U1, _U2, _U4, _U11, _U20, _U32, _U61 = (np.uint64(k) for k in (1, 2, 4, 11, 20, 32, 61))
 _MASK50 = np.uint64((1 << 50) - 1)
 _TWO50 = np.uint64(1 << 50)
-#: fl(π/4)·2**-50 — the angle of one unit of the 50-bit in-octant fraction (exact power-of-2 scale).
-_PHI_UNIT = (math.pi / 4) * 2.0**-50
+# neg_log_unit: fdlibm e_log.c's constants (ln2_hi has 21 trailing zero bits) and bit masks.
+_LN2_HI = 6.93147180369123816490e-01      # 0x3fe62e42fee00000
+_LN2_LO = 1.90821492927058770002e-10      # 0x3dea39ef35793c76
+_LG = (6.666666666666735130e-01, 3.999999999940941908e-01, 2.857142874366239149e-01,
+       2.222219843214978396e-01, 1.818357216161805012e-01, 1.531383769920937332e-01,
+       1.479819860511658591e-01)
+_HIGH20_MASK, _SQRT2_CARRY, _BIT20 = np.uint64(0xFFFFF), np.uint64(0x95F64), np.uint64(0x100000)
+_ONE_HIGH, _MANTISSA = np.uint64(0x3FF00000), np.uint64((1 << 52) - 1)
+_EXP_BIAS = 1023 + 53                     # x = k + 1 = 2**(e + 53)·m
+# sincos_octant: fdlibm k_sin.c / k_cos.c's coefficients, π/4 as fl(π/4) + tail, its 26/27-bit
+# Dekker halves, and the high-word thresholds of __kernel_cos.
+_S = (-1.66666666666666324348e-01, 8.33333333332248946124e-03, -1.98412698298579493134e-04,
+      2.75573137070700676789e-06, -2.50507602534068634195e-08, 1.58969099521155010221e-10)
+_C = (4.16666666666666019037e-02, -1.38888888888741095749e-03, 2.48015872894767294178e-05,
+      -2.75573143513906633035e-07, 2.08757232129817482790e-09, -1.13596475577881948265e-11)
+_PIO4_HI = 0.7853981633974483             # fl(π/4) = 0x3fe921fb54442d18
+_PIO4_LO = 3.061616997868383e-17          # fl(π/4 − fl(π/4))
+_PIO4_H26 = 0.7853981554508209            # fl(π/4) with its low 27 bits cleared
+_PIO4_L27 = 7.946627356147928e-09         # fl(π/4) − _PIO4_H26 (exact, 27 bits)
+_HIGH25, _LOW25 = np.uint64(_M64 ^ ((1 << 25) - 1)), np.uint64((1 << 25) - 1)
+_QUARTER_HIGH = np.uint64(0x00200000)
+_COS_SMALL, _COS_LARGE = np.uint64(0x3FD33333), np.uint64(0x3FE90000)
 #: Words per Philox run × groups per batch: a batch's temporaries (~10 arrays) stay in L2.
 _BATCH_WORDS = 2**14
 _local = threading.local()
@@ -192,11 +229,13 @@ def box_muller(words: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
 
     Notes
     -----
-    Radius word a: ``u = ((a >> 11) + 1)·2**-53`` (exact), ``r = √(−2 ln u)``. Angle word b: octant
-    ``o = b >> 61``; in-octant fraction ``m = (b >> 11) mod 2**50``, reflected to ``2**50 − m`` in odd
-    octants, so ``φ = m·(π/4)·2**-50 ∈ [0, π/4]``; ``s = sin φ``, ``c = √((1 − s)(1 + s))``; then
-    (cos θ, sin θ) is (c, s) up to a swap (o ∈ {1, 2, 5, 6}) and signs (cos < 0 for o ∈ 2..5,
-    sin < 0 for o ∈ 4..7), with θ = 2π(b >> 11)·2**-53.
+    Radius word a: ``u = ((a >> 11) + 1)·2**-53`` (exact), ``r = √(2·(−ln u))`` with −ln u from
+    :func:`neg_log_unit`. Angle word b: octant ``o = b >> 61``; in-octant fraction
+    ``m = (b >> 11) mod 2**50``, reflected to ``2**50 − m`` in odd octants, so
+    ``φ = (π/4)·m·2**-50 ∈ [0, π/4]``; ``(s, c) = (sin φ, cos φ)`` from :func:`sincos_octant`;
+    then (cos θ, sin θ) is (c, s) up to a swap (o ∈ {1, 2, 5, 6}) and signs (cos < 0 for o ∈
+    2..5, sin < 0 for o ∈ 4..7), with θ = 2π(b >> 11)·2**-53. No libm function is called: the
+    result is the same bits on every IEEE-754 machine (module docstring).
 
     *Tails.* u ≥ 2**-53, so ``|z| ≤ r_max = √(106 ln 2) = 8.5716…``: a true N(0, 1) exceeds 8.57
     with probability 1.0e-17, about 1e-7 expected exceedances in the 9.4·10⁹ entries of a
@@ -208,13 +247,11 @@ def box_muller(words: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
     there, so the distribution functions of r and θ are exact to within 2**-53 everywhere (the
     top radii 8.57, 8.49, 8.44, … each have probability 2**-53).
 
-    *Accuracy* (float64, against the exact transform of the same integers): u, φ's argument and
-    the signs are exact or correctly rounded once; ``log`` and ``sin`` are within 1 ulp on glibc
-    (CUDA: ``log`` 1 ulp, ``sin`` 2 ulps); sqrt, products and the division by √d are IEEE. The
-    bounds compose to ≲ 4 ulps of |z| (ulp = spacing of the exact value); measured against a
-    120-bit mpmath evaluation of the same integers: at most 2.95 ulps over 80 000 normals, mean
-    0.50 (``tests/test_philox.py`` keeps the check). Two conforming implementations (numpy on
-    glibc, the CUDA kernel) therefore agree within :data:`MAX_ULPS` = 8.
+    *Accuracy* (float64, against the exact transform of the same integers): u and the octant
+    logic are exact; −ln u is within 0.80 ulp and sin φ, cos φ within 0.83 ulp (measured, see
+    :func:`neg_log_unit` and :func:`sincos_octant`); √, the products and the division by √d are
+    IEEE. Measured against a 120-bit mpmath evaluation of the same integers
+    (``tests/test_philox.py`` keeps the check): at most MAXNORMAL ulps over 4·10⁵ normals.
 
     Examples
     --------
@@ -228,23 +265,15 @@ def box_muller(words: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
     if out is None:
         out = np.empty(words.shape, dtype=np.float64)
     a, b = words[..., 0::2], words[..., 1::2]
-    # Radius: u ∈ [2**-53, 1] exactly (53-bit integers convert exactly).
-    r = (a >> _U11).astype(np.float64)
-    r += 1.0
-    r *= 2.0**-53
-    np.log(r, out=r)
-    r *= -2.0
+    # Radius: r = √(2·(−ln u)), u = (k + 1)·2**-53 (no libm: see neg_log_unit).
+    r = neg_log_unit(a >> _U11)
+    r *= 2.0
     np.sqrt(r, out=r)
-    # Angle: octant o, in-octant fraction m reflected in odd octants, φ = m·(π/4)·2**-50.
+    # Angle: octant o, in-octant fraction m reflected in odd octants, φ = (π/4)·m·2**-50.
     o = b >> _U61
     m = (b >> _U11) & _MASK50
     m = np.where((o & _U1).astype(bool), _TWO50 - m, m)
-    s = m.astype(np.float64)
-    s *= _PHI_UNIT
-    np.sin(s, out=s)
-    c = np.subtract(1.0, s)
-    c *= 1.0 + s
-    np.sqrt(c, out=c)
+    s, c = sincos_octant(m)
     swap = ((o + _U1) & _U2).astype(bool)
     x = np.where(swap, s, c)
     y = np.where(swap, c, s)
@@ -254,6 +283,183 @@ def box_muller(words: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
     np.multiply(r, x, out=out[..., 0::2])
     np.multiply(r, y, out=out[..., 1::2])
     return out
+
+
+def neg_log_unit(k: np.ndarray) -> np.ndarray:
+    """−ln u for ``u = (k + 1)·2**-53``, from correctly rounded operations only.
+
+    Parameters
+    ----------
+    k : ndarray of uint64
+        Integers in [0, 2**53) (a radius word's top 53 bits).
+
+    Returns
+    -------
+    ndarray of float64
+        −ln u ∈ [0, 53 ln 2], +0 exactly at u = 1.
+
+    Notes
+    -----
+    The algorithm and coefficients are fdlibm's ``e_log.c`` (Sun Microsystems, 1993), in its
+    ``hfsq`` form for every argument, written out as numpy element-wise operations in a fixed
+    order: ``x = k + 1`` is exact in float64; its exponent and mantissa are read from the bits;
+    the mantissa is halved (exactly) when it is ≥ √2 (fdlibm's 0x95f64 carry test on its top 20
+    bits), so ``m ∈ [√½, √2)`` and ``u = 2**e·m``; with ``f = m − 1`` (exact), ``s = f/(2 + f)``,
+    ``z = s²``, ``w = z²``, ``R = z(Lg1 + w(Lg3 + w(Lg5 + w·Lg7))) + w(Lg2 + w(Lg4 + w·Lg6))``,
+    ``h = f²/2``::
+
+        −ln u = ((h − (s·(h + R) + e·ln2_lo)) − f) − e·ln2_hi
+
+    where ``ln2_hi`` has 21 trailing zero bits, so ``e·ln2_hi`` is exact. Only +, −, ×, ÷ and
+    integer bit operations occur, each correctly rounded by IEEE 754 and never fused (numpy's
+    element-wise ufuncs do not contract; the C kernel uses ``__dadd_rn``-style intrinsics), so
+    the result is the same bits on every IEEE-754 machine and SIMD level.
+
+    *Accuracy*: measured against 120-bit mpmath over 2·10⁵ random k (uniform and
+    log-uniform) and the end points: at most 0.80 ulp (fdlibm's bound is < 1 ulp).
+
+    Examples
+    --------
+    >>> neg_log_unit(np.array([2**53 - 1, 2**52 - 1], dtype=np.uint64)).tolist()
+    [0.0, 0.6931471805599453]
+    """
+    x = (k + _U1).astype(np.float64)
+    bits = x.view(np.uint64)
+    hm = bits >> _U32
+    e = hm >> _U20
+    hm &= _HIGH20_MASK
+    hm += _SQRT2_CARRY
+    hm &= _BIT20                           # 2**20 where the mantissa is ≥ √2: halve it
+    e += hm >> _U20
+    hm ^= _ONE_HIGH
+    hm <<= _U32
+    bits &= _MANTISSA
+    bits |= hm                             # x is now m ∈ [√½, √2), u = 2**e · m
+    dk = e.astype(np.float64)
+    dk -= _EXP_BIAS
+    f = x
+    f -= 1.0
+    s = f + 2.0
+    np.divide(f, s, out=s)
+    z = s * s
+    w = z * z
+    t1 = w * _LG[5]
+    t1 += _LG[3]
+    t1 *= w
+    t1 += _LG[1]
+    t1 *= w
+    R = w * _LG[6]
+    R += _LG[4]
+    R *= w
+    R += _LG[2]
+    R *= w
+    R += _LG[0]
+    R *= z
+    R += t1
+    h = f * f
+    h *= 0.5
+    R += h
+    R *= s                                 # s·(h + R)
+    np.multiply(dk, _LN2_LO, out=w)
+    R += w
+    np.subtract(h, R, out=h)
+    h -= f
+    dk *= _LN2_HI
+    h -= dk
+    return h
+
+
+def sincos_octant(m: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(sin φ, cos φ) for ``φ = (π/4)·m·2**-50 ∈ [0, π/4]``, from correctly rounded operations only.
+
+    Parameters
+    ----------
+    m : ndarray of uint64
+        Integers in [0, 2**50].
+
+    Returns
+    -------
+    (ndarray of float64, ndarray of float64)
+        sin φ and cos φ.
+
+    Notes
+    -----
+    φ is formed as a double-double ``p + t`` without a fused multiply-add: ``x = m·2**-50`` is
+    exact and split by integer masks into ``x_h`` (26 bits) + ``x_l`` (25 bits); fl(π/4) is
+    split into 26 + 27 bits, so Dekker's product gives ``x·fl(π/4) = p + e`` exactly, and
+    ``t = e + x·(π/4 − fl(π/4))``. Then fdlibm's ``__kernel_sin(p, t, 1)`` and
+    ``__kernel_cos(p, t)`` (Sun Microsystems, 1993: fixed degree-13 and degree-14 polynomials by
+    Horner's rule, with cos's ``qx`` splitting of 1 − z/2 above |p| = 0.3) give the values. Only
+    +, −, × and integer bit operations occur, each correctly rounded and never fused, so the
+    result is the same bits on every IEEE-754 machine.
+
+    *Accuracy*: measured against 120-bit mpmath over 2·10⁵ random m and the end points: sin at
+    most 0.70 ulp, cos at most 0.83 ulp (fdlibm's bound is < 1 ulp each).
+
+    Examples
+    --------
+    >>> s, c = sincos_octant(np.array([0, 2**50], dtype=np.uint64))
+    >>> s.tolist(), c.tolist()
+    ([0.0, 0.7071067811865475], [1.0, 0.7071067811865476])
+    """
+    xh = (m & _HIGH25).astype(np.float64)
+    xh *= 2.0**-50
+    xl = (m & _LOW25).astype(np.float64)
+    xl *= 2.0**-50
+    x = xh + xl                            # exact: m·2**-50
+    p = x * _PIO4_HI
+    t = xh * _PIO4_H26                     # Dekker: e = x·fl(π/4) − p, exactly
+    t -= p
+    xh *= _PIO4_L27
+    t += xh
+    np.multiply(xl, _PIO4_H26, out=xh)
+    t += xh
+    xl *= _PIO4_L27
+    t += xl
+    x *= _PIO4_LO
+    t += x                                 # φ = p + t
+    z = p * p
+    v = z * p
+    r = z * _S[5]
+    r += _S[4]
+    r *= z
+    r += _S[3]
+    r *= z
+    r += _S[2]
+    r *= z
+    r += _S[1]
+    r *= v                                 # v·r
+    sn = t * 0.5
+    sn -= r
+    sn *= z
+    sn -= t
+    v *= _S[0]
+    sn -= v
+    np.subtract(p, sn, out=sn)             # p − ((z(t/2 − v·r) − t) − v·S1)
+    rc = z * _C[5]
+    rc += _C[4]
+    rc *= z
+    rc += _C[3]
+    rc *= z
+    rc += _C[2]
+    rc *= z
+    rc += _C[1]
+    rc *= z
+    rc += _C[0]
+    rc *= z
+    rc *= z                                # z·r
+    t *= p
+    rc -= t                                # z·r − p·t
+    hp = p.view(np.uint64) >> _U32
+    qx = ((hp - _QUARTER_HIGH) << _U32).view(np.float64)   # p/4 truncated to its high word
+    qx[hp < _COS_SMALL] = 0.0
+    qx[hp > _COS_LARGE] = 0.28125
+    z *= 0.5
+    z -= qx
+    z -= rc                                # (z/2 − qx) − (z·r − p·t)
+    cs = np.subtract(1.0, qx, out=qx)
+    cs -= z
+    return sn, cs
 
 
 def _fill(key: np.ndarray, row0: int, col0: int, out: np.ndarray, sqrt_d: float) -> None:
@@ -343,6 +549,7 @@ _KERNEL = r"""
 #define RF_MULHI(a, b) __umul64hi((a), (b))
 #else
 #include <math.h>
+#include <string.h>
 #define RF_FN static inline
 #define RF_MULHI(a, b) ((rf_u64)(((unsigned __int128)(a) * (unsigned __int128)(b)) >> 64))
 #endif
@@ -359,21 +566,99 @@ RF_FN void rf_philox(rf_u64 c0, rf_u64 c1, rf_u64 c2, rf_u64 c3, rf_u64 k0, rf_u
     w[0] = c0; w[1] = c1; w[2] = c2; w[3] = c3;
 }
 
-/* One Box-Muller pair: radius word a, angle word b. */
+/* Correctly rounded operations, never fused: CUDA's _rn intrinsics are never contracted into an
+   FMA whatever the flags; on the host compile with -ffp-contract=off (and SSE2, not x87). */
+#ifdef RF_CUDA
+#define RF_ADD(a, b) __dadd_rn((a), (b))
+#define RF_SUB(a, b) __dsub_rn((a), (b))
+#define RF_MUL(a, b) __dmul_rn((a), (b))
+#define RF_DIV(a, b) __ddiv_rn((a), (b))
+#define RF_SQRT(a) __dsqrt_rn(a)
+#define RF_BITS(x) ((rf_u64)__double_as_longlong(x))
+#define RF_FROM_BITS(u) __longlong_as_double((long long)(u))
+#else
+#define RF_ADD(a, b) ((a) + (b))
+#define RF_SUB(a, b) ((a) - (b))
+#define RF_MUL(a, b) ((a) * (b))
+#define RF_DIV(a, b) ((a) / (b))
+#define RF_SQRT(a) sqrt(a)
+#endif
+
+#ifndef RF_CUDA
+RF_FN rf_u64 RF_BITS(double x) { rf_u64 u; memcpy(&u, &x, 8); return u; }
+RF_FN double RF_FROM_BITS(rf_u64 u) { double x; memcpy(&x, &u, 8); return x; }
+#endif
+
+/* -ln u, u = (k + 1) 2^-53: neg_log_unit() in philox.py (fdlibm e_log.c, hfsq form). */
+RF_FN double rf_neg_log(rf_u64 k) {
+    double x = (double)(k + 1);
+    rf_u64 bits = RF_BITS(x);
+    rf_u64 hm = bits >> 32;
+    rf_u64 e = hm >> 20;
+    rf_u64 i = ((hm & 0xFFFFFULL) + 0x95F64ULL) & 0x100000ULL;
+    e += i >> 20;
+    double m = RF_FROM_BITS((bits & 0xFFFFFFFFFFFFFULL) | ((i ^ 0x3FF00000ULL) << 32));
+    double dk = RF_SUB((double)e, RF_EXP_BIAS);
+    double f = RF_SUB(m, 1.0);
+    double s = RF_DIV(f, RF_ADD(f, 2.0));
+    double z = RF_MUL(s, s), w = RF_MUL(z, z);
+    double t1 = RF_MUL(RF_ADD(RF_MUL(RF_ADD(RF_MUL(w, RF_LG6), RF_LG4), w), RF_LG2), w);
+    double R = RF_MUL(RF_ADD(RF_MUL(RF_ADD(RF_MUL(RF_ADD(RF_MUL(w, RF_LG7), RF_LG5), w), RF_LG3),
+                                    w), RF_LG1), z);
+    R = RF_ADD(R, t1);
+    double h = RF_MUL(RF_MUL(f, f), 0.5);
+    R = RF_MUL(RF_ADD(R, h), s);
+    R = RF_ADD(R, RF_MUL(dk, RF_LN2_LO));
+    return RF_SUB(RF_SUB(RF_SUB(h, R), f), RF_MUL(dk, RF_LN2_HI));
+}
+
+/* sin, cos of (pi/4) m 2^-50, m <= 2^50: sincos_octant() in philox.py (Dekker + fdlibm kernels). */
+RF_FN void rf_sincos(rf_u64 m, double *sn, double *cs) {
+    double xh = RF_MUL((double)(m & ~0x1FFFFFFULL), 8.8817841970012523e-16);   /* 2^-50 */
+    double xl = RF_MUL((double)(m & 0x1FFFFFFULL), 8.8817841970012523e-16);
+    double x = RF_ADD(xh, xl);
+    double p = RF_MUL(x, RF_PIO4_HI);
+    double t = RF_SUB(RF_MUL(xh, RF_PIO4_H26), p);
+    t = RF_ADD(t, RF_MUL(xh, RF_PIO4_L27));
+    t = RF_ADD(t, RF_MUL(xl, RF_PIO4_H26));
+    t = RF_ADD(t, RF_MUL(xl, RF_PIO4_L27));
+    t = RF_ADD(t, RF_MUL(x, RF_PIO4_LO));
+    double z = RF_MUL(p, p), v = RF_MUL(z, p);
+    double r = RF_ADD(RF_MUL(z, RF_S6), RF_S5);
+    r = RF_ADD(RF_MUL(r, z), RF_S4);
+    r = RF_ADD(RF_MUL(r, z), RF_S3);
+    r = RF_ADD(RF_MUL(r, z), RF_S2);
+    r = RF_MUL(r, v);
+    double q = RF_SUB(RF_MUL(RF_SUB(RF_MUL(t, 0.5), r), z), t);
+    *sn = RF_SUB(p, RF_SUB(q, RF_MUL(v, RF_S1)));
+    double rc = RF_ADD(RF_MUL(z, RF_C6), RF_C5);
+    rc = RF_ADD(RF_MUL(rc, z), RF_C4);
+    rc = RF_ADD(RF_MUL(rc, z), RF_C3);
+    rc = RF_ADD(RF_MUL(rc, z), RF_C2);
+    rc = RF_ADD(RF_MUL(rc, z), RF_C1);
+    rc = RF_MUL(RF_MUL(rc, z), z);
+    rc = RF_SUB(rc, RF_MUL(t, p));
+    rf_u64 hp = RF_BITS(p) >> 32;
+    double qx = hp < 0x3FD33333ULL ? 0.0
+              : hp > 0x3FE90000ULL ? 0.28125 : RF_FROM_BITS((hp - 0x00200000ULL) << 32);
+    double hz = RF_SUB(RF_SUB(RF_MUL(z, 0.5), qx), rc);
+    *cs = RF_SUB(RF_SUB(1.0, qx), hz);
+}
+
+/* One Box-Muller pair: radius word a, angle word b (box_muller() in philox.py). */
 RF_FN void rf_pair(rf_u64 a, rf_u64 b, double *x, double *y) {
-    double u = ((double)(a >> 11) + 1.0) * 1.1102230246251565404e-16;   /* 2^-53 */
-    double r = sqrt(-2.0 * log(u));
+    double r = RF_SQRT(RF_MUL(rf_neg_log(a >> 11), 2.0));
     unsigned o = (unsigned)(b >> 61);
     rf_u64 m = (b >> 11) & 0x3FFFFFFFFFFFFULL;                           /* 2^50 - 1 */
     if (o & 1u) m = 0x4000000000000ULL - m;                              /* 2^50 - m */
-    double s = sin((double)m * RF_PHI_UNIT);
-    double c = sqrt((1.0 - s) * (1.0 + s));
+    double s, c;
+    rf_sincos(m, &s, &c);
     int swap = ((o + 1u) & 2u) != 0;
     double cx = swap ? s : c, sy = swap ? c : s;
     if ((o + 2u) & 4u) cx = -cx;
     if (o & 4u) sy = -sy;
-    *x = r * cx;
-    *y = r * sy;
+    *x = RF_MUL(r, cx);
+    *y = RF_MUL(r, sy);
 }
 
 RF_FN void rf_normals(rf_u64 row, rf_u64 g, rf_u64 k0, rf_u64 k1, double *z) {
@@ -391,7 +676,7 @@ RF_FN void rf_normals(rf_u64 row, rf_u64 g, rf_u64 k0, rf_u64 k1, double *z) {
     rf_normals(row0 + (rf_u64)r, (rf_u64)g, k0, k1, z);                                 \
     T *o = out + r * (long long)d + 4 * g;                                              \
     int n = d - 4 * g < 4 ? d - 4 * g : 4;                                              \
-    for (int j = 0; j < n; ++j) o[j] = (T)(z[j] / sqrt_d);
+    for (int j = 0; j < n; ++j) o[j] = (T)RF_DIV(z[j], sqrt_d);
 
 #define RF_WORDS_ONE                                                                   \
     long long r = idx / groups;                                                         \
@@ -462,7 +747,19 @@ def kernel_source(target: str = "cuda") -> str:
     if target not in ("cuda", "host"):
         raise RFTheoryError(f"target must be 'cuda' or 'host', got {target!r}")
     head = "#define RF_CUDA 1\n" if target == "cuda" else ""
-    return f"{head}#define RF_PHI_UNIT {_PHI_UNIT!r}\n{_KERNEL}"
+    return head + _kernel_constants() + _KERNEL
+
+
+def _kernel_constants() -> str:
+    """#define lines of the transform's constants, written from the module's own floats (repr
+    round-trips exactly), so the kernel and :func:`box_muller` use the same bits."""
+    consts = {"RF_LN2_HI": _LN2_HI, "RF_LN2_LO": _LN2_LO, "RF_EXP_BIAS": float(_EXP_BIAS),
+              "RF_PIO4_HI": _PIO4_HI, "RF_PIO4_LO": _PIO4_LO, "RF_PIO4_H26": _PIO4_H26,
+              "RF_PIO4_L27": _PIO4_L27}
+    consts.update({f"RF_LG{i + 1}": c for i, c in enumerate(_LG)})
+    consts.update({f"RF_S{i + 1}": c for i, c in enumerate(_S)})
+    consts.update({f"RF_C{i + 1}": c for i, c in enumerate(_C)})
+    return "".join(f"#define {name} ({value!r})\n" for name, value in consts.items())
 
 
 #: NVRTC options of the kernel: no fused multiply-adds, so its operations are box_muller()'s.
