@@ -27,11 +27,20 @@ table is compared on :data:`DEFAULT_KEYS` (every entry of its ``verdict``), so a
 (``headline``, ``single_sample``, …) is covered with no line at all, and each number it adds is
 one line; a claim module may instead declare its own ``KEY_NUMBERS`` tuple.
 
-Tolerances. Booleans, strings and ``None`` always compare exactly. A number passes when
+Tolerances. A key's value is split at every dict, at any depth, into its leaves (a verdict
+``{"general_n": {"smallest": {"value": 3.2e-06, "n": 3}}}`` gives the key numbers
+``verdict.general_n.smallest.value`` and ``verdict.general_n.smallest.n``), and each leaf gets a
+tolerance by what it is: booleans, strings and ``None`` always compare exactly; integers
+(counts) exactly unless the key gives a count tolerance (``atol=1``: one seed of an optimiser);
+floats within the key's tolerance, or, when it gives none, within :data:`ROUNDING_RTOL`
+(relative 1e-10 times a condition up to 10: what rounding on another CPU can move). A later key
+of a claim's tuple overrides an earlier one for the same leaf, so one float of a verdict can
+get its own tolerance. Each entry records its value's type, and ``--baseline`` prints which
+key numbers it compared exactly and which within a tolerance. A number passes when
 ``|new − old| ≤ atol + rtol·|old|`` (numpy's ``isclose``, the rule of pytest-regressions'
 ``num_regression``), or, with ``factor``, when ``old/factor ≤ new ≤ old·factor`` (thresholds on a
-geometric grid of p, where one seed flipping moves the crossing by up to a grid step); no
-tolerance given means exact. Lists compare elementwise. NaN equals NaN. The tolerance and its
+geometric grid of p, where one seed flipping moves the crossing by up to a grid step).
+Lists compare elementwise. NaN equals NaN. The tolerance and its
 reason are written into the baseline file next to each value and the comparison reads them from
 the file, so a reviewer sees why a number may move, and loosening one is a reviewed change of
 the file (``--update-baseline`` writes the declared ones again).
@@ -76,6 +85,8 @@ from .errors import RFTheoryError
 __all__ = [
     "FORMAT",
     "EXIT_MOVED",
+    "ROUNDING_RTOL",
+    "validate_baseline",
     "Key",
     "KeyNumber",
     "Difference",
@@ -95,7 +106,19 @@ __all__ = [
 ]
 
 #: The baseline file's format tag.
-FORMAT = "rftheory-baseline/1"
+FORMAT = "rftheory-baseline/2"
+#: Earlier formats: read as "regenerate this file" (version 1 had no value types and was
+#: recorded with V philox4x64-10+box-muller/1, whose numbers no longer come out).
+_OLD_FORMATS = ("rftheory-baseline/1",)
+#: The relative tolerance of a float a key declares none for: what rounding can move it, 1e-10
+#: times its condition, for a condition up to 10 (a closed form, a quadrature, a ratio of
+#: those). Floats an optimiser decides need their own key, with a tolerance in counts or
+#: ratios (see CLAIM_KEYS).
+ROUNDING_RTOL = 1e-9
+_ROUNDING_REASON = ("its floats within relative 1e-10·condition (condition <= 10): rounding, "
+                    "which another CPU's BLAS or libm moves")
+#: How deep a value's lists may nest in a baseline file.
+_MAX_DEPTH = 8
 #: Exit status of ``rftheory verify --baseline`` when a key number moved beyond its tolerance
 #: or went missing (2 means bad input, 0 that every number held).
 EXIT_MOVED = 3
@@ -163,9 +186,31 @@ class KeyNumber:
     tolerance: Any
     reason: str
 
+    @property
+    def type(self) -> str:
+        """The value's type as the file records it: bool, int, float, str, null or list."""
+        return _type_of(self.value)
+
     def as_json(self) -> dict[str, Any]:
         """The baseline file's entry for this number."""
-        return {"value": _encode(self.value), "tolerance": self.tolerance, "reason": self.reason}
+        return {"value": _encode(self.value), "type": self.type, "tolerance": self.tolerance,
+                "reason": self.reason}
+
+
+def _type_of(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "bool"
+    if isinstance(value, int):
+        return "int"
+    if isinstance(value, float):
+        return "float"
+    if isinstance(value, str):
+        return "str"
+    if isinstance(value, list):
+        return "list"
+    return type(value).__name__
 
 
 @dataclasses.dataclass(frozen=True)
@@ -223,12 +268,18 @@ class ClaimComparison:
         The numbers that moved beyond their tolerances or are missing on one side.
     warnings : tuple of str
         Provenance differences (versions, machine, source digests) and what they mean.
+    exact : tuple of str
+        The key numbers compared exactly (booleans, strings, None, counts without a tolerance).
+    within : tuple of str
+        The key numbers compared within a tolerance (floats, counts with one).
     """
 
     claim: str
     checked: int
     moved: tuple
     warnings: tuple
+    exact: tuple = ()
+    within: tuple = ()
 
     @property
     def ok(self) -> bool:
@@ -454,10 +505,45 @@ def key_numbers(result: Mapping[str, Any], keys: Iterable[Key]) -> dict[str, Key
             raise RFTheoryError(f"key number {key.path!r}: {exc.args[0]} is not in the result") \
                 from None
         for name, value in found.items():
-            value = _plain(value)
-            tolerance = "exact" if not _has_numbers(value) else key.tolerance()
-            out[name] = KeyNumber(name, value, tolerance, key.reason)
+            for leaf_name, leaf in _leaves(name, _plain(value)):
+                out[leaf_name] = _key_number(key, leaf_name, leaf)
     return out
+
+
+def _leaves(name: str, value: Any) -> list[tuple[str, Any]]:
+    """A value split at every dict (at any depth) into its leaves, named ``name.field``; lists
+    of dicts split by index (``name[0].field``); other lists stay one value (elementwise)."""
+    out, stack = [], [(name, value)]
+    while stack:
+        label, node = stack.pop()
+        if isinstance(node, dict) and node:
+            stack.extend((f"{label}.{k}", v) for k, v in reversed(list(node.items())))
+        elif isinstance(node, list) and any(isinstance(v, dict) for v in node):
+            stack.extend((f"{label}[{i}]", v) for i, v in reversed(list(enumerate(node))))
+        else:
+            out.append((label, node))
+    return out
+
+
+def _has_floats(value: Any) -> bool:
+    if isinstance(value, list):
+        return any(_has_floats(v) for v in value)
+    return isinstance(value, float)
+
+
+def _key_number(key: Key, name: str, value: Any) -> KeyNumber:
+    """The tolerance a leaf gets: booleans, strings and None exactly; integers (counts) exactly
+    unless the key gives a tolerance (counts of seeds an optimiser decides); floats within the
+    key's tolerance, or within :data:`ROUNDING_RTOL` when it gives none."""
+    if not _has_numbers(value):
+        return KeyNumber(name, value, "exact", key.reason)
+    declared = key.tolerance()
+    if declared != "exact":
+        return KeyNumber(name, value, declared, key.reason)
+    if _has_floats(value):
+        return KeyNumber(name, value, {"atol": 0.0, "rtol": ROUNDING_RTOL},
+                         f"{key.reason}; {_ROUNDING_REASON}" if key.reason else _ROUNDING_REASON)
+    return KeyNumber(name, value, "exact", key.reason)
 
 
 def _has_numbers(value: Any) -> bool:
@@ -627,16 +713,172 @@ def read_baseline(path: str | Path) -> dict[str, Any]:
     except FileNotFoundError:
         raise RFTheoryError(f"baseline {str(path)!r} does not exist; write one with "
                             "--update-baseline") from None
+    except RecursionError:
+        raise RFTheoryError(f"baseline {str(path)!r}: nested too deeply to be a baseline "
+                            f"(values nest at most {_MAX_DEPTH} lists)") from None
     except (OSError, ValueError) as exc:
         raise RFTheoryError(f"baseline {str(path)!r} is not readable JSON: {exc}") from None
+    validate_baseline(data, str(path))
+    return data
+
+
+_TOLERANCE_SHAPE = ('"exact", {"atol": number >= 0, "rtol": number >= 0} or '
+                    '{"factor": number > 1}')
+_TYPES = ("bool", "int", "float", "str", "null", "list")
+
+
+def _fail(source: str, where: str, should: str, got: Any) -> RFTheoryError:
+    text = repr(got)
+    if len(text) > 60:
+        text = text[:57] + "..."
+    return RFTheoryError(f"baseline {source!r}: {where} must be {should}, got {text}")
+
+
+def _real(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def _check_tolerance(tol: Any, where: str, source: str) -> None:
+    if tol == "exact":
+        return
+    if not isinstance(tol, dict) or not tol or not (set(tol) <= {"atol", "rtol"}
+                                                     or set(tol) == {"factor"}):
+        raise _fail(source, where, _TOLERANCE_SHAPE, tol)
+    for name, value in tol.items():
+        ok = _real(value) and (value > 1 if name == "factor" else value >= 0)
+        if not ok:
+            raise _fail(source, f"{where}.{name}", "a finite number " +
+                        ("> 1" if name == "factor" else ">= 0"), value)
+
+
+def _check_scalar(value: Any, kind: str, where: str, source: str) -> None:
+    """One value against its recorded type; floats finite or the strings "nan", "inf", "-inf"."""
+    special = isinstance(value, str) and value in ("nan", "inf", "-inf")
+    ok = {"bool": isinstance(value, bool),
+          "int": isinstance(value, int) and not isinstance(value, bool),
+          "float": _real(value) or special,
+          "str": isinstance(value, str),
+          "null": value is None}[kind]
+    if not ok:
+        what = {"bool": "true or false", "int": "an integer", "str": "a string", "null": "null",
+                "float": 'a finite number or "nan", "inf", "-inf"'}[kind]
+        raise _fail(source, where, f"{what} (its type is {kind})", value)
+
+
+def _check_list(value: Any, where: str, source: str) -> None:
+    stack = [(value, where, 0)]
+    while stack:
+        node, at, depth = stack.pop()
+        if depth > _MAX_DEPTH:
+            raise _fail(source, at, f"nested at most {_MAX_DEPTH} lists deep", "deeper")
+        if isinstance(node, list):
+            stack.extend((v, f"{at}[{i}]", depth + 1) for i, v in enumerate(node))
+        elif isinstance(node, float) and not math.isfinite(node):
+            raise _fail(source, at, 'a finite number or "nan", "inf", "-inf"', node)
+        elif not (node is None or isinstance(node, (bool, int, float, str))):
+            raise _fail(source, at, "a number, a string, true/false, null or a list", node)
+
+
+def _check_mapping(value: Any, where: str, source: str) -> None:
+    """A provenance record: a dict of JSON values, floats finite, nested at most _MAX_DEPTH."""
+    stack = [(value, where, 0)]
+    while stack:
+        node, at, depth = stack.pop()
+        if depth > _MAX_DEPTH:
+            raise _fail(source, at, f"nested at most {_MAX_DEPTH} levels deep", "deeper")
+        if isinstance(node, dict):
+            stack.extend((v, f"{at}.{k}", depth + 1) for k, v in node.items())
+        elif isinstance(node, list):
+            stack.extend((v, f"{at}[{i}]", depth + 1) for i, v in enumerate(node))
+        elif isinstance(node, float) and not math.isfinite(node):
+            raise _fail(source, at, "a finite number", node)
+
+
+def validate_baseline(data: Any, source: str = "baseline") -> None:
+    """Check a parsed baseline file against its schema, before any run.
+
+    The schema (format :data:`FORMAT`): ``{"format": FORMAT, "claims": {claim: entry}, ...}``,
+    an entry ``{"run": {"quick": bool, "seed": int >= 0}, "recorded": {"environment": {...},
+    "machine": {...}, "sources": {...}}, "numbers": {name: number}}`` and a number
+    ``{"value": ..., "type": "bool"|"int"|"float"|"str"|"null"|"list", "tolerance":
+    "exact" | {"atol": x >= 0, "rtol": x >= 0} | {"factor": x > 1}, "reason": str}``. The value
+    must be of its type (floats finite, or the strings "nan", "inf", "-inf"; a list of such
+    values at most 8 deep); a tolerance other than "exact" only on numbers. Nothing is
+    defaulted: a missing tolerance is an error, never "exact".
+
+    Parameters
+    ----------
+    data : object
+        The parsed JSON.
+    source : str, default "baseline"
+        The file's name, for the message.
+
+    Raises
+    ------
+    RFTheoryError
+        One line naming the first key that does not fit and what it should be.
+
+    Examples
+    --------
+    >>> entry = {"value": 0.5, "type": "float", "tolerance": "loose", "reason": ""}
+    >>> validate_baseline({"format": FORMAT, "claims": {"law": {
+    ...     "run": {"quick": True, "seed": 0}, "numbers": {"verdict.x": entry}}}}, "b.json")
+    Traceback (most recent call last):
+    ...
+    rftheory.errors.RFTheoryError: baseline 'b.json': claims.law.numbers.verdict.x.tolerance must be "exact", {"atol": number >= 0, "rtol": number >= 0} or {"factor": number > 1}, got 'loose'
+    """
+    if isinstance(data, dict) and data.get("format") in _OLD_FORMATS:
+        raise RFTheoryError(f"baseline {source!r} is format {data['format']} (recorded with an "
+                            f"earlier V and without value types): regenerate it with "
+                            "--update-baseline")
     if not isinstance(data, dict) or data.get("format") != FORMAT \
             or not isinstance(data.get("claims"), dict):
-        raise RFTheoryError(f"{str(path)!r} is not an rftheory baseline (format {FORMAT})")
+        raise RFTheoryError(f"{source!r} is not an rftheory baseline (format {FORMAT})")
     for claim, entry in data["claims"].items():
-        if not isinstance(entry, dict) or not isinstance(entry.get("numbers"), dict) \
-                or not isinstance(entry.get("run"), dict):
-            raise RFTheoryError(f"baseline {str(path)!r}: the entry of {claim!r} is malformed")
-    return data
+        at = f"claims.{claim}"
+        if not isinstance(entry, dict):
+            raise _fail(source, at, 'an entry {"run", "recorded", "numbers"}', entry)
+        for field in ("run", "numbers"):
+            if not isinstance(entry.get(field), dict):
+                raise _fail(source, f"{at}.{field}", "an object", entry.get(field, "missing"))
+        run = entry["run"]
+        if not isinstance(run.get("quick"), bool):
+            raise _fail(source, f"{at}.run.quick", "true or false", run.get("quick", "missing"))
+        seed = run.get("seed")
+        if not (isinstance(seed, int) and not isinstance(seed, bool) and seed >= 0):
+            raise _fail(source, f"{at}.run.seed", "a non-negative integer", seed)
+        recorded = entry.get("recorded", {})
+        if not isinstance(recorded, dict):
+            raise _fail(source, f"{at}.recorded", 'an object {"environment", "machine", '
+                        '"sources"}', recorded)
+        for field in ("environment", "machine", "sources"):
+            if field in recorded and not isinstance(recorded[field], dict):
+                raise _fail(source, f"{at}.recorded.{field}", "an object", recorded[field])
+        _check_mapping(recorded, f"{at}.recorded", source)
+        for name, number in entry["numbers"].items():
+            where = f"{at}.numbers.{name}"
+            if not isinstance(number, dict):
+                raise _fail(source, where, 'an entry {"value", "type", "tolerance", "reason"}',
+                            number)
+            for field in ("value", "type", "tolerance"):
+                if field not in number:
+                    raise _fail(source, f"{where}.{field}", "present" + (
+                        " (no tolerance is never taken as exact)" if field == "tolerance" else ""),
+                        "missing")
+            if not isinstance(number.get("reason", ""), str):
+                raise _fail(source, f"{where}.reason", "a string", number["reason"])
+            kind, value, tol = number["type"], number["value"], number["tolerance"]
+            if kind not in _TYPES:
+                raise _fail(source, f"{where}.type", "one of " + ", ".join(_TYPES), kind)
+            _check_tolerance(tol, f"{where}.tolerance", source)
+            if kind == "list":
+                if not isinstance(value, list):
+                    raise _fail(source, f"{where}.value", "a list (its type is list)", value)
+                _check_list(value, f"{where}.value", source)
+            else:
+                _check_scalar(value, kind, f"{where}.value", source)
+            if tol != "exact" and kind in ("bool", "str", "null"):
+                raise _fail(source, f"{where}.tolerance", f'"exact" (its type is {kind})', tol)
 
 
 def check_ready(path: str | Path, claims: Sequence[str], *, quick: bool, seed: int) -> dict:
@@ -696,6 +938,8 @@ def compare_claim(module: Any, entry: Mapping[str, Any],
     """
     claim = module.CLAIM
     moved = compare_numbers(entry["numbers"], result, claim_keys(module), claim=claim)
+    exact = tuple(sorted(n for n, e in entry["numbers"].items() if e.get("tolerance") == "exact"))
+    within = tuple(sorted(n for n, e in entry["numbers"].items() if e.get("tolerance") != "exact"))
     recorded = entry.get("recorded", {})
     env_old = recorded.get("environment", {})
     env_new = _jsonable(result.get("environment", {}))
@@ -712,7 +956,7 @@ def compare_claim(module: Any, entry: Mapping[str, Any],
     warnings += _differences("source digest of rftheory.", recorded.get("sources", {}),
                              _jsonable(result.get("sources", {})), consequence=_CODE)
     return ClaimComparison(claim, len(entry["numbers"]), tuple(moved),
-                           tuple(f"{claim}: {w}" for w in warnings))
+                           tuple(f"{claim}: {w}" for w in warnings), exact, within)
 
 
 def check_baseline(path: str | Path, results: Sequence[Mapping[str, Any]]) -> list[ClaimComparison]:
@@ -876,6 +1120,14 @@ CLAIM_KEYS: dict[str, tuple[Key, ...]] = {
         Key("curves[activation].verdict.bounded_away_at_large_p", reason="the per-activation verdict"),
         Key("curves[activation].verdict.limit_agrees", reason="the per-activation verdict"),
         Key("verdict.*", reason="the claim's verdict: any change is a finding"),
+        # Floats of the general-n verdict (keys after verdict.* override its tolerance):
+        Key("verdict.general_n.smallest_limit_from_dn.value", atol=1e-12, rtol=1e-6,
+            reason="closed form (a least-squares residual, no optimiser): last bits only"),
+        Key("verdict.general_n.smallest_limit_over_leave_one_out_from_dn", rtol=1e-6,
+            reason="ratio of closed-form residuals: last bits only"),
+        Key("verdict.general_n.smallest_region_from_dn.value", rtol=0.05, reason="min over local "
+            "minimisations of the duplicate region (an optimiser): another machine may reach "
+            "another local minimum (measured: 3.2579e-06 on AMD EPYC, 3.2576e-06 on Xeon)"),
     ),
     "twolayer_law": (
         Key("verdict.per_setup.*.threshold", factor=2.01, reason="the ratios double (1, 2, 4, 8 in "

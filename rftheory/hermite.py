@@ -17,9 +17,9 @@ Three methods compute μ_0, ..., μ_K:
 ``"exact"``
     Closed forms as sympy expressions, by linearity over the terms of the expression (piecewise
     polynomials, ``exp``/``expm1``/``sin``/``cos``/``sinh``/``cosh`` of ``a z + b``, polynomial
-    times ``erf(a z)`` or ``erfc(a z)``, parity), with ``sympy.integrate`` in a time-limited child
-    process as a last resort (``log``, ``sqrt``, ``asinh``, ... usually end there). A coefficient
-    not found within the time budget is ``None``.
+    times ``erf(a z)`` or ``erfc(a z)``, parity), with ``sympy.integrate`` in a child process
+    under a deterministic work bound as a last resort (``log``, ``sqrt``, ``asinh``, ... usually
+    end there). A coefficient not found within the bound is ``None``.
 """
 
 from __future__ import annotations
@@ -27,7 +27,6 @@ from __future__ import annotations
 import math
 import multiprocessing
 import queue as queue_module
-import time
 from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
@@ -44,6 +43,7 @@ __all__ = [
     "HermiteOptionError",
     "hermite_coefficients",
     "evaluate_within_budget",
+    "STEPS_PER_SECOND",
     "piecewise_regions",
     "METHODS",
     "MAX_ORDER",
@@ -193,8 +193,9 @@ def hermite_coefficients(
         Decimal digits for ``method="mpmath"`` (:data:`MIN_DPS`..:data:`MAX_DPS`); ignored
         otherwise.
     time_budget : float, keyword-only
-        Seconds allowed to ``sympy.integrate`` (run in a child process that is killed when the
-        budget is spent) for terms of ``method="exact"`` that no closed-form rule covers.
+        Work allowed to ``sympy.integrate`` for terms of ``method="exact"`` that no closed-form
+        rule covers, in nominal seconds: ``time_budget ·`` :data:`STEPS_PER_SECOND` Python calls
+        (a deterministic bound, see :func:`evaluate_within_budget`; not a clock).
 
     Returns
     -------
@@ -254,7 +255,8 @@ def hermite_coefficients(
       j and (2a/sqrt(π)) (1+2a²)^{−1/2} (−a²/(1+2a²))^m (2m)!/m! for j = 2m+1;
     * erf(a z) erf(b z), for E[φ²] only: (2/π) asin(2ab / sqrt((1+2a²)(1+2b²)));
     * an odd (even) term has vanishing even (odd) coefficients;
-    * otherwise ``sympy.integrate`` in a child process, killed after ``time_budget`` seconds.
+    * otherwise ``sympy.integrate`` in a child process, stopped after ``time_budget ·``
+      :data:`STEPS_PER_SECOND` Python calls (the same on a busy or an idle machine).
 
     Examples
     --------
@@ -958,17 +960,57 @@ def _integrate_job(term: sp.Expr, k: int) -> sp.Expr | None:
     return result
 
 
-def _child_loop(function: Callable, jobs: Sequence[tuple], results: Any) -> None:
+#: Python function calls of sympy work allowed per nominal second of a ``time_budget``: the
+#: budget is a count of calls, not a clock (measured: 0.5–1·10⁶ traced calls per second on one
+#: core of a 2026 Xeon/EPYC), so a loaded machine gives the same verdict as an idle one.
+STEPS_PER_SECOND = 500_000
+#: A child that neither answers nor exits within this many seconds per nominal budget second
+#: (at least 300 s) is stuck outside Python (a C call that never returns): an error, never a
+#: verdict.
+_STUCK_FACTOR = 60.0
+
+
+class _OutOfSteps(BaseException):
+    """Raised by the step counter (a BaseException, so no ``except Exception`` in sympy
+    swallows it)."""
+
+
+def _child_loop(function: Callable, jobs: Sequence[tuple], results: Any, steps: int) -> None:
+    """Run the jobs in order with one budget of ``steps`` Python calls for all of them."""
+    import sys
+
+    sp.core.cache.clear_cache()  # the count must not depend on what the parent computed before
+    used = [0]
+
+    def count(frame: Any, event: str, arg: Any) -> None:
+        if event == "call":
+            used[0] += 1
+            if used[0] > steps:
+                raise _OutOfSteps
+        return None
+
     for i, job in enumerate(jobs):
+        start = used[0]
+        if start >= steps:
+            results.put((i, False, None, 0))
+            continue
         try:
-            value = function(*job)
-            results.put((i, True, value))
+            sys.settrace(count)
+            try:
+                value = function(*job)
+            finally:
+                sys.settrace(None)
+            results.put((i, True, value, used[0] - start))
+        except _OutOfSteps:
+            used[0] = steps
+            results.put((i, False, None, steps - start))
         except Exception:  # noqa: BLE001 - any failure means "no value" for this job
-            results.put((i, False, None))
+            results.put((i, False, None, used[0] - start))
 
 
-def evaluate_within_budget(function: Callable, jobs: Sequence[tuple], time_budget: float) -> list:
-    """Run ``function(*job)`` for each job in a child process killed after ``time_budget`` s.
+def evaluate_within_budget(function: Callable, jobs: Sequence[tuple], time_budget: float, *,
+                           steps_used: list | None = None) -> list:
+    """Run ``function(*job)`` for each job in a child process, within a deterministic work bound.
 
     Parameters
     ----------
@@ -977,39 +1019,73 @@ def evaluate_within_budget(function: Callable, jobs: Sequence[tuple], time_budge
     jobs : sequence of tuples
         Argument tuples, run in order.
     time_budget : float
-        Wall-clock seconds for all jobs together.
+        The work allowed to all jobs together, in nominal seconds: ``time_budget ·``
+        :data:`STEPS_PER_SECOND` Python function calls (0: run nothing).
+    steps_used : list, optional
+        When given, receives the calls each job made (one int per job, 0 for jobs not run).
 
     Returns
     -------
     list
-        One entry per job: its result, or ``None`` if it failed or did not finish in time.
+        One entry per job: its result, or ``None`` if it failed or ran out of steps.
+
+    Raises
+    ------
+    TimeoutError
+        When the child neither answers nor exits for ``max(300, 60·time_budget)`` seconds (stuck
+        in a C call: no verdict is made from that).
 
     Notes
     -----
-    Results travel back pickled through a multiprocessing queue; nothing is ever rebuilt from a
-    string. The child is started with ``fork`` where available (no re-import cost), ``spawn``
-    otherwise, and is terminated (then killed) when the budget runs out.
+    The bound counts the Python function calls the job makes (a ``sys.settrace`` hook on
+    'call' events in the child; sympy is pure Python, so every step of its work is calls), with
+    sympy's cache cleared first. So whether a job finishes does not depend on the machine's
+    load or speed: the same input gives the same verdict on a busy or an idle machine. The count
+    is a deterministic function of the input, the Python and sympy versions and the string hash
+    seed (``PYTHONHASHSEED``, which orders some of sympy's sets: measured, counts move by ~2 %
+    between seeds; the package's own activations stay far below the defaults). Results travel
+    back pickled through a multiprocessing queue; nothing is rebuilt from a string. The child
+    is started with ``fork`` where available (no re-import cost), ``spawn`` otherwise.
+
+    Examples
+    --------
+    >>> from rftheory.hermite import evaluate_within_budget
+    >>> evaluate_within_budget(divmod, [(7, 2), (1, 0)], 1.0)
+    [(3, 1), None]
     """
     results: list = [None] * len(jobs)
-    if not jobs or time_budget <= 0:
+    counts = [0] * len(jobs)
+    if steps_used is not None:
+        steps_used[:] = counts
+    steps = int(time_budget * STEPS_PER_SECOND)
+    if not jobs or steps <= 0:
         return results
     methods = multiprocessing.get_all_start_methods()
     ctx = multiprocessing.get_context("fork" if "fork" in methods else "spawn")
     channel = ctx.Queue()
-    child = ctx.Process(target=_child_loop, args=(function, list(jobs), channel), daemon=True)
+    child = ctx.Process(target=_child_loop, args=(function, list(jobs), channel, steps), daemon=True)
     child.start()
-    deadline = time.monotonic() + time_budget
+    stuck_after = max(300.0, _STUCK_FACTOR * time_budget)
     received = 0
     try:
         while received < len(jobs):
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
-                break
-            try:
-                i, ok, value = channel.get(timeout=remaining)
-            except queue_module.Empty:
+            waited = 0.0
+            while True:
+                try:
+                    i, ok, value, used = channel.get(timeout=1.0)
+                    break
+                except queue_module.Empty:
+                    waited += 1.0
+                    if not child.is_alive() and channel.empty():
+                        i = None  # the child died (a crash or the OOM killer): no more answers
+                        break
+                    if waited > stuck_after:
+                        raise TimeoutError(f"sympy made no answer for {waited:.0f} s (stuck outside "
+                                           "Python); no verdict is drawn from that") from None
+            if i is None:
                 break
             results[i] = value if ok else None
+            counts[i] = used
             received += 1
     finally:
         if child.is_alive():
@@ -1020,6 +1096,8 @@ def evaluate_within_budget(function: Callable, jobs: Sequence[tuple], time_budge
         child.join()
         channel.close()
         channel.join_thread()
+    if steps_used is not None:
+        steps_used[:] = counts
     return results
 
 
@@ -1031,7 +1109,8 @@ def _tidy(value: sp.Expr) -> sp.Expr:
     return value
 
 
-def _exact_moments(expr: sp.Expr, order: int, budget_left: Callable[[], float]) -> tuple[list, str]:
+def _exact_moments(expr: sp.Expr, order: int, budget_left: Callable[[], float],
+                   spend: Callable[[float], None]) -> tuple[list, str]:
     """E[expr(g) He_k(g)] for k = 0..order (None where unknown), and which rules were used."""
     terms = sp.Add.make_args(sp.expand(expr))
     totals: list[sp.Expr | None] = [sp.Integer(0)] * (order + 1)
@@ -1052,7 +1131,9 @@ def _exact_moments(expr: sp.Expr, order: int, budget_left: Callable[[], float]) 
             elif totals[k] is not None:
                 totals[k] = totals[k] + v
     if fallback_jobs:
-        found = evaluate_within_budget(_integrate_job, fallback_jobs, budget_left())
+        steps: list = []
+        found = evaluate_within_budget(_integrate_job, fallback_jobs, budget_left(), steps_used=steps)
+        spend(sum(steps) / STEPS_PER_SECOND)
         for k, v in zip(fallback_slots, found):
             if v is None or totals[k] is None:
                 totals[k] = None
@@ -1069,22 +1150,26 @@ def _elementary(expr: sp.Expr) -> sp.Expr:
 
 
 def _exact(act: Activation, order: int, time_budget: float) -> HermiteCoefficients:
-    deadline = time.monotonic() + time_budget
+    spent = [0.0]  # nominal seconds of work used so far (counted steps / STEPS_PER_SECOND)
 
     def budget_left() -> float:
-        return max(0.0, deadline - time.monotonic())
+        return max(0.0, time_budget - spent[0])
 
     expr = _elementary(act.expr)
-    moments, used = _exact_moments(expr, order, budget_left)
+    def spend(seconds: float) -> None:
+        spent[0] += seconds
+
+    moments, used = _exact_moments(expr, order, budget_left, spend)
     values = []
     for k, m in enumerate(moments):
         values.append(None if m is None else _tidy(m / sp.sqrt(sp.factorial(k))))
-    square_moments, _ = _exact_moments(sp.expand(expr**2), 0, budget_left)
+    square_moments, _ = _exact_moments(sp.expand(expr**2), 0, budget_left, spend)
     second = None if square_moments[0] is None else _tidy(square_moments[0])
     missing = [k for k, v in enumerate(values) if v is None]
     notes = f"exact: {used}"
     if missing:
-        notes += f"; no closed form within {time_budget:g} s for k = {missing}"
+        notes += (f"; no closed form within {time_budget:g} s of work "
+                  f"({int(time_budget * STEPS_PER_SECOND):,} sympy steps) for k = {missing}")
     if second is None:
         notes += "; E[φ²] not found"
     return HermiteCoefficients(

@@ -440,8 +440,10 @@ def activation_report(
     dps : int
         mpmath digits for ``method="mpmath"``.
     time_budget : float, keyword-only
-        Seconds allowed to each time-limited sympy stage (the exact method's ``sympy.integrate``
-        fallback, and the symbolic parity/affinity/Lipschitz analysis).
+        Work allowed to each sympy stage (the exact method's ``sympy.integrate`` fallback, and
+        the symbolic parity/affinity/Lipschitz analysis), in nominal seconds converted to a
+        deterministic count of steps (:data:`rftheory.hermite.STEPS_PER_SECOND` per second), so
+        the verdicts do not depend on the machine's load.
 
     Returns
     -------

@@ -5,13 +5,13 @@ from __future__ import annotations
 import json
 import math
 import pathlib
-import time
 
 import mpmath
 import numpy as np
 import pytest
 import sympy as sp
 
+from rftheory import hermite
 from rftheory.activations import ACTIVATIONS
 from rftheory.errors import ActivationError, RFTheoryError
 from rftheory.hermite import (
@@ -298,30 +298,83 @@ def test_exact_hermite_polynomial_is_a_unit_vector():
 
 
 def test_exact_without_closed_form_reports_none_within_budget():
-    start = time.monotonic()
     result = hermite_coefficients("tanh", 4, "exact", time_budget=0.5)
-    elapsed = time.monotonic() - start
     # Even orders follow from tanh being odd; odd orders have no closed form.
     assert result.values[0] == 0 and result.values[2] == 0 and result.values[4] == 0
     assert result.values[1] is None and result.values[3] is None
     assert result.errors[1] == math.inf and result.errors[0] == 0.0
     assert np.isnan(result.as_float()[1])
     assert result.second_moment is None and result.tail_mass is None
-    assert "no closed form" in result.notes
-    # The child process is killed at the budget; generous slack for a loaded 2-core machine.
-    assert elapsed < 0.5 + 10.0
+    assert "no closed form" in result.notes and "250,000 sympy steps" in result.notes
 
 
-def _sleep_then_return(seconds: float) -> float:
-    time.sleep(seconds)
-    return seconds
+def _calls(n: int) -> int:
+    """Makes exactly n Python calls (of _leaf) besides its own."""
+    for _ in range(n):
+        _leaf()
+    return n
 
 
-def test_evaluate_within_budget_returns_finished_jobs_and_kills_the_rest():
-    start = time.monotonic()
-    results = evaluate_within_budget(_sleep_then_return, [(0.0,), (60.0,), (0.0,)], 1.0)
-    assert results == [0.0, None, None]
-    assert time.monotonic() - start < 15.0  # far below the 60 s the second job wanted
+def _leaf() -> None:
+    return None
+
+
+def _forever() -> None:
+    while True:
+        _leaf()
+
+
+def test_evaluate_within_budget_counts_steps_not_seconds():
+    # The bound is a count of Python calls: a job of N calls costs exactly N + 1 steps, every
+    # time; a job that never ends is stopped by the count, and the jobs after it get no steps.
+    steps = hermite.STEPS_PER_SECOND
+    counts: list = []
+    results = evaluate_within_budget(_calls, [(1000,), (20_000,)], 1.0, steps_used=counts)
+    assert results == [1000, 20_000] and counts == [1001, 20_001]
+    again: list = []
+    evaluate_within_budget(_calls, [(1000,), (20_000,)], 1.0, steps_used=again)
+    assert again == counts  # deterministic
+    # Exactly at the bound: N + 1 steps fit in a budget of N + 1, not in N.
+    n = steps // 10 - 1
+    assert evaluate_within_budget(_calls, [(n,)], 0.1) == [n]
+    assert evaluate_within_budget(_calls, [(n + 1,)], 0.1) == [None]
+    counts = []
+    assert evaluate_within_budget(_forever, [(), ()], 0.2, steps_used=counts) == [None, None]
+    assert counts == [int(0.2 * steps), 0]
+    assert evaluate_within_budget(_calls, [(5,)], 0) == [None]  # no budget: nothing runs
+
+
+def _hog() -> None:
+    while True:
+        pass
+
+
+def test_verdicts_do_not_depend_on_load():
+    # The same work bound on a machine with every core busy: the same results and step counts
+    # (a wall-clock budget of the same size would have cut the jobs short under the hog).
+    import multiprocessing
+    import os
+
+    jobs = [(200_000,), (200_000,)]
+    idle: list = []
+    idle_results = evaluate_within_budget(_calls, jobs, 0.75, steps_used=idle)
+    idle_tanh = hermite_coefficients("tanh", 4, "exact", time_budget=0.5)
+    ctx = multiprocessing.get_context("fork" if "fork" in multiprocessing.get_all_start_methods()
+                                      else "spawn")
+    hogs = [ctx.Process(target=_hog, daemon=True) for _ in range(2 * (os.cpu_count() or 1))]
+    for h in hogs:
+        h.start()
+    try:
+        busy: list = []
+        busy_results = evaluate_within_budget(_calls, jobs, 0.75, steps_used=busy)
+        busy_tanh = hermite_coefficients("tanh", 4, "exact", time_budget=0.5)
+    finally:
+        for h in hogs:
+            h.kill()
+            h.join()
+    assert idle_results == busy_results == [200_000, None]  # 2 · 200 001 > 375 000 steps
+    assert idle == busy == [200_001, 174_999]
+    assert busy_tanh.values == idle_tanh.values and busy_tanh.notes == idle_tanh.notes
 
 
 # ---------------------------------------------------------------------------------------------

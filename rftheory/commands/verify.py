@@ -124,6 +124,11 @@ def _report_baseline(args, results) -> int:
     for comparison in comparisons:
         for warning in comparison.warnings:
             print(f"warning: {warning}", file=sys.stderr)
+    for comparison in comparisons:  # how each key number was compared
+        print(f"baseline {comparison.claim}: {len(comparison.exact)} compared exactly: "
+              f"{', '.join(comparison.exact) or '-'}", file=out)
+        print(f"baseline {comparison.claim}: {len(comparison.within)} within a tolerance: "
+              f"{', '.join(comparison.within) or '-'}", file=out)
     moved = [d for c in comparisons for d in c.moved]
     checked = sum(c.checked for c in comparisons)
     for difference in moved:
