@@ -689,13 +689,16 @@ def record_claim(module: Any, result: Mapping[str, Any]) -> dict[str, Any]:
     }
 
 
-def read_baseline(path: str | Path) -> dict[str, Any]:
+def read_baseline(path: str | Path, *, for_update: bool = False) -> dict[str, Any]:
     """Read and check a baseline file (one clear RFTheoryError when it is not one).
 
     Parameters
     ----------
     path : str or Path
         The baseline file.
+    for_update : bool, default False
+        Reading it to write into: a baseline of an earlier format is then taken as empty (it
+        is superseded: recorded with another V and without value types).
 
     Returns
     -------
@@ -718,6 +721,8 @@ def read_baseline(path: str | Path) -> dict[str, Any]:
                             f"(values nest at most {_MAX_DEPTH} lists)") from None
     except (OSError, ValueError) as exc:
         raise RFTheoryError(f"baseline {str(path)!r} is not readable JSON: {exc}") from None
+    if for_update and isinstance(data, dict) and data.get("format") in _OLD_FORMATS:
+        return {"format": FORMAT, "claims": {}}
     validate_baseline(data, str(path))
     return data
 
@@ -1020,7 +1025,7 @@ def update_baseline(path: str | Path, results: Sequence[Mapping[str, Any]], *,
     from .output import write_json_atomic
 
     path = Path(path)
-    data = read_baseline(path) if path.exists() else {"format": FORMAT, "claims": {}}
+    data = read_baseline(path, for_update=True) if path.exists() else {"format": FORMAT, "claims": {}}
     if replace:
         data["claims"] = {}
     for result in results:

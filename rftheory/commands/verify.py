@@ -65,7 +65,7 @@ def handle(args) -> int:
     if args.update_baseline and Path(args.update_baseline).exists():
         from ..baseline import read_baseline
 
-        read_baseline(args.update_baseline)  # never overwrite a file that is not a baseline
+        read_baseline(args.update_baseline, for_update=True)  # never overwrite a non-baseline
     for module in modules:  # and every claim's sizes (run_claim checks again, for its own)
         config = (module.QUICK if args.quick
                   else getattr(module, "LARGE", module.FULL) if args.large else module.FULL)
