@@ -96,6 +96,7 @@ __all__ = [
     "claim_keys",
     "key_numbers",
     "compare_numbers",
+    "compare_entries",
     "machine",
     "record_claim",
     "read_baseline",
@@ -582,6 +583,27 @@ def compare_numbers(baseline: Mapping[str, Mapping[str, Any]], result: Mapping[s
         numbers = key_numbers(result, keys)
     except RFTheoryError as exc:
         return [Difference(claim, "(result)", None, None, "exact", "", str(exc))]
+    return compare_entries(baseline, numbers, claim=claim)
+
+
+def compare_entries(baseline: Mapping[str, Mapping[str, Any]], numbers: Mapping[str, KeyNumber],
+                    *, claim: str = "") -> list[Difference]:
+    """The key numbers of a run (``numbers``) that moved beyond the baseline's tolerances.
+
+    Parameters
+    ----------
+    baseline : mapping
+        The baseline entry's numbers: name to ``{"value", "type", "tolerance", "reason"}``.
+    numbers : mapping of str to KeyNumber
+        This run's key numbers (:func:`key_numbers`).
+    claim : str, default ""
+        The claim's name, for the differences.
+
+    Returns
+    -------
+    list of Difference
+        Every moved or missing number, sorted by name (empty when all held).
+    """
     moved = []
     for name in sorted(set(baseline) | set(numbers)):
         entry = baseline.get(name)

@@ -157,11 +157,16 @@ def test_triple_limit_is_approached_by_curvilinear_triples(activation, mult):
     # τ ≥ 1e-3 (relu+tanh: below the kink radius is then out of reach; the ReLU part is
     # linear and adds nothing at second order, so the smooth picture still holds at τ = 1e-3).
     # Measured (tanh, erf, relu+tanh): gaps 6e-2/4e-2/4.0 at τ = 0.1, 6e-4/4e-4/1e-4 at 1e-2,
-    # 1e-4/2e-5/6e-5 at 1e-3 — the last is the rounding floor κ·eps ~ τ⁻⁴·1e-16, not the rate.
+    # 1e-4/2e-5/6e-5 at 1e-3 — the last is the rounding floor κ·eps ~ τ⁻⁴·1e-16, not the rate
+    # (it moves with the BLAS kernel: 7.8e-4 for relu+tanh on an AVX-512 Xeon).
     gaps = [abs(projection_loss(f, limit_configuration(X, lim, h), theta, gradient=False).loss
                 - lim.loss) / lim.loss for h in (1e-1, 1e-2, 1e-3)]
     assert gaps[1] < 2e-3 and gaps[1] < gaps[0] / 5  # at least the O(τ) rate above the floor
-    assert gaps[2] < 5e-4
+    # At τ = 1e-3 only the floor is left: the rate's part is below gaps[1], and the rounding of a
+    # projection with condition κ ~ τ⁻⁴ (three candidates within τ) is a few κ·eps; 10 κ·eps
+    # bounds it on any IEEE-754 machine (2.2e-3 here), and still catches a limit that is wrong.
+    eps, tau = np.finfo(np.float64).eps, 1e-3
+    assert gaps[2] < gaps[1] + 10 * eps * tau**-4
 
 
 def test_relu_triples_add_nothing_beyond_first_order():
