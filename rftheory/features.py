@@ -17,9 +17,9 @@ writes each chunk in the working dtype. Hence
   which may depend on the chunk's size);
 * memory beyond the inputs is O(n · chunk_rows + n²).
 
-numpy and CuPy compute the same Philox integers and the same float64 operations; only their
-``log`` and ``sin`` differ, by at most :data:`rftheory.philox.MAX_ULPS` ulps (float64), which a
-float32 V almost never shows. :data:`V_DEFINITION` names the definition; stored results that
+numpy and CuPy compute the same Philox integers and the same correctly rounded float64
+operations (the package's own ``log``/``sin``/``cos``, no libm), so V is the same bits on every
+IEEE-754 machine (:data:`rftheory.philox.MAX_ULPS` = 0; see :mod:`rftheory.philox`). :data:`V_DEFINITION` names the definition; stored results that
 depend on V should record it.
 
 Seed streams: V uses no numpy ``Generator`` at all, so no ``default_rng`` stream can coincide with
@@ -436,10 +436,10 @@ class RandomFeatures(FeatureMap):
     -----
     All operations take data X of shape (n, d) in any array-API namespace and return arrays in
     that namespace, in X's dtype. V is defined in :mod:`rftheory.philox` (Philox4x64-10 counters,
-    Box–Muller in float64, ``V = Z/√d``; |Z| ≤ 8.57, float64 within 4 ulps of the exact transform;
-    see :func:`rftheory.philox.box_muller`). numpy and CuPy agree on V to within
-    :data:`rftheory.philox.MAX_ULPS` float64 ulps (their ``log``/``sin``), so results agree to
-    the precision of the arithmetic, not bit for bit.
+    Box–Muller in float64, ``V = Z/√d``; |Z| ≤ 8.57, float64 within 2.3 ulps of the exact
+    transform; see :func:`rftheory.philox.box_muller`). V is the same bits on numpy (any SIMD
+    level) and CuPy; results computed from it (φ(VX) through numpy's ``exp``/``tanh``, BLAS
+    sums) agree to the precision of the arithmetic, not bit for bit.
 
     On the host, drawing V costs more than the arithmetic it feeds once n is small: a pass does
     about 2n + 2n²/d flops per entry of V, while the generator gives ~25 M normals/s per core

@@ -251,7 +251,7 @@ def box_muller(words: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
     logic are exact; −ln u is within 0.80 ulp and sin φ, cos φ within 0.83 ulp (measured, see
     :func:`neg_log_unit` and :func:`sincos_octant`); √, the products and the division by √d are
     IEEE. Measured against a 120-bit mpmath evaluation of the same integers
-    (``tests/test_philox.py`` keeps the check): at most MAXNORMAL ulps over 4·10⁵ normals.
+    (``tests/test_philox.py`` keeps the check): at most 2.25 ulps over 4·10⁵ normals (mean 0.43).
 
     Examples
     --------

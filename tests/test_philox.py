@@ -76,8 +76,9 @@ def _edge_words() -> np.ndarray:
 
 
 def test_box_muller_is_accurate_against_mpmath():
-    # 1500 random counters (6000 normals) plus the edge words: every value within 4 ulps of the
-    # 120-bit transform of the same integers (the Notes' bound; measured max ≈ 3).
+    # 1500 random counters (6000 normals) plus the edge words: every value within 3 ulps of the
+    # 120-bit transform of the same integers: −ln u ≤ 0.8 ulp (halved by √), √ 0.5, sin/cos ≤ 0.83,
+    # the product 0.5 compose to ≲ 2.3 + second order (measured max 2.25 over 4·10⁵ normals).
     w = np.concatenate([philox.philox_words(3, 1500, 1).reshape(-1, 4), _edge_words()])
     z = philox.box_muller(w)
     worst = 0.0
@@ -85,7 +86,7 @@ def test_box_muller_is_accurate_against_mpmath():
         for p in (0, 1):
             x, y = ref.exact_normal_pairs(row[2 * p], row[2 * p + 1])
             worst = max(worst, ref.ulps(zr[2 * p], x), ref.ulps(zr[2 * p + 1], y))
-    assert worst <= 4.0, worst
+    assert worst <= 3.0, worst
 
 
 def test_tails_and_special_words():
