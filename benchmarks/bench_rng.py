@@ -10,11 +10,13 @@ all threads, for
 * "old": numpy's ``default_rng([seed, b]).standard_normal`` (the ziggurat that drew V before
   :data:`rftheory.philox.V_DEFINITION`), one generator per block of 1024 × 1024;
 * "new": :func:`rftheory.philox.standard_normal` (Philox4x64-10 + Box–Muller in float64, cast
-  once), block by block as :class:`RandomFeatures` draws them;
+  once; since V version 2 with the package's own correctly rounded ``log``/``sin``/``cos``, so V
+  is the same bits everywhere), block by block as :class:`RandomFeatures` draws them;
 * "stream": the entries of V per second that ``RandomFeatures.chunks`` delivers (n = 1, so the
   generator is all the work; includes the thread pool and chunk assembly);
 
-and the two parts of the new generator alone: numpy's Philox raw words and the transform; then
+and the two parts of the new generator alone: numpy's Philox raw words and the transform
+(beside version 1's transform on numpy's ``log``/``sin``, the price of V to the bit); then
 the cost of the counter layout (i, j // 4, 0, 0): one numpy Philox call per run of rows of one
 column group, so the per-call overhead is shared by the rows of a block (1024) whatever d is, and
 only windows of few rows (p < 1024) pay it per row. Printed as ns per normal for blocks of 1024
@@ -91,8 +93,38 @@ def stream_rate(dtype, threads: int) -> float:
     return p * d / _best(run) / 1e6
 
 
-def part_rates() -> tuple[float, float]:
-    """(M words/s of numpy's Philox alone, M normals/s of box_muller alone), one thread."""
+def _box_muller_v1(words: np.ndarray, out: np.ndarray) -> np.ndarray:
+    """The transform of V version 1 (``philox4x64-10+box-muller/1``), for timing only: numpy's
+    libm-style ``log`` and ``sin`` (SIMD-dependent in the last bit), c = √((1 − s)(1 + s))."""
+    u1, u2, u4, u11, u61 = (np.uint64(k) for k in (1, 2, 4, 11, 61))
+    a, b = words[..., 0::2], words[..., 1::2]
+    r = (a >> u11).astype(np.float64)
+    r += 1.0
+    r *= 2.0**-53
+    np.log(r, out=r)
+    r *= -2.0
+    np.sqrt(r, out=r)
+    o = b >> u61
+    m = (b >> u11) & np.uint64((1 << 50) - 1)
+    m = np.where((o & u1).astype(bool), np.uint64(1 << 50) - m, m)
+    s = m.astype(np.float64)
+    s *= (np.pi / 4) * 2.0**-50
+    np.sin(s, out=s)
+    c = np.subtract(1.0, s)
+    c *= 1.0 + s
+    np.sqrt(c, out=c)
+    swap = ((o + u1) & u2).astype(bool)
+    x, y = np.where(swap, s, c), np.where(swap, c, s)
+    x.view(np.uint64)[...] ^= ((o + u2) & u4) << u61
+    y.view(np.uint64)[...] ^= (o & u4) << u61
+    np.multiply(r, x, out=out[..., 0::2])
+    np.multiply(r, y, out=out[..., 1::2])
+    return out
+
+
+def part_rates() -> tuple[float, float, float]:
+    """(M words/s of numpy's Philox alone, M normals/s of box_muller alone, M normals/s of
+    version 1's libm transform), one thread."""
     key = philox.philox_key(0)
     bg = np.random.Philox(key=key)
     n = 2**20
@@ -100,7 +132,8 @@ def part_rates() -> tuple[float, float]:
     w = philox.philox_words(0, 1024, 4)
     out = np.empty(w.shape)
     transform = _best(lambda: philox.box_muller(w, out=out)) / w.size
-    return 1e-6 / words, 1e-6 / transform
+    v1 = _best(lambda: _box_muller_v1(w, out)) / w.size
+    return 1e-6 / words, 1e-6 / transform, 1e-6 / v1
 
 
 def layout_costs() -> None:
@@ -155,10 +188,11 @@ def main(argv: list[str] | None = None) -> int:
     for dtype in (np.float64, np.float32):
         print(f"{'stream':>9} {np.dtype(dtype).name:>8} | {stream_rate(dtype, 1):10.1f} | "
               f"{stream_rate(dtype, cores):11.1f}", flush=True)
-    words, transform = part_rates()
+    words, transform, v1 = part_rates()
     print(f"parts of the new generator (1 thread): numpy Philox {words:.0f} M words/s "
           f"({1e3 / words:.1f} ns per normal), box_muller {transform:.0f} M normals/s "
-          f"({1e3 / transform:.1f} ns per normal)")
+          f"({1e3 / transform:.1f} ns per normal; version 1's libm transform: {v1:.0f} M "
+          f"normals/s, {1e3 / v1:.1f} ns)")
     layout_costs()
     if not args.skip_step:
         step_rates()

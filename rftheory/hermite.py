@@ -93,7 +93,7 @@ class HermiteCoefficients:
         ``"exact"``, ``"mpmath"`` or ``"fast"``.
     values : tuple
         μ_0..μ_K: Python floats (fast), ``mpmath.mpf`` (mpmath), sympy expressions or ``None``
-        where no closed form was found within the time budget (exact).
+        where no closed form was found within the work bound (exact).
     errors : tuple
         Absolute error estimate of each coefficient as a float: ``0.0`` for exact values,
         ``inf`` where unknown.

@@ -99,7 +99,8 @@ class CardSize:
     order : int
         Hermite order K of the spectrum and of the verdicts.
     time_budget : float
-        Seconds for each time-limited sympy stage of the verdicts.
+        Work for each sympy stage of the verdicts, in nominal seconds converted to a fixed
+        count of steps (:data:`rftheory.hermite.STEPS_PER_SECOND` per second; not a clock).
     kernel_d, kernel_n : int
         Data of the concentration measurement (n points on the √d-sphere).
     kernel_p : tuple of int

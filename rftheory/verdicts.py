@@ -123,7 +123,7 @@ class ActivationReport:
 
 
 # ---------------------------------------------------------------------------------------------
-# Symbolic facts (run in a time-limited child process: simplify, limit and solveset can hang)
+# Symbolic facts (run in a child process under a step bound: simplify, limit and solveset can hang)
 # ---------------------------------------------------------------------------------------------
 
 def _symbolic_parity(expr: sp.Expr) -> dict:

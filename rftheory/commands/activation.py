@@ -46,7 +46,9 @@ def register(subparsers: Any) -> None:
                         help="fast: double-precision quadrature (default); mpmath: D-digit quadrature; "
                              "exact: sympy closed forms")
     parser.add_argument("--time-budget", type=float, default=10.0, metavar="SECONDS",
-                        help="seconds for each time-limited sympy stage (default 10)")
+                        help="work for each sympy stage, in nominal seconds: a fixed count of "
+                             "steps (500 000 per second), so the verdict does not depend on the "
+                             "machine's load (default 10)")
     parser.add_argument("--json", action="store_true", help="print the report as JSON")
     parser.add_argument("--plot", metavar="FILE",
                         help="draw |mu_k| against k to FILE (.png or .pdf; both are written)")
