@@ -1141,9 +1141,11 @@ CLAIM_KEYS: dict[str, tuple[Key, ...]] = {
         Key("curves[activation].rows[ratio].limit_loss", atol=1e-12, rtol=1e-6, reason="closed form "
             "(a least-squares residual, no optimiser): last bits only; values ~1e-27 at p <= d are "
             "rounding noise (atol)"),
-        Key("curves[activation].verdict.smallest_min_at_large_p", rtol=0.05, reason="min over a few "
-            "local minimisations of the duplicate region: another machine may reach another local "
-            "minimum"),
+        Key("curves[activation].verdict.smallest_min_at_large_p", factor=2.0, reason="min over a "
+            "few local minimisations of the duplicate region: another machine's last bits may lead "
+            "a start to another local minimum (measured: tanh 0.0700 with OpenBLAS SkylakeX, "
+            "0.0738 with Haswell and numpy without AVX-512); bounded_away_at_large_p is the "
+            "exact check"),
         Key("curves[activation].verdict.bounded_away_at_large_p", reason="the per-activation verdict"),
         Key("curves[activation].verdict.limit_agrees", reason="the per-activation verdict"),
         Key("verdict.*", reason="the claim's verdict: any change is a finding"),
@@ -1152,9 +1154,10 @@ CLAIM_KEYS: dict[str, tuple[Key, ...]] = {
             reason="closed form (a least-squares residual, no optimiser): last bits only"),
         Key("verdict.general_n.smallest_limit_over_leave_one_out_from_dn", rtol=1e-6,
             reason="ratio of closed-form residuals: last bits only"),
-        Key("verdict.general_n.smallest_region_from_dn.value", rtol=0.05, reason="min over local "
+        Key("verdict.general_n.smallest_region_from_dn.value", factor=2.0, reason="min over local "
             "minimisations of the duplicate region (an optimiser): another machine may reach "
-            "another local minimum (measured: 3.2579e-06 on AMD EPYC, 3.2576e-06 on Xeon)"),
+            "another local minimum (measured: 3.2579e-06 on AMD EPYC, 3.2576e-06 on Xeon); "
+            "regions_positive_from_dn is the exact check"),
     ),
     "twolayer_law": (
         Key("verdict.per_setup.*.threshold", factor=2.01, reason="the ratios double (1, 2, 4, 8 in "
