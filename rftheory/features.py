@@ -19,8 +19,8 @@ writes each chunk in the working dtype. Hence
 
 numpy and CuPy compute the same Philox integers and the same correctly rounded float64
 operations (the package's own ``log``/``sin``/``cos``, no libm), so V is the same bits on every
-IEEE-754 machine (:data:`rftheory.philox.MAX_ULPS` = 0; see :mod:`rftheory.philox`). :data:`V_DEFINITION` names the definition; stored results that
-depend on V should record it.
+IEEE-754 machine (:data:`rftheory.philox.MAX_ULPS` = 0; see :mod:`rftheory.philox`).
+:data:`V_DEFINITION` names the definition; stored results that depend on V should record it.
 
 Seed streams: V uses no numpy ``Generator`` at all, so no ``default_rng`` stream can coincide with
 it (not even ``default_rng(seed)``). The package's other random objects (data, labels, initial
