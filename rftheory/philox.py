@@ -400,7 +400,7 @@ def sincos_octant(m: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     --------
     >>> s, c = sincos_octant(np.array([0, 2**50], dtype=np.uint64))
     >>> s.tolist(), c.tolist()
-    ([0.0, 0.7071067811865475], [1.0, 0.7071067811865476])
+    ([0.0, 0.7071067811865476], [1.0, 0.7071067811865476])
     """
     xh = (m & _HIGH25).astype(np.float64)
     xh *= 2.0**-50
