@@ -456,7 +456,7 @@ class RandomFeatures(FeatureMap):
     >>> bool((RandomFeatures("tanh", d=3, p=2, seed=1).weights() == V[:2]).all())  # nested in p
     True
     >>> rf.v_definition
-    'philox4x64-10+box-muller/1'
+    'philox4x64-10+box-muller/2'
     """
 
     activation: Activation
