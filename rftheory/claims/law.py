@@ -54,6 +54,7 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
+from rftheory.deadline import NO_DEADLINE, Deadline
 from rftheory.claims._common import (ClaimConfig, TaskProgress, check_activations, default_workers,
                                      main_for, run_tasks, source_digests)
 from rftheory.errors import RFTheoryError
@@ -296,7 +297,8 @@ def _cost(task: dict[str, Any]) -> float:
 
 
 def _run_points(tasks: list[dict[str, Any]], workers: int,
-                progress: Callable[[str], None] | None) -> list[dict[str, Any]]:
+                progress: Callable[[str], None] | None,
+                deadline: Deadline = NO_DEADLINE) -> list[dict[str, Any]]:
     """Run the points, ``workers`` processes at a time, the expensive ones first; results in
     task order."""
     tick = TaskProgress(progress, len(tasks))
@@ -310,7 +312,7 @@ def _run_points(tasks: list[dict[str, Any]], workers: int,
 
     return run_tasks([partial(run_point, t) for t in tasks], workers=workers,
                      order=sorted(range(len(tasks)), key=lambda i: -_cost(tasks[i])),
-                     on_result=lambda i, cell: tick(lambda: line(cell)))
+                     on_result=lambda i, cell: tick(lambda: line(cell)), deadline=deadline)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -628,7 +630,8 @@ def _cell_row(params: dict, status: str, result: dict, seconds: float | None) ->
 
 
 def run(config: Config = FULL, *, progress: Callable[[str], None] | None = None,
-        workers: int | None = None, out_dir: str | Path = "results") -> dict[str, Any]:
+        workers: int | None = None, out_dir: str | Path = "results",
+        deadline: Deadline = NO_DEADLINE) -> dict[str, Any]:
     """Sweep p over multiples of n and dn, locate p*_label and p*_data, give the verdict.
 
     ``config``, ``progress`` and ``workers`` as in the protocol (:mod:`rftheory.claims`);
@@ -664,7 +667,7 @@ def run(config: Config = FULL, *, progress: Callable[[str], None] | None = None,
                   "seed_index": s, "max_steps": config.max_steps}
                  for a in config.activations for d, n in config.grid_of(a)
                  for p in p_values(d, n, config.ratios) for s in range(config.seeds_of(a))]
-        cells = _run_points(tasks, workers, progress)
+        cells = _run_points(tasks, workers, progress, deadline)
     result = analyse(cells, config)
     result.update(workers=workers, sweep_seconds=time.perf_counter() - start, sources=sources)
     return result

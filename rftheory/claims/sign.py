@@ -49,6 +49,7 @@ from typing import Any, Callable
 
 import numpy as np
 
+from rftheory.deadline import NO_DEADLINE, Deadline
 from rftheory.claims._common import (ClaimConfig, TaskProgress, check_activations, default_workers,
                                      main_for, run_tasks, source_digests)
 from rftheory.errors import RFTheoryError
@@ -288,7 +289,7 @@ def hermite_verdict(activation: str) -> dict[str, Any]:
 
 
 def run(config: Config = FULL, *, progress: Callable[[str], None] | None = None,
-        workers: int | None = None) -> dict[str, Any]:
+        workers: int | None = None, deadline: Deadline = NO_DEADLINE) -> dict[str, Any]:
     """Flip fraction per activation at p = ratio·dn, next to the Hermite verdict.
 
     Parameters
@@ -323,7 +324,7 @@ def run(config: Config = FULL, *, progress: Callable[[str], None] | None = None,
                 f" flips={cell['sign_flips']}/{n} loss={cell['final_loss']:.1e} "
                 f"L(one flipped)={cell['loss_one_flipped']:.1e} ({cell['seconds']:.1f} s)")
 
-    done = run_tasks(calls, workers=workers, on_result=lambda i, out: (
+    done = run_tasks(calls, workers=workers, deadline=deadline, on_result=lambda i, out: (
         tick(lambda: line(out)) if i >= len(activations) else None))
     verdicts = dict(zip(activations, done[:len(activations)]))
     runs = done[len(activations):]

@@ -13,8 +13,8 @@ import math
 
 from ..errors import RFTheoryError
 from ..output import format_table, print_json
-from ._common import (add_limit_options, figure_paths, limits, parse_int, parse_int_list,
-                      produced_by, progress_lines)
+from ._common import (add_limit_options, deadline, figure_paths, limits, parse_int,
+                      parse_int_list, produced_by, progress_lines)
 
 #: Largest n accepted: the check diagonalises n × n matrices (O(n³)) for every p and draw.
 MAX_N = 5000
@@ -96,15 +96,19 @@ def handle(args) -> int:
     seed = parse_int(args.seed, "seed", 0)
     reps = parse_int(args.reps, "reps", 1)
     paths = figure_paths(args.plot)
-    from ..budget import check_kernel
+    stop_at = deadline(args)
+    from ..budget import check
+    from ..concentration import measurement_memory
 
-    check_kernel(d=d, n=n, p_values=p_values, reps=reps, **limits(args))
+    check(measurement_memory(d=d, n=n, p_values=p_values), **limits(args))
 
     from ..concentration import measure_concentration, plot_curves
 
     result = measure_concentration(args.activation, d, n, p_values, seed=seed, reps=reps,
-                                   progress=progress_lines(args))
-    figures = [] if paths is None else [str(p) for p in plot_curves([result], paths[0])]
+                                   progress=progress_lines(args), deadline=stop_at)
+    stopped = result.get("stop_reason") == "time_limit"
+    figures = ([] if paths is None or not result["p"]
+               else [str(p) for p in plot_curves([result], paths[0])])
     result["figures"] = figures
     if args.json:
         print_json({**result, "produced_by": produced_by(
@@ -124,6 +128,9 @@ def handle(args) -> int:
         print(f"fitted slope of log ||PhiPhi^T/p - K||_op vs log p: {result['slope']:.3f}"
               + ("" if se is None else f" ± {se:.3f}") + " (expected -0.5)")
     print(verdict_lines(result))
+    if stopped:
+        print(f"stopped at the time limit: p = {', '.join(map(str, result['p_not_run']))} not "
+              "measured")
     if figures:
         print(f"figure: {', '.join(figures)}")
     return 0

@@ -15,8 +15,8 @@ from pathlib import Path
 from typing import Any
 
 from ..output import format_table, print_json
-from ._common import (add_limit_options, figure_paths, limits, output_dir, print_result,
-                      produced_by, progress_bar_wanted)
+from ._common import (add_limit_options, deadline, figure_paths, limits, output_dir,
+                      print_result, produced_by, progress_bar_wanted)
 
 #: Where ``run`` puts a sweep's store when ``--out`` is not given: ``results/sweeps/<file stem>``.
 DEFAULT_OUT_ROOT = Path("results") / "sweeps"
@@ -95,12 +95,13 @@ def _report_outputs(out_dir: Path, args: argparse.Namespace) -> tuple[dict, list
 
 
 def _run(args: argparse.Namespace) -> int:
-    from ..budget import format_bytes, format_duration
+    from ..budget import format_bytes
     from ..sweep import (SweepAbortedError, check_executor_choice, load_spec, plan_sweep,
                          run_sweep)
 
     figure_paths(args.plot)
     guard = limits(args)
+    stop_at = deadline(args)
     check_executor_choice(workers=args.workers, dask_scheduler=args.dask_scheduler,
                           dask_local=args.dask_local)
     spec = load_spec(args.file)  # every check of the file happens before anything runs
@@ -116,15 +117,17 @@ def _run(args: argparse.Namespace) -> int:
             print(f"{plan['total']} cells; {plan['already_done']} already in {plan['store']}; "
                   f"{plan['planned']} to compute" +
                   (f" ({plan['corrupt']} corrupt rows to redo)" if plan["corrupt"] else "")
-                  + f"; estimated ~{format_duration(est['estimated_seconds'])} on "
-                    f"{est['workers']} worker{'s' if est['workers'] > 1 else ''}, "
-                    f"largest cell ~{format_bytes(est['largest_cell']['peak_bytes'])}")
+                  + f"; {est['workers']} worker{'s' if est['workers'] > 1 else ''}; largest "
+                    f"cell {est['largest_cell']['job']} ~"
+                    f"{format_bytes(est['largest_cell']['peak_bytes'])} of memory; the "
+                    f"collector's scan of the store ~{format_bytes(est['scan_bytes'])}")
         return 0
     progress = progress_bar_wanted(args)
     try:
         run = run_sweep(spec, out_dir, resume=args.resume, retry_errors=args.retry_errors,
                         workers=args.workers, dask_scheduler=args.dask_scheduler,
-                        dask_local=args.dask_local, progress=progress, **guard)
+                        dask_local=args.dask_local, progress=progress, deadline=stop_at,
+                        **guard)
     except SweepAbortedError as exc:
         print(f"rftheory sweep run: {exc}", file=sys.stderr)
         return 1
@@ -136,6 +139,10 @@ def _run(args: argparse.Namespace) -> int:
         print(f"computed {run.computed} of {run.total} cells ({run.already_done} already stored"
               + (f", {run.corrupt_recomputed} corrupt rows redone" if run.corrupt_recomputed else "")
               + f") on {run.executor} in {run.seconds:.1f} s; store: {run.store}")
+        if run.stop_reason == "time_limit":
+            left = run.planned - run.computed
+            print(f"stopped at the time limit: {left} cells not computed (rerun with --resume "
+                  "to compute them)")
         print(report_table(report))
         for path in written:
             print(f"wrote {path}")
@@ -221,8 +228,8 @@ def register(subparsers: Any) -> None:
     run.add_argument("--retry-errors", action="store_true",
                      help="with --resume, rerun cells whose stored outcome is an error")
     run.add_argument("--dry-run", action="store_true",
-                     help="check the file, the store and the sizes, count the cells to compute "
-                          "and estimate the time; run nothing")
+                     help="check the file, the store and the memory, count the cells to "
+                          "compute; run nothing")
     run.add_argument("--no-progress", action="store_true", help="no progress bar")
     _figure_options(run)
     add_limit_options(run)
