@@ -66,7 +66,7 @@ def time_limit(value: Any = None, *, name: str = "time_limit") -> float:
         raise RFTheoryError(f"{source} must be a number of seconds or inf, got {value!r}") \
             from None
     if math.isnan(seconds) or seconds <= 0:
-        raise RFTheoryError(f"{source} must be a positive number of seconds, got {value!r}")
+        raise RFTheoryError(f"{source} must be positive (seconds, or inf), got {value!r}")
     return seconds
 
 

@@ -943,8 +943,8 @@ def card_table(card: ActivationCard) -> str:
     sec = card.cost["seconds"]
     lines.append(f"cost: {sec['total']:.1f} s wall (Hermite {sec['hermite_and_verdicts']:.1f}, "
                  f"kernel {sec['kernel_curve'] + sec['concentration']:.1f}, law "
-                 f"{sec['empirical_law']:.1f}, sign {sec['sign_check']:.1f}); stated bound "
-                 f"{card.cost['estimate']['upper_bound_seconds']:.0f} s")
+                 f"{sec['empirical_law']:.1f}, sign {sec['sign_check']:.1f}); peak memory "
+                 f"declared ~{card.cost['estimate']['peak_bytes'] / 2**20:.0f} MiB")
     return "\n".join(lines)
 
 

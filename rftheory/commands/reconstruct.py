@@ -74,12 +74,11 @@ def register(subparsers: Any) -> None:
 def handle(args: argparse.Namespace) -> int:
     """Handler: check every option and the job's size before the (long) run, run the pipeline,
     print (with its warnings), plot."""
+    stop_at = deadline(args)  # the clock starts with the command
     from ..budget import check
     from ..data import dataset_dimension
     from ..pipeline import (feature_count, fit_model, plot_reconstruction, reconstruction_memory,
                             recover_training_set)
-
-    stop_at = deadline(args)  # the clock starts with the command
 
     figure_paths(args.plot)
     n = at_least(args.n, "n")
