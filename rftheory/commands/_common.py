@@ -25,6 +25,7 @@ from __future__ import annotations
 import argparse
 import math
 import os
+import re
 import sys
 import tempfile
 from pathlib import Path
@@ -202,10 +203,47 @@ def deadline(args: argparse.Namespace) -> Any:
 # -- progress ------------------------------------------------------------------------------------
 
 def progress_lines(args: argparse.Namespace) -> Callable[[str], None] | None:
-    """Where one-line progress messages go: stderr, unless ``--json`` asks for a clean stdout run."""
-    if getattr(args, "json", False):
+    """Where a job's progress messages go: nothing with ``--json`` (a clean stdout run) or
+    ``--no-progress``; on a terminal a tqdm bar (:class:`TaskBar`: tasks done, the rate
+    measured in this run, the ETA); elsewhere (a log) one line per message on stderr."""
+    if getattr(args, "json", False) or getattr(args, "no_progress", False):
         return None
+    if sys.stderr.isatty():
+        return TaskBar()
     return lambda message: print(message, file=sys.stderr, flush=True)
+
+
+class TaskBar:
+    """A tqdm bar fed by a job's progress messages: ``[k/total] what`` (the claims'
+    :class:`~rftheory.claims._common.TaskProgress`) advances it to k of total, with ``what``
+    shown beside it; any other message is written above the bar."""
+
+    _TASK = re.compile(r"^\[(\d+)/(\d+)\] (.*)$", re.S)
+
+    def __init__(self) -> None:
+        self._bar: Any = None
+
+    def __call__(self, message: str) -> None:
+        from tqdm import tqdm
+
+        task = self._TASK.match(message)
+        if task is None:
+            tqdm.write(message, file=sys.stderr)
+            return
+        done, total, what = int(task[1]), int(task[2]), task[3]
+        if self._bar is None or self._bar.total != total:
+            self.close()
+            self._bar = tqdm(total=total, unit="task", file=sys.stderr, dynamic_ncols=True)
+        self._bar.update(done - self._bar.n)
+        self._bar.set_postfix_str(what[:60], refresh=True)
+        if done >= total:
+            self.close()
+
+    def close(self) -> None:
+        """End the bar (if one is open)."""
+        if self._bar is not None:
+            self._bar.close()
+            self._bar = None
 
 
 def progress_bar_wanted(args: argparse.Namespace) -> bool:

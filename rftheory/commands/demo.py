@@ -28,6 +28,7 @@ def register(subparsers) -> None:
     p.add_argument("--quick", action="store_true",
                    help="smaller sweep (a fraction of the default's time)")
     p.add_argument("--json", action="store_true", help="print the whole result as JSON")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar or lines")
     add_limit_options(p)
     p.set_defaults(handler=handle)
 

@@ -47,6 +47,7 @@ def register(subparsers) -> None:
                    help="with --dry-run: time 2 real optimiser steps of the largest "
                         "reconstruction and print that rate times its step budget (an upper "
                         "bound)")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar or lines")
     add_limit_options(p)
     p.set_defaults(handler=handle)
 
