@@ -129,7 +129,25 @@ class Memory:
 
 
 def largest(needs: Iterable[Memory], job: str) -> Memory:
-    """The largest of several jobs' memory (they run one after the other), called ``job``."""
+    """The largest of several jobs' memory (they run one after the other), called ``job``.
+
+    Parameters
+    ----------
+    needs : iterable of Memory
+        The jobs' declared memory.
+    job : str
+        The name of the result.
+
+    Returns
+    -------
+    Memory
+        The largest need under the name ``job`` (zero bytes when there is none).
+
+    Examples
+    --------
+    >>> largest([Memory("a", 1.0), Memory("b", 5.0)], "both").peak_bytes
+    5.0
+    """
     needs = list(needs)
     if not needs:
         return Memory(job, 0.0)
@@ -198,6 +216,25 @@ def size(name: str, value: Any, minimum: float = 1) -> float:
     """A size as a float (``1e300`` allowed), or :class:`RFTheoryError` for a non-number,
     NaN, or a value below ``minimum``.
 
+    Parameters
+    ----------
+    name : str
+        The size's name in messages.
+    value : number
+        The size.
+    minimum : float
+        Smallest value accepted (default 1).
+
+    Returns
+    -------
+    float
+        ``value`` as a float.
+
+    Raises
+    ------
+    rftheory.errors.RFTheoryError
+        For a non-number (bool included), NaN or a value below ``minimum``.
+
     Examples
     --------
     >>> size("p", 10**12)
@@ -212,7 +249,23 @@ def size(name: str, value: Any, minimum: float = 1) -> float:
 
 
 def show(value: float) -> str:
-    """A size in a message: an integer below 10⁹, else 3 significant digits."""
+    """A size in a message: an integer below 10⁹, else 3 significant digits.
+
+    Parameters
+    ----------
+    value : float
+        The size.
+
+    Returns
+    -------
+    str
+        E.g. ``"20000"`` or ``"1e+11"``.
+
+    Examples
+    --------
+    >>> show(20000.0), show(1e11)
+    ('20000', '1e+11')
+    """
     return f"{int(value)}" if value < 1e9 and value == int(value) else f"{value:.3g}"
 
 

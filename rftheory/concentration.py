@@ -27,7 +27,7 @@ import numpy as np
 
 from .data import sphere_data
 from .errors import RFTheoryError
-from .deadline import NO_DEADLINE, TIME_LIMIT_REACHED, Deadline
+from .deadline import TIME_LIMIT_REACHED, Deadline
 from .features import RandomFeatures
 from .kernel import (
     DEFAULT_ORDER,
@@ -149,7 +149,7 @@ def concentration(activation: str, X: np.ndarray, p_values: Sequence[int], *, se
                   reps: int = 4, order: int = DEFAULT_ORDER,
                   powers: HadamardPowerBounds | None = None,
                   progress: Callable[[str], None] | None = None,
-                  deadline: Deadline = NO_DEADLINE) -> dict:
+                  deadline: Deadline | None = None) -> dict:
     """Concentration of ΦΦᵀ/p around K for one activation on given data.
 
     Parameters
@@ -194,6 +194,7 @@ def concentration(activation: str, X: np.ndarray, p_values: Sequence[int], *, se
     −‖Eu‖²/(δ − 2‖E‖) <= λ_min(ΦΦᵀ/p) − λ_min(K) − uᵀEu <= 0; that allowance is reported
     (``None`` when δ <= 2‖E‖ and the statement is vacuous).
     """
+    deadline = Deadline() if deadline is None else deadline  # None: no deadline
     n, d = X.shape
     p_values = [int(p) for p in p_values]
     series = kernel_series(activation, order)
@@ -310,7 +311,7 @@ def concentration(activation: str, X: np.ndarray, p_values: Sequence[int], *, se
 def measure_concentration(activation: str, d: int, n: int, p_values: Sequence[int], *,
                           seed: int = 0, reps: int = 4, order: int = DEFAULT_ORDER,
                           progress: Callable[[str], None] | None = None,
-                          deadline: Deadline = NO_DEADLINE) -> dict:
+                          deadline: Deadline | None = None) -> dict:
     """Sample X (n Gaussian rows normalised to norm √d, seed ``seed``) and run :func:`concentration`.
 
     Parameters

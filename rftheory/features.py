@@ -915,6 +915,22 @@ def features_memory(*, n: float, p: float, d: float, itemsize: int = 8,
     """Peak bytes of :meth:`RandomFeatures.features` (a materialised n × p Φ): its blocks while
     streaming, then the blocks and their concatenation.
 
+    Parameters
+    ----------
+    n, p, d : float
+        Points (rows of Φ), features (columns), input dimension.
+    itemsize : int
+        Bytes per entry of the working dtype.
+    threads : int, optional
+        Threads drawing V (default :func:`available_cores`).
+
+    Returns
+    -------
+    peak : float
+        Bytes.
+    parts : dict of str to float
+        Its named terms.
+
     Examples
     --------
     >>> features_memory(n=1000, p=10**6, d=100)[0] > 2 * 8e9

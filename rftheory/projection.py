@@ -237,7 +237,28 @@ def projection_residuals(features: FeatureMap, X_hat: Any, X: Any, *,
 
 def keeps_blocks(m: float, d: float, p: float, itemsize: int = 8, resident: bool = False) -> bool:
     """Whether :func:`projection_loss` with gradient keeps its first pass's blocks for the second
-    on the host (φ, φ′ and V unless resident within :data:`KEEP_BLOCKS_BYTES`), for m rows."""
+    on the host (φ, φ′ and V unless resident within :data:`KEEP_BLOCKS_BYTES`), for m rows.
+
+    Parameters
+    ----------
+    m, d, p : float
+        Candidate rows, input dimension, features.
+    itemsize : int
+        Bytes per entry.
+    resident : bool
+        V is cached (not kept with the blocks).
+
+    Returns
+    -------
+    bool
+        True when the blocks are kept (one pass per evaluation), False when the second pass
+        streams V again.
+
+    Examples
+    --------
+    >>> keeps_blocks(10, 20, 2000), keeps_blocks(10, 3072, 10**6)
+    (True, False)
+    """
     return 2 * m * p * itemsize + (0.0 if resident else p * d * itemsize) <= KEEP_BLOCKS_BYTES
 
 

@@ -278,7 +278,24 @@ class TimeLimitReached(Exception):
 
 
 def describe_task(call: Callable[[], Any]) -> str:
-    """A task in a partial result: a ``functools.partial``'s arguments, else its repr."""
+    """A task in a partial result: a ``functools.partial``'s arguments, else its repr.
+
+    Parameters
+    ----------
+    call : callable
+        One of :func:`run_tasks`'s calls.
+
+    Returns
+    -------
+    str
+        Its arguments, e.g. ``"{'d': 5, 'n': 10, 'p': 50}"``.
+
+    Examples
+    --------
+    >>> from functools import partial
+    >>> describe_task(partial(print, 1, sep="-"))
+    "1, sep='-'"
+    """
     args = getattr(call, "args", ())
     keywords = getattr(call, "keywords", {})
     if args or keywords:
@@ -290,7 +307,7 @@ def describe_task(call: Callable[[], Any]) -> str:
 def run_tasks(calls: Sequence[Callable[[], T]], *, workers: int,
               order: Sequence[int] | None = None,
               on_result: Callable[[int, T], None] | None = None,
-              deadline: Deadline = NO_DEADLINE) -> list[T]:
+              deadline: Deadline | None = None) -> list[T]:
     """Run every call, ``workers`` processes at a time (in this process when 1); results in call order.
 
     Parameters
@@ -332,6 +349,7 @@ def run_tasks(calls: Sequence[Callable[[], T]], *, workers: int,
         if on_result is not None:
             on_result(i, result)
 
+    deadline = NO_DEADLINE if deadline is None else deadline
     done: set[int] = set()
 
     def stop() -> TimeLimitReached:
@@ -524,7 +542,18 @@ def run_claim(name: str, *, quick: bool = False, large: bool = False, seed: int 
 
 def partial_summary(result: dict) -> str:
     """The summary of a run that its deadline stopped before its tasks were done
-    (:func:`run_claim`): which tasks finished, which did not run."""
+    (:func:`run_claim`): which tasks finished, which did not run.
+
+    Parameters
+    ----------
+    result : dict
+        A partial result of :func:`run_claim` (with ``tasks_finished`` and ``tasks_not_run``).
+
+    Returns
+    -------
+    str
+        A line saying so, then up to 20 tasks not run, one per line.
+    """
     lines = [f"{result['claim']}: stopped at the time limit "
              f"({result.get('time_limit_seconds', float('nan')):g} s) — "
              f"{len(result['tasks_finished'])} tasks finished, {len(result['tasks_not_run'])} "
@@ -537,7 +566,27 @@ def partial_summary(result: dict) -> str:
 
 def result_path(out_dir: str | Path, claim: str, partial: bool = False) -> Path:
     """Where :func:`run_claim` saves a claim's result (``<claim>.json``, or
-    ``<claim>.partial.json`` for a run stopped at its deadline)."""
+    ``<claim>.partial.json`` for a run stopped at its deadline).
+
+    Parameters
+    ----------
+    out_dir : path
+        The results directory.
+    claim : str
+        The claim's name.
+    partial : bool
+        A run stopped at its deadline.
+
+    Returns
+    -------
+    pathlib.Path
+        The file.
+
+    Examples
+    --------
+    >>> result_path("results", "law", partial=True).name
+    'law.partial.json'
+    """
     return Path(out_dir) / f"{claim}{'.partial' if partial else ''}.json"
 
 

@@ -50,7 +50,7 @@ from typing import Any, Callable
 import numpy as np
 
 from rftheory.claims._common import ClaimConfig, check_activations, main_for, source_digests
-from rftheory.deadline import NO_DEADLINE, TIME_LIMIT_REACHED, Deadline
+from rftheory.deadline import TIME_LIMIT_REACHED, Deadline
 from rftheory.errors import ResourceLimitError, RFTheoryError
 from rftheory.output import format_table, save_figure
 
@@ -66,6 +66,8 @@ TRAIN_TOL = 1e-6
 RHO_SUCCESS = 0.1
 #: Images of each cell kept in the result (as 8-bit pixels) and shown in the figure.
 SHOWN = 10
+#: Seconds between the progress messages of a running cell (``[step/max_steps] ...``).
+STEP_PROGRESS_SECONDS = 10.0
 
 
 @dataclasses.dataclass(frozen=True)
@@ -154,7 +156,7 @@ def _memory(config: Config, d: int, p: int, memory_limit: float | str | None
 
 
 def run(config: Config = FULL, *, progress: Callable[[str], None] | None = None,
-        deadline: Deadline = NO_DEADLINE,
+        deadline: Deadline | None = None,
         memory_limit: float | str | None = None) -> dict[str, Any]:
     """The table for ``config``: every (activation, p) cell, in order (those that cannot fit in
     memory skipped, saying why).
@@ -180,6 +182,8 @@ def run(config: Config = FULL, *, progress: Callable[[str], None] | None = None,
     """
     from rftheory.data import dataset_dimension, load_dataset
     from rftheory.pipeline import fit_model, matched_images, recover_training_set
+
+    deadline = Deadline() if deadline is None else deadline  # None: no deadline
 
     for name in config.activations:
         check_activations(name)
@@ -211,7 +215,9 @@ def run(config: Config = FULL, *, progress: Callable[[str], None] | None = None,
                                data=config.data, device=config.device,
                                v_cache_bytes=config.v_cache_bytes)
             fit_seconds = time.perf_counter() - start
-            run_ = recover_training_set(fitted, max_steps=config.max_steps, deadline=deadline)
+            run_ = recover_training_set(fitted, max_steps=config.max_steps, deadline=deadline,
+                                        callback=_StepProgress(progress, f"{name}, p = {multiple}",
+                                                               config.max_steps))
             shown, _, recon = matched_images(run_, SHOWN)
             residual = float(fitted.train_residual)
             row.update(
@@ -246,6 +252,22 @@ def run(config: Config = FULL, *, progress: Callable[[str], None] | None = None,
         "originals": _pixels(originals), "paper_rho": PAPER_RHO, "rows": rows,
         "verdict": _verdict(rows, config), "sources": sources,
     }
+
+
+class _StepProgress:
+    """The optimiser's callback in a cell: every :data:`STEP_PROGRESS_SECONDS` a progress
+    message ``[step/max_steps] <cell>: loss ...`` (a bar of the cell's steps on a terminal)."""
+
+    def __init__(self, progress: Callable[[str], None] | None, cell: str, max_steps: int):
+        self.progress, self.cell, self.max_steps = progress, cell, max_steps
+        self.last = time.perf_counter()
+
+    def __call__(self, step: int, loss: float, X_hat: Any) -> bool:
+        now = time.perf_counter()
+        if self.progress is not None and now - self.last >= STEP_PROGRESS_SECONDS:
+            self.last = now
+            self.progress(f"[{step}/{self.max_steps}] {self.cell}: loss {loss:.3e}")
+        return False
 
 
 def _verdict(rows: list[dict[str, Any]], config: Config) -> dict[str, Any]:

@@ -56,7 +56,7 @@ from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 
-from rftheory.deadline import NO_DEADLINE, Deadline
+from rftheory.deadline import Deadline
 from rftheory.claims._common import (ClaimConfig, TaskProgress, check_activations,
                                      default_workers, main_for, run_tasks)
 from rftheory.data import gaussian_labels, sphere_data
@@ -368,7 +368,7 @@ def verdict_of(result: dict[str, Any]) -> dict[str, Any]:
 
 
 def run(config: Config = FULL, *, progress: Callable[[str], None] | None = None,
-        workers: int | None = None, deadline: Deadline = NO_DEADLINE) -> dict[str, Any]:
+        workers: int | None = None, deadline: Deadline | None = None) -> dict[str, Any]:
     """Every attack of ``config`` on every (seed, p) (:data:`FULL` by default, :data:`QUICK` for
     ``--quick``), ``workers`` processes (results do not depend on it).
 
@@ -380,6 +380,10 @@ def run(config: Config = FULL, *, progress: Callable[[str], None] | None = None,
         Receives one line per finished cell.
     workers : int, optional
         Worker processes (default min(2, CPUs)).
+    deadline : rftheory.deadline.Deadline, optional
+        Where the run stops (:func:`rftheory.claims._common.run_tasks` raises
+        :class:`~rftheory.claims._common.TimeLimitReached`, which
+        :func:`~rftheory.claims._common.run_claim` saves as a partial result); default none.
 
     Returns
     -------

@@ -231,7 +231,7 @@ class TaskBar:
             tqdm.write(message, file=sys.stderr)
             return
         done, total, what = int(task[1]), int(task[2]), task[3]
-        if self._bar is None or self._bar.total != total:
+        if self._bar is None or self._bar.total != total or done < self._bar.n:  # a new job
             self.close()
             self._bar = tqdm(total=total, unit="task", file=sys.stderr, dynamic_ncols=True)
         self._bar.update(done - self._bar.n)
