@@ -70,3 +70,17 @@ def test_verify_and_sweep_dry_runs(capsys, tmp_path):
     assert main(["sweep", "run", str(spec), "--out", str(tmp_path / "o"), "--dry-run"]) == 0
     out = capsys.readouterr().out
     assert "6 cells" in out and "of memory" in out and not (tmp_path / "o").exists()
+
+
+def test_sweep_time_probe_times_the_largest_reconstruction_cell(capsys, tmp_path):
+    spec = tmp_path / "r.toml"
+    spec.write_text('[sweep]\ncell = "reconstruct"\nseeds = 2\n[grid]\n'
+                    'activation = ["relu+tanh"]\np_mult = [1.0, 2.0]\n'
+                    '[fixed]\nd = 10\nn = 5\nmax_steps = 300\n')
+    assert main(["sweep", "run", str(spec), "--out", str(tmp_path / "o"), "--dry-run",
+                 "--time-probe", "--json"]) == 0
+    plan = json.loads(capsys.readouterr().out)
+    probe = plan["time_probe"]
+    assert plan["estimate"]["largest_cell"]["params"]["p_mult"] == 2.0
+    assert probe["max_steps"] == 300 and probe["probe_steps"] == 2
+    assert not (tmp_path / "o").exists()

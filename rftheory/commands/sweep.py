@@ -106,10 +106,16 @@ def _run(args: argparse.Namespace) -> int:
                           dask_local=args.dask_local)
     spec = load_spec(args.file)  # every check of the file happens before anything runs
     out_dir = output_dir(args.out, default=DEFAULT_OUT_ROOT / Path(args.file).stem)
+    if args.time_probe and not args.dry_run:
+        from ..errors import RFTheoryError
+
+        raise RFTheoryError("--time-probe goes with --dry-run")
     if args.dry_run:
         slots = None if args.dask_scheduler else (args.workers or args.dask_local)
         plan = plan_sweep(spec, out_dir, resume=args.resume, retry_errors=args.retry_errors,
                           slots=slots, **guard)
+        if args.time_probe:
+            plan["time_probe"] = _time_probe(spec, plan["estimate"]["largest_cell"]["params"])
         if args.json:
             print_json({**plan, "produced_by": produced_by(args, {"out": str(out_dir)})})
         else:
@@ -121,6 +127,14 @@ def _run(args: argparse.Namespace) -> int:
                     f"cell {est['largest_cell']['job']} ~"
                     f"{format_bytes(est['largest_cell']['peak_bytes'])} of memory; the "
                     f"collector's scan of the store ~{format_bytes(est['scan_bytes'])}")
+            probe = plan.get("time_probe")
+            if probe:
+                print(f"measured on the largest cell: training {probe['fit_seconds']:.2f} s, "
+                      f"{probe['seconds_per_step']:.3g} s per step; at most "
+                      f"~{probe['upper_bound_seconds']:.0f} s for its budget of "
+                      f"{probe['max_steps']} steps (an upper bound at this rate)")
+            elif args.time_probe:
+                print("no time probe: the sweep's cells are not reconstructions")
         return 0
     progress = progress_bar_wanted(args)
     try:
@@ -151,6 +165,26 @@ def _run(args: argparse.Namespace) -> int:
               "rerun with --resume --retry-errors to try them again)", file=sys.stderr)
         return 1
     return 0
+
+
+def _time_probe(spec: Any, largest: dict) -> dict | None:
+    """:func:`rftheory.pipeline.time_probe` of the sweep's largest cell when its cells run a
+    reconstruction (``reconstruct``, ``law`` at p >= n), else None."""
+    from ..pipeline import time_probe
+    from ..sweep.spec import p_from_expression
+
+    params = dict(spec.fixed) | dict(largest)
+    if "p_mult" in params:
+        params["p"] = max(1, round(params.pop("p_mult") * params["d"] * params["n"]))
+    elif isinstance(params.get("p"), str):
+        params["p"] = p_from_expression(params["p"], d=params["d"], n=params["n"])
+    if spec.cell not in ("reconstruct", "law") or params["p"] < params["n"]:
+        return None
+    activation = next((v[0] for k, v in spec.axes if k == "activation"),
+                      params.get("activation", "relu+tanh"))
+    return time_probe(activation=activation, d=int(params["d"]), n=int(params["n"]),
+                      p=int(params["p"]), n_hat=params.get("n_hat"), method=params.get("method"),
+                      max_steps=params.get("max_steps"), data=params.get("data", "sphere"))
 
 
 def _report(args: argparse.Namespace) -> int:
@@ -230,6 +264,10 @@ def register(subparsers: Any) -> None:
     run.add_argument("--dry-run", action="store_true",
                      help="check the file, the store and the memory, count the cells to "
                           "compute; run nothing")
+    run.add_argument("--time-probe", action="store_true",
+                     help="with --dry-run: time 2 real optimiser steps of the largest "
+                          "reconstruction cell and print that rate times its step budget (an "
+                          "upper bound)")
     run.add_argument("--no-progress", action="store_true", help="no progress bar")
     _figure_options(run)
     add_limit_options(run)
