@@ -193,3 +193,14 @@ def test_claim_configurations_are_checked_before_they_run():
     kernel = claim_module("kernel_concentration")
     with pytest.raises(ResourceLimitError):
         run_claim("kernel_concentration", config=kernel.QUICK.replace(d=10**8))
+
+
+@pytest.mark.slow
+def test_the_main_job_runs_to_its_end(capsys):
+    """`rftheory reconstruct --d 100 --n 20 --p-mult 10` (refused before issue #22 on an
+    estimate of 4.3 h) runs to its own end: 5-22 s on 2 free cores."""
+    assert main(["reconstruct", "--d", "100", "--n", "20", "--p-mult", "10", "--json"]) == 0
+    import json
+
+    result = json.loads(capsys.readouterr().out)
+    assert result["stop_reason"] in ("tolerance", "stalled", "budget")
