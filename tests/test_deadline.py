@@ -197,3 +197,20 @@ def test_a_sweep_keeps_its_finished_cells_and_resumes(tmp_path, capsys):
                  "--time-limit", "1", "--json"])
     again = json.loads(capsys.readouterr().out)["run"]
     assert code == 0 and again["already_done"] == run["computed"]
+
+
+def test_the_kernel_claim_stops_without_a_verdict_on_part_of_its_widths(tmp_path):
+    from rftheory.claims import claim_module, run_claim
+
+    claim = claim_module("kernel_concentration")
+    start = time.perf_counter()
+    # widths 1000..128 000, 50 draws each: ~10 s on free cores, far more than the limit
+    widths = tuple(1000 * 2**k for k in range(8))
+    result = run_claim("kernel_concentration", config=claim.QUICK.replace(n=20, d=50, p=widths,
+                                                                          reps=50),
+                       out_dir=tmp_path, deadline=Deadline.after(1.5), figures=False)
+    elapsed = time.perf_counter() - start
+    assert result["stop_reason"] == "time_limit" and result["tasks_not_run"]
+    assert not result["verdict"]["supported"]
+    assert (tmp_path / "kernel_concentration.partial.json").exists()
+    assert elapsed < 1.5 + 2 * _one_draw_seconds(50, 20, widths[-1]) + JITTER
