@@ -451,7 +451,7 @@ def reconstruct(features: FeatureMap, theta: Any, n_hat: int, *, method: str = "
         current = to_host(to_sphere(X_init, d), np.float64)
     else:
         current = random_points(rng, n_hat, d)
-    hook = _DeadlineHook(callback, callback_every, deadline)
+    hook = _DeadlineHook(callback, callback_every, NO_DEADLINE if deadline is None else deadline)
     if hook.active:  # the deadline is checked every iteration, the user's callback as asked
         callback, callback_every = hook, 1
     if method == "varpro":

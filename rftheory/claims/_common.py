@@ -505,6 +505,7 @@ def run_claim(name: str, *, quick: bool = False, large: bool = False, seed: int 
         If the run would not fit the limits.
     """
     module = claim_module(name)
+    deadline = NO_DEADLINE if deadline is None else deadline
     if quick and large:
         raise RFTheoryError("give --quick or --large, not both")
     size = "quick" if quick else "large" if large and hasattr(module, "LARGE") else "full"

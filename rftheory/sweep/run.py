@@ -320,7 +320,7 @@ def run_sweep(spec: SweepSpec, out_dir: str | Path, *, resume: bool = False,
               executor: cf.Executor | None = None, max_in_flight: int | None = None,
               blas_threads: int | None = 1, progress: bool = False,
               memory_limit: float | str | None = None, via: str = "memory_limit=",
-              deadline: Deadline = NO_DEADLINE) -> SweepRun:
+              deadline: Deadline | None = None) -> SweepRun:
     """Run every cell of ``spec`` not already in the store at ``out_dir``; return what was done.
 
     Parameters
@@ -373,6 +373,7 @@ def run_sweep(spec: SweepSpec, out_dir: str | Path, *, resume: bool = False,
         a note saying how many.
     """
     start = time.perf_counter()
+    deadline = NO_DEADLINE if deadline is None else deadline
     if executor is None:  # refuse a bad choice before the store is touched
         check_executor_choice(workers=workers, dask_scheduler=dask_scheduler,
                               dask_local=dask_local)
