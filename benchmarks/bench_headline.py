@@ -1,13 +1,13 @@
-"""Cost of the headline table's cells (rftheory.claims.headline): estimate vs measured.
+"""Cost of the headline table's cells (rftheory.claims.headline): memory declared, time measured.
 
-For each (activation, p) cell of the table at ``--n`` it prints the budget's estimate
-(:mod:`rftheory.budget`, for the whole step budget), then runs the cells that fit ``--max-gib`` of
+For each (activation, p) cell of the table at ``--n`` it prints the declared peak memory
+(:func:`rftheory.pipeline.reconstruction_memory`), then runs the cells that fit ``--max-gib`` of
 memory for ``--steps`` optimiser steps only and prints the measured fit time, seconds per step
 and the projection to the claim's budget (``--budget`` steps: the cost of a cell that runs to its
 budget, which cells below the threshold do). Wall-clock figures: rerun on a quiet machine.
 
     python benchmarks/bench_headline.py --n 10 --steps 10           # the CPU default's cells
-    python benchmarks/bench_headline.py --n 100 --estimate-only     # the GPU table's estimates
+    python benchmarks/bench_headline.py --n 100 --estimate-only     # the GPU table's memory
 """
 
 from __future__ import annotations
@@ -15,8 +15,8 @@ from __future__ import annotations
 import argparse
 import time
 
-from rftheory import budget
 from rftheory.claims import headline
+from rftheory.pipeline import reconstruction_memory
 
 
 def main() -> None:
@@ -33,29 +33,23 @@ def main() -> None:
     args = parser.parse_args()
     d = 3072
     multiples = tuple(args.multiples.split(","))
-    print(f"headline cells at d = {d}, n = {args.n}; estimates for {args.budget} steps")
+    print(f"headline cells at d = {d}, n = {args.n}; projections to {args.budget} steps")
     for m in multiples:
         p = headline.MULTIPLES[m](d, args.n)
-        # the claim's own estimate (reconstruct's default method, as the claim runs it)
-        est = budget.estimate_reconstruct(d=d, n=args.n, p=p, max_steps=args.budget,
-                                          v_cache_bytes=headline.FULL.v_cache_bytes)
-        per_step = budget.estimate_reconstruct(
-            d=d, n=args.n, p=p, max_steps=args.budget, v_cache_bytes=headline.FULL.v_cache_bytes,
-            include_training=False).seconds / args.budget
-        print(f"  p = {m} = {p}: {est.describe()}; {per_step:.3g} s/step")
-        if args.estimate_only or est.peak_bytes > args.max_gib * 2**30:
+        need = reconstruction_memory(d=d, n=args.n, p=p, v_cache_bytes=headline.FULL.v_cache_bytes)
+        print(f"  p = {m} = {p}: {need.describe()}")
+        if args.estimate_only or need.peak_bytes > args.max_gib * 2**30:
             continue
         for name in args.activations.split(","):
             config = headline.FULL.replace(n=args.n, multiples=(m,), activations=(name,),
-                                           max_steps=args.steps, time_limit=float("inf"))
+                                           max_steps=args.steps)
             start = time.perf_counter()
             row = headline.run(config)["rows"][0]
             wall = time.perf_counter() - start
             steps = max(1, row["steps"])
             per = row["reconstruct_seconds"] / steps
             print(f"    {name}: fit {row['fit_seconds']:.1f} s, {row['steps']} steps at "
-                  f"{per:.3g} s/step (estimate/measured {per_step / per:.2g}, "
-                  f"{row['stop_reason']}); projected {args.budget} steps: "
+                  f"{per:.3g} s/step ({row['stop_reason']}); projected {args.budget} steps: "
                   f"{(row['fit_seconds'] + per * args.budget) / 60:.1f} min; wall {wall:.0f} s")
 
 

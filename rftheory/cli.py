@@ -102,10 +102,11 @@ def build_parser() -> argparse.ArgumentParser:
         prog="rftheory",
         description="Check the law of data reconstruction in random-features models.",
         epilog="Errors print one line and exit with status 2 (--debug: the traceback). "
-               "Commands that compute estimate their memory and time from the sizes before "
-               "starting and refuse what does not fit: --memory-limit / RFTHEORY_MEMORY_LIMIT "
-               "(default 80%% of the available memory, never above the machine's total) and "
-               "--time-limit / RFTHEORY_TIME_LIMIT (seconds or inf, default 3600).",
+               "A job whose arrays cannot fit in memory is refused before it starts: "
+               "--memory-limit / RFTHEORY_MEMORY_LIMIT (default 80%% of the available memory, "
+               "never above the machine's total). Time is not estimated: --time-limit / "
+               "RFTHEORY_TIME_LIMIT (seconds; default none) is a deadline at which a job stops "
+               "and keeps its partial result.",
     )
     parser.add_argument("--version", action=_Version, help="print the version and exit")
     parser.add_argument("--debug", action="store_true", help="show tracebacks on errors")

@@ -27,6 +27,7 @@ import numpy as np
 
 from .data import sphere_data
 from .errors import RFTheoryError
+from .deadline import TIME_LIMIT_REACHED, Deadline
 from .features import RandomFeatures
 from .kernel import (
     DEFAULT_ORDER,
@@ -147,7 +148,8 @@ def kernel_on_sphere(series: KernelSeries, X: np.ndarray) -> tuple[np.ndarray, f
 def concentration(activation: str, X: np.ndarray, p_values: Sequence[int], *, seed: int = 0,
                   reps: int = 4, order: int = DEFAULT_ORDER,
                   powers: HadamardPowerBounds | None = None,
-                  progress: Callable[[str], None] | None = None) -> dict:
+                  progress: Callable[[str], None] | None = None,
+                  deadline: Deadline | None = None) -> dict:
     """Concentration of ΦΦᵀ/p around K for one activation on given data.
 
     Parameters
@@ -170,6 +172,10 @@ def concentration(activation: str, X: np.ndarray, p_values: Sequence[int], *, se
         activations).
     progress : callable, optional
         Receives one line per value of p.
+    deadline : rftheory.deadline.Deadline, optional
+        Checked before each draw of V: once it has passed, the measurement stops and the result
+        holds the values of p whose draws all finished, with ``stop_reason = "time_limit"`` and
+        ``p_not_run`` (the others). Default: none.
 
     Returns
     -------
@@ -188,6 +194,7 @@ def concentration(activation: str, X: np.ndarray, p_values: Sequence[int], *, se
     −‖Eu‖²/(δ − 2‖E‖) <= λ_min(ΦΦᵀ/p) − λ_min(K) − uᵀEu <= 0; that allowance is reported
     (``None`` when δ <= 2‖E‖ and the statement is vacuous).
     """
+    deadline = Deadline() if deadline is None else deadline  # None: no deadline
     n, d = X.shape
     p_values = [int(p) for p in p_values]
     series = kernel_series(activation, order)
@@ -210,9 +217,12 @@ def concentration(activation: str, X: np.ndarray, p_values: Sequence[int], *, se
     sd = np.empty_like(error)
     allowance: list[list[float | None]] = []
     seeds = [[feature_seed(seed, r, j) for r in range(reps)] for j in range(len(p_values))]
+    finished = len(p_values)
     for j, p in enumerate(p_values):
         row = []
         for r in range(reps):
+            if deadline.passed():
+                break
             rf = RandomFeatures(activation, d, p, seed=seeds[j][r])
             G = rf.gram(X) / p
             E = G - K
@@ -223,11 +233,18 @@ def concentration(activation: str, X: np.ndarray, p_values: Sequence[int], *, se
             sd[j, r] = float(np.std(w2, ddof=1) / math.sqrt(p)) if p > 1 else math.nan
             room = gap - 2 * error[j, r]
             row.append(float(np.linalg.norm(E @ u) ** 2 / room) if room > 0 else None)
+        if len(row) < reps:  # the deadline passed: keep the values of p whose draws all ran
+            finished = j
+            break
         allowance.append(row)
         if progress:
             progress(f"{activation}: p = {p}: ||PhiPhi^T/p - K|| = {error[j].mean():.3e}, "
                      f"lambda_min/p = {lam[j].mean():.4e} (lambda_min(K) = {lam_k:.4e})")
 
+    not_run = p_values[finished:]
+    if not_run:
+        p_values, seeds = p_values[:finished], seeds[:finished]
+        error, lam, rayleigh, sd = (a[:finished] for a in (error, lam, rayleigh, sd))
     error_mean = error.mean(axis=1)
     lam_mean = lam.mean(axis=1)
     slope = intercept = None
@@ -250,7 +267,7 @@ def concentration(activation: str, X: np.ndarray, p_values: Sequence[int], *, se
         ok = [a is not None and abs(lam[j, r] - lam_k) <= CLT_SIGMAS * sd[j, r] + a
               for r, a in enumerate(allowance[j])]
         within_clt.append(None if any(a is None for a in allowance[j]) else all(ok))
-    rel_last = float(lam_mean[-1] / lam_k - 1) if lam_k > 0 else math.nan
+    rel_last = float(lam_mean[-1] / lam_k - 1) if lam_k > 0 and len(lam_mean) else math.nan
     verdict = {
         "slope_ok": None if slope is None else abs(slope - EXPECTED_SLOPE) <= SLOPE_TOLERANCE,
         "lambda_min_ok": bool(abs(rel_last) <= LAMBDA_RTOL),
@@ -258,7 +275,8 @@ def concentration(activation: str, X: np.ndarray, p_values: Sequence[int], *, se
         "hermite_bound_ok": bool(lam_k + kernel_error >= bound0.value),
     }
     verdict["all_ok"] = all(v for v in verdict.values() if v is not None)
-    return {
+    stopped = {"stop_reason": TIME_LIMIT_REACHED, "p_not_run": not_run} if not_run else {}
+    return {**stopped,
         "activation": series.activation,
         "n": n, "d": d, "order": series.order, "reps": reps, "seed": seed,
         "p": p_values,
@@ -292,7 +310,8 @@ def concentration(activation: str, X: np.ndarray, p_values: Sequence[int], *, se
 
 def measure_concentration(activation: str, d: int, n: int, p_values: Sequence[int], *,
                           seed: int = 0, reps: int = 4, order: int = DEFAULT_ORDER,
-                          progress: Callable[[str], None] | None = None) -> dict:
+                          progress: Callable[[str], None] | None = None,
+                          deadline: Deadline | None = None) -> dict:
     """Sample X (n Gaussian rows normalised to norm √d, seed ``seed``) and run :func:`concentration`.
 
     Parameters
@@ -311,6 +330,8 @@ def measure_concentration(activation: str, d: int, n: int, p_values: Sequence[in
         Truncation order of the kernel's Hermite series.
     progress : callable, optional
         Called with one line of text per width.
+    deadline : rftheory.deadline.Deadline, optional
+        Where to stop, keeping the finished widths (see :func:`concentration`).
 
     Returns
     -------
@@ -346,7 +367,7 @@ def measure_concentration(activation: str, d: int, n: int, p_values: Sequence[in
     p_values = sorted(set(int(p) for p in p_values))
     X = sphere_data(int(n), int(d), int(seed))
     return concentration(activation, X, p_values, seed=int(seed), reps=int(reps),
-                         order=int(order), progress=progress)
+                         order=int(order), progress=progress, deadline=deadline)
 
 
 def lambda_min_vs_d(activations: Sequence[str], n: int, d_values: Sequence[int], *,
@@ -529,3 +550,56 @@ def plot_curves(curves: Sequence[dict], stem: Path, sweep: dict | None = None) -
             labels.append(r"$\leq 0$ (on the axis floor)")
         legend_above(fig, handles, labels, ncol=min(len(handles), 3 if panels == 2 else 6))
         return save_figure(fig, stem)
+
+
+def measurement_memory(*, d: float, n: float, p_values: Sequence[float],
+                       order: float = DEFAULT_ORDER) -> Any:
+    """Peak memory of :func:`measure_concentration` (float64), as a
+    :class:`rftheory.budget.Memory`: the n × n matrices (K and its eigenvectors, T and its
+    Hadamard powers, E = G/p − K), the data, and for the largest p a streamed Gram pass and a
+    Φᵀu pass (V never cached) with w = Φᵀu.
+
+    Parameters
+    ----------
+    d, n : float
+        Input dimension and points.
+    p_values : sequence of float
+        The widths (at least one).
+    order : float
+        Truncation order (sizes nothing here; accepted for symmetry with the measurement).
+
+    Returns
+    -------
+    rftheory.budget.Memory
+
+    Raises
+    ------
+    rftheory.errors.RFTheoryError
+        If ``p_values`` is empty or not numbers, or a size is not positive.
+
+    Examples
+    --------
+    >>> measurement_memory(d=10, n=20, p_values=[100, 400]).peak_bytes < 2**22
+    True
+    """
+    from . import budget
+    from .features import available_cores, stream_memory
+
+    d, n = budget.size("d", d), budget.size("n", n)
+    try:
+        ps = [budget.size("p", p) for p in p_values]
+    except TypeError:
+        raise RFTheoryError(f"p_values must be a list of numbers, got {p_values!r}") from None
+    if not ps:
+        raise RFTheoryError("give at least one value of p")
+    threads = available_cores()
+    dense = 6 * n * n * 8.0
+    data = n * d * 8.0
+    stream = 0.0
+    for p in ps:
+        gram = stream_memory(n, d, p, 8, threads=threads, gram=True)
+        back = stream_memory(n, d, p, 8, threads=threads, outputs=1)
+        stream = max(stream, gram, back + 3 * p * 8.0)
+    job = (f"kernel (d = {budget.show(d)}, n = {budget.show(n)}, p up to {budget.show(max(ps))})")
+    return budget.Memory(job, dense + data + stream + 2.0**19,
+                         (("n × n matrices", dense), ("streamed chunks", stream), ("data X", data)))

@@ -61,6 +61,9 @@ __all__ = [
     "TrainedModel",
     "train_min_norm",
     "check_data",
+    "stream_memory",
+    "train_memory",
+    "features_memory",
 ]
 
 #: Rows of V per generated block; also the unit of every reduction over p.
@@ -802,3 +805,143 @@ def train_min_norm(features: FeatureMap, X: Any, Y: Any, *, rcond: float | None 
     norm_y = float(xp.linalg.vector_norm(Y))
     resid = float(xp.linalg.vector_norm(fitted - Y)) / (norm_y if norm_y > 0 else 1.0)
     return TrainedModel(features, theta, solved.solution, resid, solved)
+
+
+# -- memory, declared next to the code it describes (summed and checked by rftheory.budget) -----
+
+def _ceil(x: float) -> float:
+    return float(math.ceil(x)) if math.isfinite(x) else x
+
+
+def stream_memory(n: float, d: float, p: float, itemsize: int = 8, *, cached: bool = False,
+                  threads: int = 1, derivative: bool = False, gram: bool = False,
+                  outputs: float = 0.0, kept: bool = False, fills_cache: bool = False) -> float:
+    """Peak transient bytes of one pass of :meth:`FeatureMap.chunks` over V for n rows.
+
+    From the structure of the stream (BLOCK_ROWS, SUM_GROUP, THREADED_DRAW_MIN) and of
+    :class:`BlockSum`: V's chunks drawn ahead by the generator threads plus the one in use and
+    the previous one, unless V is cached (when the pass fills the cache its chunks *are* the
+    cache, counted by the caller); Z, φ (and φ′) of the current and previous chunk and the
+    activation's temporaries (``kept``: the caller holds φ, φ′ of all of p, counted there); one
+    group of partial Gram matrices (``gram``); per-block outputs of two chunks (``outputs``
+    columns).
+
+    Parameters
+    ----------
+    n, d, p : float
+        Rows, input dimension, features (floats: 1e300 is sized, not overflowed).
+    itemsize : int
+        Bytes per entry of the working dtype.
+    cached, threads, derivative, gram, outputs, kept, fills_cache
+        What the pass does, as above.
+
+    Returns
+    -------
+    float
+        Bytes.
+
+    Examples
+    --------
+    >>> stream_memory(10, 20, 2000) < 2**20
+    True
+    """
+    rows = min(p, SUM_GROUP * BLOCK_ROWS)
+    pair = min(p, 2 * rows)
+    blocks = _ceil(p / BLOCK_ROWS)
+    peak = 0.0
+    if not cached:
+        threaded = threads > 1 and p * d >= THREADED_DRAW_MIN
+        in_flight = (math.ceil(threads / math.ceil(rows / BLOCK_ROWS)) + 2) if threaded else 2
+        if not fills_cache:
+            peak += min(in_flight * rows, p) * d * itemsize
+    temporaries = 1 + derivative
+    if kept:
+        peak += (1 + temporaries) * rows * n * itemsize
+    else:
+        peak += ((2 + derivative) * pair + temporaries * rows) * n * itemsize
+    if gram:
+        last = blocks % SUM_GROUP if math.isfinite(blocks) else 0.0
+        peak += (max(SUM_GROUP if blocks >= SUM_GROUP else 0, 2 * last) + 1) * n * n * itemsize
+    peak += 2 * math.ceil(rows / BLOCK_ROWS) * n * outputs * itemsize
+    return peak
+
+
+def train_memory(*, d: float, n: float, p: float, k: float = 1, itemsize: int = 8,
+                 v_cache_bytes: float = 0, threads: int | None = None) -> tuple[float, dict]:
+    """Peak bytes of :func:`train_min_norm` with a streamed :class:`RandomFeatures`: the Gram
+    pass (filling V's cache when p·d entries fit ``v_cache_bytes``), the Φᵀa and Φθ passes,
+    the n × n solve, θ and the data.
+
+    Parameters
+    ----------
+    d, n, p, k : float
+        Input dimension, training points, features, outputs.
+    itemsize : int
+        Bytes per entry of the working dtype.
+    v_cache_bytes : float
+        The model's ``v_cache_bytes``.
+    threads : int, optional
+        Threads drawing V (default :func:`available_cores`).
+
+    Returns
+    -------
+    peak : float
+        Bytes, V's cache and θ included.
+    parts : dict of str to float
+        Its named terms.
+
+    Examples
+    --------
+    >>> peak, parts = train_memory(d=20, n=10, p=2000)
+    >>> peak < 2**22, sorted(parts)[0]
+    (True, 'Gram and solve')
+    """
+    threads = available_cores() if threads is None else max(1, int(threads))
+    cached = p * d * itemsize <= v_cache_bytes
+    first = stream_memory(n, d, p, itemsize, threads=threads, gram=True, fills_cache=cached)
+    later = stream_memory(n, d, p, itemsize, cached=cached, threads=threads, outputs=k)
+    theta = p * k * itemsize
+    solve = 3 * n * n * itemsize + 2 * n * k * itemsize
+    data = n * d * 8.0  # the training inputs (host float64) and labels
+    v_bytes = p * d * itemsize if cached else 0.0
+    transient = max(first, later + theta, solve + n * n * itemsize) + data
+    parts = {"streamed chunks": max(first, later), "θ": theta, "Gram and solve": solve,
+             "data X": data, "V cached": v_bytes}
+    return v_bytes + transient + theta + _BOOKKEEPING, parts
+
+
+def features_memory(*, n: float, p: float, d: float, itemsize: int = 8,
+                    threads: int | None = None) -> tuple[float, dict]:
+    """Peak bytes of :meth:`RandomFeatures.features` (a materialised n × p Φ): its blocks while
+    streaming, then the blocks and their concatenation.
+
+    Parameters
+    ----------
+    n, p, d : float
+        Points (rows of Φ), features (columns), input dimension.
+    itemsize : int
+        Bytes per entry of the working dtype.
+    threads : int, optional
+        Threads drawing V (default :func:`available_cores`).
+
+    Returns
+    -------
+    peak : float
+        Bytes.
+    parts : dict of str to float
+        Its named terms.
+
+    Examples
+    --------
+    >>> features_memory(n=1000, p=10**6, d=100)[0] > 2 * 8e9
+    True
+    """
+    threads = available_cores() if threads is None else max(1, int(threads))
+    stream = stream_memory(n, d, p, itemsize, threads=threads, kept=True)
+    phi = n * p * itemsize
+    return (max(phi + stream, 2 * phi) + _BOOKKEEPING,
+            {"Φ and its blocks": 2 * phi, "streamed chunks": stream})
+
+
+#: Bookkeeping, the compiled activation and small arrays (~0.5 MiB measured on small runs).
+_BOOKKEEPING = 2.0**19

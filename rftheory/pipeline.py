@@ -58,11 +58,16 @@ __all__ = [
     "plot_reconstruction",
     "matched_images",
     "significant",
+    "reconstruction_memory",
+    "cell_memory",
+    "time_probe",
 ]
 
 #: Bytes of V kept in memory between the optimiser's passes over it (1 GiB): reconstruction
 #: revisits V every step. The cache changes speed only, never the numbers.
 DEFAULT_V_CACHE_BYTES = 2**30
+#: V cache of :func:`label_fit_cell` (four passes over V: eigenvalues, fit, Φᵀa, Φθ).
+LABEL_FIT_V_CACHE_BYTES = 2**28
 #: Label kinds of :func:`fit_model`.
 LABELS = ("gaussian", "sign")
 #: Train residual ‖Φθ* − Y‖/‖Y‖ above which the labels count as not fit (as in the law's check:
@@ -427,7 +432,8 @@ def _check_candidates(p: int, n_hat: int) -> None:
 def recover_training_set(fitted: FittedModel, n_hat: int | None = None, *,
                          method: str | None = None, tol: float | None = None,
                          max_steps: int | None = None,
-                         callback: Callable[[int, float, Any], Any] | None = None
+                         callback: Callable[[int, float, Any], Any] | None = None,
+                         deadline: Any = None, max_rounds: int | None = None
                          ) -> ReconstructionRun:
     """Reconstruct the training set of ``fitted`` from (θ*, V) alone and score it: the second half.
 
@@ -444,6 +450,11 @@ def recover_training_set(fitted: FittedModel, n_hat: int | None = None, *,
         Target loss and iteration budget (default: :func:`rftheory.reconstruct.reconstruct`'s).
     callback : callable, optional
         Passed to :func:`~rftheory.reconstruct.reconstruct` (``callback(step, loss, X_hat)``).
+    deadline : rftheory.deadline.Deadline, optional
+        Passed to :func:`~rftheory.reconstruct.reconstruct`: the run stops when it passes, with
+        its best rows so far (``stop_reason = "time_limit"``).
+    max_rounds : int, optional
+        Passed to :func:`~rftheory.reconstruct.reconstruct`.
 
     Returns
     -------
@@ -474,6 +485,10 @@ def recover_training_set(fitted: FittedModel, n_hat: int | None = None, *,
         options["max_steps"] = int(max_steps)
     if callback is not None:
         options["callback"] = callback
+    if deadline is not None:
+        options["deadline"] = deadline
+    if max_rounds is not None:
+        options["max_rounds"] = int(max_rounds)
     result = reconstruct(fitted.features, fitted.theta, n_hat, **options)
     reconstruct_seconds = time.perf_counter() - start
     X_hat = to_host(result.X_hat)
@@ -636,7 +651,8 @@ def label_fit_cell(*, activation: str, d: int, n: int, p: int, seed: int,
         raise RFTheoryError(f"labels must be 'gaussian' or 'sign', got {labels!r}")
     # V is kept between the four passes (eigenvalues, fit, Φᵀa, Φθ) when it fits in 256 MiB;
     # the cache changes speed only, never the numbers
-    features = RandomFeatures(activation, d=d, p=p, seed=seed, v_cache_bytes=2**28)
+    features = RandomFeatures(activation, d=d, p=p, seed=seed,
+                              v_cache_bytes=LABEL_FIT_V_CACHE_BYTES)
     X = sphere_data(n, d, seed)
     Y = gaussian_labels(n, seed) if labels == "gaussian" else sign_labels(n, seed)
     eigenvalues = np.linalg.eigvalsh(features.gram(X) / p)
@@ -822,3 +838,171 @@ def plot_reconstruction(run: ReconstructionRun, path: str | Path, *,
             ax.set_title(f"{name}, d = {fitted.d}, n = {fitted.n}, p = {fitted.p}, "
                          f"ρ = {significant(official.rho)}")
         return save_figure(fig, path)
+
+
+# -- memory, declared next to the code it describes (checked by rftheory.budget) ----------------
+
+def reconstruction_memory(*, d: float, n: float, p: float, n_hat: float | None = None,
+                          k: float = 1, method: str | None = None, solver: str = "auto",
+                          v_cache_bytes: float = DEFAULT_V_CACHE_BYTES, dtype: Any = "float64",
+                          threads: int | None = None, single_run: bool = False) -> Any:
+    """Peak memory of :func:`fit_model` then :func:`recover_training_set` (what ``rftheory
+    reconstruct`` and the ``reconstruct`` cell run), as a :class:`rftheory.budget.Memory`.
+
+    The larger of the training (:func:`rftheory.features.train_memory`) and the reconstruction
+    (:func:`rftheory.reconstruct.memory`), with V's cache and θ held through both.
+
+    Parameters
+    ----------
+    d, n, p : float
+        Input dimension, training points, features (floats: 1e300 is sized).
+    n_hat : float, optional
+        Candidates (default n).
+    k : float
+        Outputs.
+    method : str, optional
+        Reconstruction method (default: :func:`rftheory.reconstruct.reconstruct`'s).
+    solver : str
+        ``"varpro"``'s solver.
+    v_cache_bytes : float
+        The model's V cache.
+    dtype : str
+        Working dtype of the training (``float64`` or ``float32``).
+    threads : int, optional
+        Threads drawing V (default: the cores available).
+    single_run : bool
+        ``max_rounds=1``.
+
+    Returns
+    -------
+    rftheory.budget.Memory
+
+    Examples
+    --------
+    >>> reconstruction_memory(d=100, n=20, p=20000).peak_bytes < 2**30
+    True
+    """
+    from . import budget
+    from .features import train_memory
+    from .reconstruct import memory as reconstruct_memory
+
+    d, n, p, k = (budget.size(name, v) for name, v in (("d", d), ("n", n), ("p", p), ("k", k)))
+    n_hat = n if n_hat is None else budget.size("n_hat", n_hat)
+    if str(getattr(dtype, "name", dtype)) not in ("float64", "float32"):
+        raise RFTheoryError(f"dtype must be float64 or float32, got {dtype!r}")
+    itemsize = 4 if "32" in str(getattr(dtype, "name", dtype)) else 8
+    method = _default("method") if method is None else method
+    train, t_parts = train_memory(d=d, n=n, p=p, k=k, itemsize=itemsize,
+                                  v_cache_bytes=v_cache_bytes, threads=threads)
+    rec, parts = reconstruct_memory(d=d, p=p, n_hat=n_hat, k=k, method=method, solver=solver,
+                                    v_cache_bytes=v_cache_bytes, threads=threads,
+                                    single_run=single_run)
+    parts["training"] = train - t_parts["V cached"]
+    label = ""
+    if method == "varpro":
+        from types import SimpleNamespace
+
+        from .varpro import Problem
+
+        dense = Problem.dense_for(SimpleNamespace(solver=solver, d=d, p=p), n_hat)  # type: ignore[arg-type]
+        label = f", varpro/{'dense' if dense else 'cg'}"
+    job = (f"reconstruct (d = {budget.show(d)}, n = {budget.show(n)}, n̂ = {budget.show(n_hat)}, "
+           f"p = {budget.show(p)}, {'float32' if itemsize == 4 else 'float64'}{label})")
+    return budget.Memory(job, max(train, rec), tuple(parts.items()))
+
+
+def _default(name: str) -> Any:
+    """A default of :func:`rftheory.reconstruct.reconstruct` (read from its signature)."""
+    import inspect
+
+    from .reconstruct import reconstruct
+
+    return inspect.signature(reconstruct).parameters[name].default
+
+
+def cell_memory(kind: str, params: Mapping[str, Any], *, threads: int | None = 1) -> Any:
+    """Peak memory of one cell (:func:`reconstruction_cell`, :func:`label_fit_cell`,
+    :func:`law_cell`) from its parameters, as a :class:`rftheory.budget.Memory`.
+
+    Parameters
+    ----------
+    kind : {"reconstruct", "label_fit", "law"}
+        The cell's kind (a key of :data:`rftheory.sweep.CELL_KINDS`).
+    params : mapping
+        Its parameters: ``d``, ``n``, ``p`` required; ``n_hat``, ``method`` used by
+        ``reconstruct``.
+    threads : int, optional
+        Threads drawing V (default 1, as in a sweep worker; None: the cores available).
+
+    Returns
+    -------
+    rftheory.budget.Memory
+
+    Raises
+    ------
+    rftheory.errors.RFTheoryError
+        If ``d``, ``n`` or ``p`` is missing, or the kind is unknown.
+
+    Examples
+    --------
+    >>> cell_memory("label_fit", {"d": 5, "n": 8, "p": 16}).job
+    'label_fit cell (d = 5, n = 8, p = 16)'
+    """
+    from . import budget
+    from .features import stream_memory, train_memory
+
+    try:
+        d, n, p = (budget.size(k, params[k]) for k in ("d", "n", "p"))
+    except KeyError as exc:
+        raise RFTheoryError(f"a {kind} cell needs d, n and p (missing {exc.args[0]})") from None
+    if kind == "law":  # law_cell: a label fit below p = n, else a reconstruction
+        kind = "reconstruct" if p >= n else "label_fit"
+    if kind == "label_fit":
+        peak, parts = train_memory(d=d, n=n, p=p, v_cache_bytes=LABEL_FIT_V_CACHE_BYTES,
+                                   threads=threads)
+        cached = p * d * 8 <= LABEL_FIT_V_CACHE_BYTES
+        gram = stream_memory(n, d, p, 8, cached=cached, threads=threads or 1, gram=True)
+        sizes = f"d = {budget.show(d)}, n = {budget.show(n)}, p = {budget.show(p)}"
+        return budget.Memory(f"label_fit cell ({sizes})", max(peak, gram + parts["V cached"]),
+                             tuple(parts.items()))
+    if kind == "reconstruct":
+        need = reconstruction_memory(d=d, n=n, p=p, n_hat=params.get("n_hat"),
+                                     method=params.get("method"), threads=threads)
+        return need.named(f"reconstruct cell ({need.job.split('(', 1)[1]}")
+    raise RFTheoryError(f"no memory declared for cells of kind {kind!r} (known: label_fit, "
+                        "reconstruct, law)")
+
+
+def time_probe(*, steps: int = 2, max_steps: int | None = None, n_hat: int | None = None,
+               method: str | None = None, **fit_options: Any) -> dict[str, Any]:
+    """Measure this job on this machine: :func:`fit_model` (timed), then ``steps`` real
+    optimiser steps of :func:`recover_training_set` (a single LM run / round), and scale the
+    measured time per step by the step budget — what ``--dry-run --time-probe`` prints.
+
+    Parameters
+    ----------
+    steps : int
+        Optimiser steps to time (default 2).
+    max_steps : int, optional
+        The step budget to scale to (default: :func:`rftheory.reconstruct.reconstruct`'s).
+    n_hat, method : optional
+        As in :func:`recover_training_set`.
+    **fit_options
+        The keywords of :func:`fit_model`.
+
+    Returns
+    -------
+    dict
+        ``fit_seconds``, ``probe_steps``, ``seconds_per_step``, ``max_steps`` and
+        ``upper_bound_seconds`` = fit + per step × max_steps (an upper bound at this rate: a
+        run that reaches its tolerance stops earlier).
+    """
+    max_steps = _default("max_steps") if max_steps is None else int(max_steps)
+    start = time.perf_counter()
+    fitted = fit_model(**fit_options)
+    fit_seconds = time.perf_counter() - start
+    probe = recover_training_set(fitted, n_hat, method=method, max_steps=steps, max_rounds=1)
+    done = max(1, probe.result.steps)
+    per_step = probe.reconstruct_seconds / done
+    return {"fit_seconds": fit_seconds, "probe_steps": done, "seconds_per_step": per_step,
+            "max_steps": max_steps, "upper_bound_seconds": fit_seconds + per_step * max_steps}

@@ -12,16 +12,19 @@ G = Φ̂Φ̂ᵀ, a = G⁺Φ̂θ and r = θ − Φ̂ᵀa, L = ‖r‖²/‖θ‖�
 from __future__ import annotations
 
 import dataclasses
+import math
 from dataclasses import dataclass
 from typing import Any
 
 from array_api_compat import array_namespace, device as array_device, is_cupy_namespace
 
 from .errors import ShapeError
-from .features import BlockSum, FeatureChunk, FeatureMap, _itemsize, check_data
+from .features import (BLOCK_ROWS, SUM_GROUP, BlockSum, FeatureChunk, FeatureMap, _itemsize,
+                       check_data, stream_memory)
 from .gram import GramSolution, solve_gram
 
-__all__ = ["ProjectionLoss", "projection_loss", "projection_residuals"]
+__all__ = ["ProjectionLoss", "projection_loss", "projection_residuals", "loss_memory",
+           "keeps_blocks"]
 
 #: Keep the streamed chunks of the first pass (φ, φ′ and, when it is not held anyway, V) for the
 #: second when they take at most this many bytes (saves redrawing V and recomputing X̂Vᵀ and φ:
@@ -228,3 +231,78 @@ def projection_residuals(features: FeatureMap, X_hat: Any, X: Any, *,
     proj = xp.sum(B * sol, axis=0)
     resid = xp.clip(h - proj, min=0.0)
     return xp.sqrt(resid / h)
+
+
+# -- memory, declared next to the code it describes (summed and checked by rftheory.budget) -----
+
+def keeps_blocks(m: float, d: float, p: float, itemsize: int = 8, resident: bool = False) -> bool:
+    """Whether :func:`projection_loss` with gradient keeps its first pass's blocks for the second
+    on the host (φ, φ′ and V unless resident within :data:`KEEP_BLOCKS_BYTES`), for m rows.
+
+    Parameters
+    ----------
+    m, d, p : float
+        Candidate rows, input dimension, features.
+    itemsize : int
+        Bytes per entry.
+    resident : bool
+        V is cached (not kept with the blocks).
+
+    Returns
+    -------
+    bool
+        True when the blocks are kept (one pass per evaluation), False when the second pass
+        streams V again.
+
+    Examples
+    --------
+    >>> keeps_blocks(10, 20, 2000), keeps_blocks(10, 3072, 10**6)
+    (True, False)
+    """
+    return 2 * m * p * itemsize + (0.0 if resident else p * d * itemsize) <= KEEP_BLOCKS_BYTES
+
+
+def loss_memory(m: float, d: float, p: float, k: float = 1, itemsize: int = 8, *,
+                resident: bool = False, threads: int = 1) -> float:
+    """Peak bytes of one :func:`projection_loss` with gradient for m candidate rows (host).
+
+    The first pass keeps φ, φ′ (and V unless resident) of all of p for the second when
+    :func:`keeps_blocks`; otherwise the second pass streams again, with φ′. The second pass
+    holds the residual R, the cotangent and the gradient's per-block parts; the Gram solve
+    three m × m matrices.
+
+    Parameters
+    ----------
+    m, d, p, k : float
+        Candidate rows, input dimension, features, outputs of θ.
+    itemsize : int
+        Bytes per entry.
+    resident : bool
+        V is cached (not drawn by the pass).
+    threads : int
+        Threads drawing V.
+
+    Returns
+    -------
+    float
+        Bytes (V's cache and θ excluded: the caller holds them).
+
+    Examples
+    --------
+    >>> loss_memory(10, 20, 2000) < 2**21
+    True
+    """
+    rows = min(p, SUM_GROUP * BLOCK_ROWS)
+    blocks = math.ceil(rows / BLOCK_ROWS)
+    keep = keeps_blocks(m, d, p, itemsize, resident)
+    kept = 2 * m * p * itemsize + (0 if resident else p * d * itemsize)
+    first = stream_memory(m, d, p, itemsize, cached=resident, threads=threads, derivative=keep,
+                          gram=True, outputs=k, kept=keep)
+    second_extra = (2 * m * rows + 2 * blocks * m * d + 2 * rows * k) * itemsize
+    if keep:
+        peak = max(first, second_extra) + kept
+    else:
+        again = stream_memory(m, d, p, itemsize, cached=resident, threads=threads,
+                              derivative=True)
+        peak = max(first, again + second_extra)
+    return peak + 3 * m * m * itemsize

@@ -65,6 +65,7 @@ back (small: n̂·d numbers against the n̂·p·d work of the pass over V).
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import time
 from dataclasses import dataclass
@@ -78,13 +79,14 @@ from .errors import RFTheoryError, ShapeError
 from .features import FeatureMap, RandomFeatures, check_data
 from .backend import to_host
 from .data import to_sphere
+from .deadline import NO_DEADLINE, TIME_LIMIT_REACHED, Deadline
 from .projection import projection_loss
 from .varpro import HOP_ANGLE, SOLVERS, Problem, loss_passes, minimise, random_points
 
-__all__ = ["ReconstructionResult", "reconstruct", "STOP_REASONS", "METHODS"]
+__all__ = ["ReconstructionResult", "reconstruct", "memory", "STOP_REASONS", "METHODS"]
 
 #: Possible values of :attr:`ReconstructionResult.stop_reason`.
-STOP_REASONS = ("tolerance", "stalled", "budget", "callback")
+STOP_REASONS = ("tolerance", "stalled", "budget", "callback", "time_limit")
 #: Reconstruction algorithms of :func:`reconstruct`; the first is the default.
 METHODS = ("varpro", "lbfgs")
 
@@ -111,8 +113,8 @@ class ReconstructionResult:
         ``loss <= tol``.
     stop_reason : str
         ``"tolerance"`` (loss ≤ tol), ``"stalled"`` (no round improved enough / rounds
-        exhausted), ``"budget"`` (``max_steps`` iterations used) or ``"callback"`` (the callback
-        returned True).
+        exhausted), ``"budget"`` (``max_steps`` iterations used), ``"callback"`` (the callback
+        returned True) or ``"time_limit"`` (the deadline passed).
     residual_steps : int
         Of ``steps``, the iterations spent seeding fresh candidates on the residual (rounds ≥ 2);
         ``history`` has ``steps − residual_steps`` entries.
@@ -302,7 +304,7 @@ def reconstruct(features: FeatureMap, theta: Any, n_hat: int, *, method: str = "
                 oversample: float | None = None, memory: int | None = None,
                 stall_window: int | None = None, stall_factor: float | None = None,
                 hop_angle: float = HOP_ANGLE, patience: int = 30,
-                solver: str = "auto") -> ReconstructionResult:
+                solver: str = "auto", deadline: Deadline = NO_DEADLINE) -> ReconstructionResult:
     """Recover n̂ inputs whose features span θ*: minimise L(X̂) = ‖P⊥_{Φ̂}θ‖²/‖θ‖² on the sphere.
 
     Parameters
@@ -362,6 +364,9 @@ def reconstruct(features: FeatureMap, theta: Any, n_hat: int, *, method: str = "
         preconditioned CG; ``"auto"`` picks dense for small n̂·d (see
         :func:`rftheory.varpro.Problem.dense_for`). Never changes what is computed, only the
         path (results differ by rounding and CG truncation).
+    deadline : rftheory.deadline.Deadline, optional
+        A deadline on the clock, checked once per iteration: when it has passed the run stops
+        and returns its best rows so far with ``stop_reason = "time_limit"``. Default: none.
 
     Returns
     -------
@@ -446,6 +451,9 @@ def reconstruct(features: FeatureMap, theta: Any, n_hat: int, *, method: str = "
         current = to_host(to_sphere(X_init, d), np.float64)
     else:
         current = random_points(rng, n_hat, d)
+    hook = _DeadlineHook(callback, callback_every, NO_DEADLINE if deadline is None else deadline)
+    if hook.active:  # the deadline is checked every iteration, the user's callback as asked
+        callback, callback_every = hook, 1
     if method == "varpro":
         theta2 = theta if theta.ndim == 2 else theta[:, None]
         problem = Problem(features, theta2, xp, dev, solver)
@@ -454,15 +462,41 @@ def reconstruct(features: FeatureMap, theta: Any, n_hat: int, *, method: str = "
                            max_rounds=max_rounds, patience=patience, hop_angle=hop_angle,
                            callback=callback, callback_every=callback_every,
                            to_user=lambda X: xp.asarray(X, device=dev))
-        return _result(features, theta, xp, dev, out.X, tol, out.stop_reason, t0,
+        return hook.result(_result(features, theta, xp, dev, out.X, tol, out.stop_reason, t0,
                        method="varpro", history=out.history, steps=out.steps,
                        rounds=out.rounds, residual_steps=out.pool_steps, n_candidates=n_hat,
-                       evaluations=out.evaluations, passes=out.passes)
-    return _reconstruct_lbfgs(features, theta, n_hat, xp, dev, rng, current, t0, tol=tol,
+                       evaluations=out.evaluations, passes=out.passes))
+    return hook.result(_reconstruct_lbfgs(features, theta, n_hat, xp, dev, rng, current, t0, tol=tol,
                               max_steps=max_steps, callback=callback,
                               callback_every=callback_every, oversample=oversample,
                               max_rounds=max_rounds, memory=memory,
-                              stall_window=stall_window, stall_factor=stall_factor)
+                              stall_window=stall_window, stall_factor=stall_factor))
+
+
+class _DeadlineHook:
+    """The optimiser's callback when a deadline is set: stops the run once it has passed, and
+    calls the user's callback every ``every`` iterations."""
+
+    def __init__(self, callback: Any, every: int, deadline: Deadline) -> None:
+        self.callback, self.every, self.deadline = callback, every, deadline
+        self.active = deadline.finite
+        self.timed_out = False
+        self.next_call = every
+
+    def __call__(self, step: int, loss: float, X_hat: Any) -> bool:
+        if self.deadline.passed():
+            self.timed_out = True
+            return True
+        if self.callback is not None and step >= self.next_call:
+            self.next_call = step + self.every
+            return bool(self.callback(step, loss, X_hat))
+        return False
+
+    def result(self, result: ReconstructionResult) -> ReconstructionResult:
+        """``result`` with ``stop_reason = "time_limit"`` where the deadline stopped it."""
+        if self.timed_out and result.stop_reason == "callback":
+            return dataclasses.replace(result, stop_reason=TIME_LIMIT_REACHED)
+        return result
 
 
 def _result(features: FeatureMap, theta: Any, xp: Any, dev: Any, X: np.ndarray, tol: float,
@@ -531,3 +565,71 @@ def _reconstruct_lbfgs(features: FeatureMap, theta: Any, n_hat: int, xp: Any, de
                    history=tracker.history, steps=tracker.steps, rounds=rounds,
                    residual_steps=tracker.residual_steps, n_candidates=pool_size,
                    evaluations=tracker.evaluations, passes=tracker.passes)
+
+
+# -- memory, declared next to the code it describes (summed and checked by rftheory.budget) -----
+
+def memory(*, d: float, p: float, n_hat: float, k: float = 1, method: str = "varpro",
+           solver: str = "auto", oversample: float = 2.0, lbfgs_memory: float = 20,
+           v_cache_bytes: float = 0, itemsize: int = 8, threads: int | None = None,
+           single_run: bool = False) -> tuple[float, dict]:
+    """Peak bytes of :func:`reconstruct` on a :class:`RandomFeatures` (V's cache and θ included).
+
+    ``"varpro"``: :func:`rftheory.varpro.memory` for n̂ rows (its exchanges unless
+    ``single_run``). ``"lbfgs"``: a loss evaluation with gradient of the whole pool
+    (⌈oversample·n̂⌉ rows, capped at p), the backward elimination's streamed Gram and its
+    solves, and the L-BFGS state (2·memory + 6 vectors of pool × d).
+
+    Parameters
+    ----------
+    d, p, n_hat, k : float
+        Input dimension, features, candidates, outputs of θ.
+    method, solver, oversample
+        As in :func:`reconstruct`.
+    lbfgs_memory : float
+        ``reconstruct``'s ``memory`` (L-BFGS correction pairs).
+    v_cache_bytes : float
+        The model's ``v_cache_bytes`` (V is cached when p·d entries fit).
+    itemsize : int
+        Bytes per entry of V's cache and θ.
+    threads : int, optional
+        Threads drawing V (default: the cores available).
+    single_run : bool
+        ``max_rounds=1`` (varpro: no exchange).
+
+    Returns
+    -------
+    peak : float
+        Bytes.
+    parts : dict of str to float
+        Named terms.
+
+    Examples
+    --------
+    >>> peak, parts = memory(d=20, p=2000, n_hat=10)
+    >>> peak < 2**25
+    True
+    """
+    from . import varpro
+    from .features import available_cores, stream_memory
+    from .projection import loss_memory
+
+    if method not in METHODS:
+        raise RFTheoryError(f"unknown method {method!r}; choose one of {', '.join(METHODS)}")
+    threads = available_cores() if threads is None else max(1, int(threads))
+    resident = p * d * itemsize <= v_cache_bytes
+    if method == "varpro":
+        peak, parts = varpro.memory(n_hat, d, p, k, resident=resident, threads=threads,
+                                    solver=solver, exchanges=not single_run)
+    else:
+        pool = min(p, max(n_hat, math.ceil(oversample * n_hat)))
+        step = loss_memory(pool, d, p, k, itemsize, resident=resident, threads=threads)
+        select = (stream_memory(pool, d, p, itemsize, cached=resident, threads=threads,
+                                gram=True, outputs=k) + 3 * pool * pool * 8.0)
+        state = (2 * lbfgs_memory + 6) * pool * d * 8.0
+        peak = max(step, select) + state
+        parts = {"loss evaluation": step, "pool selection": select, "optimiser state": state}
+    v_bytes = p * d * itemsize if resident else 0.0
+    theta = p * k * itemsize
+    parts["V cached"] = v_bytes
+    return peak + v_bytes + theta, parts

@@ -25,8 +25,9 @@ two-column paper's text width (PNG and PDF), :func:`card_table` prints it, and
 :func:`rftheory.output.to_jsonable` turns it into the JSON the command writes next to the figure.
 
 Cost. Every size is bounded before any work: the reconstructions have a step budget
-(``max_steps``), and :func:`card_estimate` sizes the whole card with :mod:`rftheory.budget`, which
-:func:`activation_card` checks (``memory_limit``/``time_limit`` as in :func:`rftheory.budget.check`).
+(``max_steps``), and :func:`card_estimate` adds up the card's peak memory from what each section
+declares, which :func:`activation_card` checks (``memory_limit`` as in
+:func:`rftheory.budget.check`); time is not estimated (``deadline`` stops the card instead).
 On the 2-core development machine the default card took ~20–40 s of wall time, ``quick`` ~10 s,
 ``full`` a few minutes (``benchmarks/bench_report.py`` prints this machine's figures).
 
@@ -52,7 +53,7 @@ from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 
-from .errors import ResourceLimitError, RFTheoryError
+from .errors import RFTheoryError
 
 __all__ = [
     "CardSize",
@@ -73,17 +74,11 @@ __all__ = [
     "card_numbers",
     "card_stem",
     "plot_card",
-    "STEP_SECONDS",
 ]
 
 #: ρ below which a reconstruction (and, per sample, a recovered point) counts as a success — the
 #: law claim's threshold (:data:`rftheory.claims.law.RHO_SUCCESS`, with its measured reasons).
 RHO_SUCCESS = 0.1
-#: Wall seconds per optimiser step of a small reconstruction (d·n ≤ 100, p ≤ 10·dn), beyond its
-#: flops: Python and LAPACK call overhead, which dominates at these sizes. Measured 1–2 ms on the
-#: 2-core development machine under load (``benchmarks/bench_report.py`` prints the figure); used
-#: only for the stated upper bound of a card's time, never for a decision about numbers.
-STEP_SECONDS = 2e-3
 #: Tag of the seed stream of the Monte Carlo kernel's V.
 _MC_STREAM = 0x4B435256
 
@@ -400,13 +395,11 @@ def _law_tasks(activation: str, size: CardSize, seed: int) -> list[dict[str, Any
 
 def card_estimate(activation: str, size: CardSize = DEFAULT, *, seed: int = 0,
                   workers: int | None = None) -> Any:
-    """The card's peak memory and work, from its sizes alone (:class:`rftheory.budget.Estimate`).
-
-    Sums the estimates of the concentration measurement, the Monte Carlo features and every law
-    cell (:func:`rftheory.budget.estimate_cell`, each reconstruction at its whole step budget —
-    an upper bound); peak memory is the largest section's (law cells: times the workers that
-    run at once). The estimate's ``seconds`` counts flops and draws only; :func:`activation_card`
-    adds :data:`STEP_SECONDS` per step for the stated bound.
+    """The card's peak memory from its sizes alone (:class:`rftheory.budget.Memory`): the
+    largest of its sections, as each declares it — the concentration measurement
+    (:func:`rftheory.concentration.measurement_memory`), the Monte Carlo features
+    (:func:`rftheory.features.features_memory`) and the law's cells
+    (:func:`rftheory.pipeline.cell_memory`, times the workers that run at once).
 
     Parameters
     ----------
@@ -421,45 +414,31 @@ def card_estimate(activation: str, size: CardSize = DEFAULT, *, seed: int = 0,
 
     Returns
     -------
-    rftheory.budget.Estimate
-        Peak bytes, flops and draws of the whole card, with the peak memory by section.
+    rftheory.budget.Memory
+        Peak bytes of the whole card, with the peak of each section.
 
     Examples
     --------
-    >>> est = card_estimate("relu", QUICK)
-    >>> est.peak_bytes < 2**28, est.draws > 0
-    (True, True)
+    >>> card_estimate("relu", QUICK).peak_bytes < 2**28
+    True
     """
-    from . import budget
+    from .budget import Memory
     from .claims._common import default_workers
+    from .concentration import measurement_memory
+    from .features import features_memory
+    from .pipeline import cell_memory
 
     workers = default_workers(workers)
-    kernel = budget.estimate_kernel(d=size.kernel_d, n=size.kernel_n, p_values=size.kernel_p,
-                                    reps=size.kernel_reps, order=max(size.order, 64))
-    mc = budget.estimate_features(n=size.mc_points, p=size.mc_p, d=size.kernel_d)
-    cells = [budget.estimate_cell("reconstruct" if t["p"] >= t["n"] else "label_fit",
-                                  {"d": t["d"], "n": t["n"], "p": t["p"],
-                                   "max_steps": t["max_steps"]})
-             for t in _law_tasks(activation, size, seed)]
-    peak = max([kernel.peak_bytes, mc.peak_bytes]
-               + [workers * max(c.peak_bytes for c in cells)])
-    flops = kernel.flops + mc.flops + sum(c.flops for c in cells)
-    draws = kernel.draws + mc.draws + sum(c.draws for c in cells)
-    parts = (("law cells", workers * max(c.peak_bytes for c in cells)),
-             ("kernel concentration", kernel.peak_bytes), ("Monte Carlo K(t)", mc.peak_bytes))
+    kernel = measurement_memory(d=size.kernel_d, n=size.kernel_n, p_values=size.kernel_p)
+    mc, _ = features_memory(n=size.mc_points, p=size.mc_p, d=size.kernel_d)
+    tasks = _law_tasks(activation, size, seed)
+    cells = workers * max(cell_memory("law", t).peak_bytes for t in tasks)
+    parts = (("law cells", cells), ("kernel concentration", kernel.peak_bytes),
+             ("Monte Carlo K(t)", mc))
     job = (f"report card of {activation} ({size.name}: concentration d = {size.kernel_d}, "
-           f"n = {size.kernel_n}, p ≤ {size.kernel_p[-1]}; {len(cells)} law cells at "
+           f"n = {size.kernel_n}, p ≤ {size.kernel_p[-1]}; {len(tasks)} law cells at "
            f"d = {size.law_d}, n = {size.law_n}, ≤ {size.max_steps} steps)")
-    return budget.Estimate(job, peak, flops, draws, "float64",
-                           tuple(sorted(parts, key=lambda t: -t[1])),
-                           overhead_seconds=sum(c.overhead_seconds for c in cells),
-                           float32_flops=sum(c.float32_flops for c in cells))
-
-
-def _upper_seconds(estimate: Any, size: CardSize, tasks: Sequence[Mapping[str, Any]],
-                   workers: int) -> float:
-    steps = sum(t["max_steps"] for t in tasks if t["p"] >= t["n"])
-    return float(estimate.seconds + steps * STEP_SECONDS / workers + size.time_budget)
+    return Memory(job, max(kernel.peak_bytes, mc, cells), parts)
 
 
 def _great_circle(d: int, m: int) -> np.ndarray:
@@ -653,8 +632,7 @@ def activation_card(activation: str, size: "str | CardSize" = "default", *, seed
                     method: str = "fast", workers: int | None = None,
                     progress: Callable[[int, int, str], None] | None = None,
                     memory_limit: float | str | None = None,
-                    time_limit: float | str | None = None,
-                    via: tuple[str, str] = ("memory_limit=", "time_limit=")) -> ActivationCard:
+                    via: str = "memory_limit=", deadline: Any = None) -> ActivationCard:
     """Run every check of the package for one activation (see the module docstring).
 
     Parameters
@@ -673,12 +651,14 @@ def activation_card(activation: str, size: "str | CardSize" = "default", *, seed
         Processes for the law's cells (default min(2, CPUs)); the numbers never depend on it.
     progress : callable, optional
         ``progress(done, total, message)`` after each step (a tqdm bar in ``rftheory report``).
-    memory_limit, time_limit : optional
-        Limits of the size check (:func:`rftheory.budget.check`); the time checked is the stated
-        upper bound (flops, draws and :data:`STEP_SECONDS` per step).
-    via : tuple of str, default ("memory_limit=", "time_limit=")
-        How the messages name ``memory_limit`` and ``time_limit`` (the CLI:
-        ``("--memory-limit", "--time-limit")``).
+    memory_limit : optional
+        Limit of the memory check (:func:`rftheory.budget.check`) of :func:`card_estimate`.
+    via : str, default "memory_limit="
+        How the message names ``memory_limit`` (the CLI: ``"--memory-limit"``).
+    deadline : rftheory.deadline.Deadline, optional
+        Where the card stops: its law cells are run by
+        :func:`rftheory.claims._common.run_tasks`, which raises
+        :class:`~rftheory.claims._common.TimeLimitReached` when it passes (no card is made).
 
     Returns
     -------
@@ -689,7 +669,7 @@ def activation_card(activation: str, size: "str | CardSize" = "default", *, seed
     ------
     RFTheoryError
         Bad activation, seed or size; :class:`~rftheory.errors.ResourceLimitError` when the card
-        would not fit the limits.
+        cannot fit in memory.
 
     Notes
     -----
@@ -705,6 +685,7 @@ def activation_card(activation: str, size: "str | CardSize" = "default", *, seed
     from . import budget
     from .activations import get_activation
     from .claims._common import default_workers, environment, run_tasks, source_digests
+    from .deadline import NO_DEADLINE
     from .concentration import measure_concentration
     from .verdicts import activation_report
 
@@ -720,15 +701,9 @@ def activation_card(activation: str, size: "str | CardSize" = "default", *, seed
     act = get_activation(activation)  # refuse a bad expression before anything runs
     workers = default_workers(workers)
     tasks = _law_tasks(activation, size, seed)
-    estimate = card_estimate(activation, size, seed=seed, workers=workers)
-    upper = _upper_seconds(estimate, size, tasks, workers)
-    budget.check(estimate, memory_limit=memory_limit, time_limit=math.inf, via=via)
-    seconds_limit, source = budget.time_limit(time_limit, name=via[1].rstrip("="))
-    if not upper <= seconds_limit:
-        raise ResourceLimitError(
-            f"{estimate.job} may take up to ~{upper:.0f} s (every reconstruction to its step "
-            f"budget), over the time limit of {source}; use a smaller size, or raise the limit "
-            f"with {via[1].rstrip('=')} or RFTHEORY_TIME_LIMIT (seconds, or inf)")
+    deadline = NO_DEADLINE if deadline is None else deadline
+    estimate = budget.check(card_estimate(activation, size, seed=seed, workers=workers),
+                            memory_limit=memory_limit, via=via)
     total = 2 + len(size.kernel_p) + len(tasks) + 1
     done = [0]
 
@@ -753,7 +728,8 @@ def activation_card(activation: str, size: "str | CardSize" = "default", *, seed
     t0 = time.perf_counter()
     concentration = measure_concentration(
         activation, size.kernel_d, size.kernel_n, list(size.kernel_p), seed=seed,
-        reps=size.kernel_reps, progress=lambda line: step("concentration: " + line.split(": ", 1)[-1]))
+        reps=size.kernel_reps, progress=lambda line: step("concentration: " + line.split(": ", 1)[-1]),
+        deadline=deadline)
     seconds["concentration"] = time.perf_counter() - t0
 
     t0 = time.perf_counter()
@@ -772,7 +748,7 @@ def activation_card(activation: str, size: "str | CardSize" = "default", *, seed
 
     order = sorted(range(len(tasks)), key=cost_rank)
     cells = run_tasks([partial(law_cell, t) for t in tasks], workers=workers, order=order,
-                      on_result=finished)
+                      on_result=finished, deadline=deadline)
     law = _empirical_law(size, cells)
     seconds["empirical_law"] = time.perf_counter() - t0
 
@@ -783,8 +759,7 @@ def activation_card(activation: str, size: "str | CardSize" = "default", *, seed
     seconds["total"] = time.perf_counter() - start
 
     cost = {"estimate": {"job": estimate.job, "peak_bytes": estimate.peak_bytes,
-                         "flops": estimate.flops, "gaussian_draws": estimate.draws,
-                         "upper_bound_seconds": upper, "workers": workers,
+                         "workers": workers,
                          "reconstructions": sum(t["p"] >= t["n"] for t in tasks),
                          "max_steps": size.max_steps},
             "seconds": {k: round(v, 3) for k, v in seconds.items()}}
@@ -969,8 +944,8 @@ def card_table(card: ActivationCard) -> str:
     sec = card.cost["seconds"]
     lines.append(f"cost: {sec['total']:.1f} s wall (Hermite {sec['hermite_and_verdicts']:.1f}, "
                  f"kernel {sec['kernel_curve'] + sec['concentration']:.1f}, law "
-                 f"{sec['empirical_law']:.1f}, sign {sec['sign_check']:.1f}); stated bound "
-                 f"{card.cost['estimate']['upper_bound_seconds']:.0f} s")
+                 f"{sec['empirical_law']:.1f}, sign {sec['sign_check']:.1f}); peak memory "
+                 f"declared ~{card.cost['estimate']['peak_bytes'] / 2**20:.0f} MiB")
     return "\n".join(lines)
 
 

@@ -71,9 +71,11 @@ from .features import BlockSum, FeatureChunk, FeatureMap, check_data
 from .gram import _solve_gram, solve_gram
 from .backend import namespace_of, to_host
 from .data import to_sphere
+from .errors import RFTheoryError
 from .projection import _keep_budget, _projection_loss, projection_loss
 
-__all__ = ["HOP_ANGLE", "STALL_WINDOW", "STALL_FACTOR", "SOLVERS", "Problem", "minimise", "loss_passes"]
+__all__ = ["HOP_ANGLE", "STALL_WINDOW", "STALL_FACTOR", "SOLVERS", "Problem", "minimise", "loss_passes",
+           "memory"]
 
 #: Angle (radians, about) by which every candidate is perturbed at each basin-hopping round.
 HOP_ANGLE = 0.3
@@ -88,6 +90,8 @@ STALL_FACTOR = 0.9
 EXCHANGE_EVERY = 5
 EXCHANGE_SCREEN = 1000
 EXCHANGE_TOP = 3
+#: Pool points screened together by :func:`_screen` (with the candidates, one pass over V).
+SCREEN_BATCH = 256
 #: A basin-hopping walk ends after ``patience`` rounds without lowering its best loss by more
 #: than this factor (tiny improvements at the bottom of one funnel do not count).
 IMPROVEMENT = 0.9
@@ -680,7 +684,7 @@ def levenberg_marquardt(problem: Problem, X: np.ndarray, run: _Run,
 
 
 def _screen(problem: Problem, rows: np.ndarray, target: Any, pool: np.ndarray,
-            batch: int = 256) -> np.ndarray:
+            batch: int = SCREEN_BATCH) -> np.ndarray:
     """Gain ⟨φ(c), r⟩²/‖P⊥_rows φ(c)‖² of adding each pool point c to ``rows`` (r ⊥ their span).
 
     One pass over V per ``batch`` pool points (together with the rows).
@@ -908,3 +912,82 @@ def minimise(problem: Problem, X0: np.ndarray, rng: np.random.Generator, *, tol:
         stop = exc.reason
     return Outcome(run.best_X, run.best_loss, stop, run.steps, rounds, run.history,
                    problem.evaluations, problem.passes, run.pool_steps)
+
+
+# -- memory, declared next to the code it describes (summed and checked by rftheory.budget) -----
+
+def memory(m: float, d: float, p: float, k: float = 1, *, resident: bool = False,
+           threads: int = 1, solver: str = "auto", exchanges: bool = True) -> tuple[float, dict]:
+    """Peak bytes of :func:`minimise` for m candidates (host float64, θ and V's cache excluded).
+
+    One LM iteration: the curvature pass of :meth:`Problem.linearise` (φ, φ′, G, the Kronecker
+    traces) and a trial step's loss evaluation; with the *dense* solver the per-chunk E = φ′ ⊙ V
+    and the summed M, N, then H, H + λS and its factor ((md)² each); with *cg* the kept blocks
+    (V unless resident, φ, φ′ in float64 from the pass and their float32 copies) alive through
+    every trial. An exchange (``exchanges``, when m > 1): its leave-one-out pass and the screen
+    of random points in batches of ``SCREEN_BATCH`` rows with the candidates.
+
+    Parameters
+    ----------
+    m, d, p, k : float
+        Candidates, input dimension, features, outputs of θ.
+    resident : bool
+        V is cached.
+    threads : int
+        Threads drawing V.
+    solver : {"auto", "dense", "cg"}
+        As in :class:`Problem` (``"auto"``: :meth:`Problem.dense_for`'s rule).
+    exchanges : bool
+        Whether the run may reach an exchange (more than one LM run).
+
+    Returns
+    -------
+    peak : float
+        Bytes.
+    parts : dict of str to float
+        Its named terms.
+
+    Examples
+    --------
+    >>> peak, parts = memory(10, 20, 4000)
+    >>> "Gauss–Newton matrix" in parts, peak < 2**26
+    (True, True)
+    """
+    from types import SimpleNamespace
+
+    from .features import BLOCK_ROWS, SUM_GROUP, stream_memory
+    from .projection import loss_memory
+
+    if solver not in SOLVERS:
+        raise RFTheoryError(f"unknown solver {solver!r}; choose one of {', '.join(SOLVERS)}")
+    dense = Problem.dense_for(SimpleNamespace(solver=solver, d=d, p=p), m)  # type: ignore[arg-type]
+    itemsize = 8
+    md = m * d
+    rows = min(p, SUM_GROUP * BLOCK_ROWS)
+    chunk_blocks = math.ceil(rows / BLOCK_ROWS)
+    ev = loss_memory(m, d, p, k, itemsize, resident=resident, threads=threads)
+    curv = stream_memory(m, d, p, itemsize, cached=resident, threads=threads, derivative=True,
+                         gram=True, kept=not dense)
+    parts = {"loss evaluation": ev}
+    if dense:
+        pass_extra = 2 * rows * md * itemsize + (chunk_blocks + 2) * (md * md + m * md) * itemsize
+        host = 6 * md * md * itemsize
+        peak = max(curv + pass_extra, host, 3 * md * md * itemsize + ev)
+        parts["Gauss–Newton matrix"] = max(host, 3 * md * md * itemsize)
+    else:
+        kept64 = 2 * m * p * itemsize + (0.0 if resident else p * d * itemsize)
+        kept32 = (p * d + 2 * m * p) * 4
+        sweep = (k * p + 4 * rows * m) * 4
+        peak = max(curv + kept64 + kept32, kept32 + sweep, kept32 + ev)
+        parts["kept blocks (CG)"] = kept64 + kept32
+    if exchanges and m > 1:
+        loo = stream_memory(m + 1, d, p, itemsize, cached=resident, threads=threads, gram=True,
+                            outputs=k)
+        batch = SCREEN_BATCH
+        one = stream_memory(m + batch, d, p, itemsize, cached=resident, threads=threads,
+                            outputs=k)
+        ex = max(loo, one + 3 * (m + batch) ** 2 * itemsize,
+                 loss_memory(m + 1, d, p, k, itemsize, resident=resident, threads=threads))
+        parts["exchange"] = ex
+        peak = max(peak, ex)
+    return peak, parts

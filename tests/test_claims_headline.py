@@ -7,6 +7,7 @@ import json
 import pytest
 
 from rftheory.claims import headline, run_claim
+from rftheory.deadline import Deadline
 from rftheory.errors import RFTheoryError
 
 pytest.importorskip("skimage", reason="the headline's images need rftheory[images]")
@@ -42,15 +43,31 @@ def test_the_table_reports_fit_and_every_rho(tiny):
     assert "6144" in table and "≈ 0.5" in table  # the paper's value sits next to ours
 
 
-def test_cells_this_machine_cannot_run_are_skipped_with_the_reason(tmp_path):
-    # a time limit no cell meets: every cell is refused by rftheory.budget before it starts
-    result = headline.run(TINY.replace(time_limit=1e-9))
+def test_cells_that_cannot_fit_in_memory_are_skipped_with_the_reason(tmp_path):
+    # a memory limit no cell meets: every cell is refused by rftheory.budget before it starts
+    result = headline.run(TINY, memory_limit="1K")
     assert [r["status"] for r in result["rows"]] == ["skipped", "skipped"]
-    assert all("time_limit" in r["reason"] and r["estimated_seconds"] > 0 for r in result["rows"])
+    assert all("of memory" in r["reason"] and "over the limit of 1 KiB" in r["reason"]
+               for r in result["rows"])
     v = result["verdict"]
     assert not v["complete"] and not v["supported"] and v["cells_run"] == 0
     assert "skipped" in headline.summary(result)
     headline.plot(result, tmp_path / "h")  # the originals alone still draw
+
+
+def test_no_cell_is_refused_on_time_and_a_deadline_stops_the_table():
+    """The default table runs every column (no estimate of time decides anything): its cells
+    all fit this machine's memory test limit of 16 GiB; a deadline already passed leaves every
+    cell not run, and the result says so (and is not supported)."""
+    for multiple in headline.FULL.multiples:
+        line, skip = headline._memory(headline.FULL, 3072,
+                                      headline.MULTIPLES[multiple](3072, headline.FULL.n), "16G")
+        assert skip is None, line
+    result = headline.run(TINY, deadline=Deadline.after(0.0))
+    assert [r["status"] for r in result["rows"]] == ["not_run", "not_run"]
+    assert result["stop_reason"] == "time_limit"
+    assert not result["verdict"]["complete"] and not result["verdict"]["supported"]
+    assert "not run" in headline.summary(result)
 
 
 def test_the_default_sizes_are_the_issues():
@@ -62,8 +79,8 @@ def test_the_default_sizes_are_the_issues():
 
 
 def test_large_selects_the_larger_run_and_excludes_quick(tmp_path):
-    # every cell refused by the time limit: the size plumbing, not a run
-    result = run_claim("headline", large=True, config=TINY.replace(time_limit=1e-9),
+    # a deadline already passed: the size plumbing, not a run
+    result = run_claim("headline", large=True, config=TINY, deadline=Deadline.after(0.0),
                        out_dir=tmp_path, figures=False)
     assert result["size"] == "large" and result["quick"] is False
     with pytest.raises(RFTheoryError, match="--quick or --large"):

@@ -59,7 +59,7 @@ def check_card(card: ActivationCard, size: CardSize) -> None:
             assert 0.0 <= pt.success_abs <= 1.0 and 0 <= pt.flipped <= pt.recovered
     assert card.sign.recovered == law.recovered and card.sign.flipped == law.flipped
     assert card.cost["seconds"]["total"] > 0
-    assert card.cost["estimate"]["upper_bound_seconds"] > 0
+    assert card.cost["estimate"]["peak_bytes"] > 0
     text = json.dumps(to_jsonable(card), allow_nan=False)  # strict JSON
     assert json.loads(text)["activation"] == card.activation
     assert card.activation in card_table(card)
@@ -166,9 +166,7 @@ def test_plot_writes_one_readable_page(tmp_path):
 
 def test_estimate_and_size_check():
     est = card_estimate("relu", DEFAULT)
-    assert est.peak_bytes < 2**30 and est.flops > 0 and "law cells" in dict(est.parts)
-    with pytest.raises(ResourceLimitError, match="may take up to"):
-        activation_card("relu", DEFAULT, time_limit=1.0)
+    assert est.peak_bytes < 2**30 and "law cells" in dict(est.parts)
     with pytest.raises(ResourceLimitError, match="memory"):
         activation_card("relu", DEFAULT, memory_limit=1e5)
 
@@ -247,17 +245,16 @@ def test_command_refuses_an_out_path_that_is_a_file(tmp_path, capsys):
 
 
 def test_command_limit_options(capsys, tmp_path):
-    assert main(["report", "relu", "--out", str(tmp_path), "--time-limit", "1"]) == 2
-    err = capsys.readouterr().err
-    assert "over the time limit" in err and "--time-limit" in err
+    assert main(["report", "relu", "--out", str(tmp_path), "--time-limit", "soon"]) == 2
+    assert "--time-limit must be" in capsys.readouterr().err
     assert main(["report", "relu", "--out", str(tmp_path), "--memory-limit", "100K"]) == 2
     assert "--memory-limit" in capsys.readouterr().err
 
 
 def test_command_size_check(monkeypatch, capsys, tmp_path):
-    monkeypatch.setenv("RFTHEORY_TIME_LIMIT", "1")
+    monkeypatch.setenv("RFTHEORY_MEMORY_LIMIT", "100K")
     assert main(["report", "relu", "--out", str(tmp_path)]) == 2
-    assert "over the time limit" in capsys.readouterr().err
+    assert "of memory" in capsys.readouterr().err
 
 
 def test_quick_and_full_exclude_each_other(capsys):

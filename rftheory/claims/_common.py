@@ -24,13 +24,15 @@ from concurrent.futures import as_completed
 from pathlib import Path
 from typing import Any, Callable, Sequence, TypeVar
 
+from rftheory.deadline import NO_DEADLINE, TIME_LIMIT_REACHED, Deadline
 from rftheory.errors import RFTheoryError
 from rftheory.output import write_json_atomic
 from rftheory.processes import process_pool, stop_pool
 
-__all__ = ["CLAIMS", "ALL", "ClaimConfig", "TaskProgress", "claim_module", "default_workers",
-           "check_activations", "check_claim_size", "run_tasks", "source_digests", "environment",
-           "run_claim", "main_for", "SOURCE_MODULES"]
+__all__ = ["CLAIMS", "ALL", "ClaimConfig", "TaskProgress", "TimeLimitReached", "claim_module",
+           "default_workers", "check_activations", "check_claim_size", "claim_memory", "run_tasks",
+           "source_digests", "environment", "run_claim", "result_path", "main_for", "SOURCE_MODULES",
+           "describe_task", "partial_summary"]
 
 T = TypeVar("T")
 
@@ -91,9 +93,10 @@ class ClaimConfig:
         object.__setattr__(self, name, value)  # normalising a field of a frozen instance
 
     def size_jobs(self) -> list[tuple[str, dict[str, Any]]]:
-        """The largest single jobs of a run with this configuration, for the size guard
+        """The largest single jobs of a run with this configuration, for the memory guard
         (:func:`check_claim_size`): ``("reconstruct", sizes)`` or ``("kernel", sizes)``, the
-        keywords of :func:`rftheory.budget.estimate_reconstruct` / ``estimate_kernel``.
+        keywords of :func:`rftheory.pipeline.reconstruction_memory` /
+        :func:`rftheory.concentration.measurement_memory`.
 
         The default reads the fields the claims share: ``grid`` (pairs (d, n)) or ``d`` and
         ``n`` (n = 2 without one), p from ``p`` or from the largest of ``ratios``,
@@ -104,8 +107,7 @@ class ClaimConfig:
         fields = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
         p_attr = getattr(self, "p", None)
         if isinstance(p_attr, tuple) and "reps" in fields and "d" in fields and "n" in fields:
-            return [("kernel", {"d": self.d, "n": self.n, "p_values": p_attr,  # type: ignore[attr-defined]
-                                "reps": fields["reps"]})]
+            return [("kernel", {"d": self.d, "n": self.n, "p_values": p_attr})]  # type: ignore[attr-defined]
         if "grid" in fields:
             pairs = [tuple(pair) for pair in fields["grid"]]
         elif "d" in fields:
@@ -125,22 +127,40 @@ class ClaimConfig:
             sizes: dict[str, Any] = {"d": d, "n": n, "p": max(max(ps), 1)}
             if fields.get("n_hat_factors"):
                 sizes["n_hat"] = max(1, round(max(fields["n_hat_factors"]) * n))
-            if isinstance(fields.get("max_steps"), int):
-                sizes["max_steps"] = fields["max_steps"]
             if isinstance(fields.get("method"), str):  # else reconstruct's default, as run
                 sizes["method"] = fields["method"]
             jobs.append(("reconstruct", sizes))
         return jobs
 
 
+def claim_memory(config: ClaimConfig) -> list[Any]:
+    """The declared peak memory (:class:`rftheory.budget.Memory`) of the largest jobs of a run
+    with ``config`` (:meth:`ClaimConfig.size_jobs`).
+
+    Parameters
+    ----------
+    config : ClaimConfig
+        The configuration.
+
+    Returns
+    -------
+    list of rftheory.budget.Memory
+        One per job of :meth:`ClaimConfig.size_jobs`.
+    """
+    from rftheory.concentration import measurement_memory
+    from rftheory.pipeline import reconstruction_memory
+
+    return [(measurement_memory if kind == "kernel" else reconstruction_memory)(**sizes)
+            for kind, sizes in config.size_jobs()]
+
+
 def check_claim_size(config: ClaimConfig, *, workers: int,
                      memory_limit: float | str | None = None,
-                     time_limit: float | str | None = None,
-                     via: tuple[str, str] = ("memory_limit=", "time_limit=")) -> None:
-    """Refuse a configuration whose largest job (:meth:`ClaimConfig.size_jobs`) cannot fit the
-    limits: alone (memory and time), and ``workers`` of them at once (memory), with the
-    one-line :class:`~rftheory.errors.ResourceLimitError` of :func:`rftheory.budget.check`.
-    Nothing is started before.
+                     via: str = "memory_limit=") -> None:
+    """Refuse a configuration whose largest job (:meth:`ClaimConfig.size_jobs`) cannot fit in
+    memory: alone, and ``workers`` of them at once, with the one-line
+    :class:`~rftheory.errors.ResourceLimitError` of :func:`rftheory.budget.check`. Nothing is
+    started before. Time is not checked (a deadline stops the run instead).
 
     Parameters
     ----------
@@ -148,27 +168,23 @@ def check_claim_size(config: ClaimConfig, *, workers: int,
         The configuration about to run.
     workers : int
         Worker processes that will run jobs at once (their peak memory adds up).
-    memory_limit, time_limit : float or str, optional
-        The limits of :func:`rftheory.budget.check` (bytes or a size string; seconds).
-    via : tuple of (str, str)
-        How messages name the two limits (the CLI passes its option names).
+    memory_limit : float or str, optional
+        The limit of :func:`rftheory.budget.check` (bytes or a size string).
+    via : str
+        How messages name the limit (the CLI passes its option name).
 
     Raises
     ------
     rftheory.errors.ResourceLimitError
-        If a job, or ``workers`` of them together, is over a limit.
+        If a job, or ``workers`` of them together, cannot fit.
     """
-    import math
+    from rftheory.budget import check
 
-    from rftheory.budget import Estimate, check, estimate_kernel, estimate_reconstruct
-
-    for kind, sizes in config.size_jobs():
-        est = (estimate_kernel if kind == "kernel" else estimate_reconstruct)(**sizes)
-        check(est, memory_limit=memory_limit, time_limit=time_limit, via=via)
+    for need in claim_memory(config):
+        check(need, memory_limit=memory_limit, via=via)
         if workers > 1:
-            check(Estimate(f"{workers} workers each running a job like {est.job}",
-                           workers * est.peak_bytes, 0.0, 0.0, est.dtype, est.parts),
-                  memory_limit=memory_limit, time_limit=math.inf, via=via)
+            check(need.times(workers, f"{workers} workers each running a job like {need.job}"),
+                  memory_limit=memory_limit, via=via)
 
 
 def claim_module(name: str) -> Any:
@@ -243,9 +259,55 @@ def check_activations(*names: str) -> None:
         get_activation(name)
 
 
+class TimeLimitReached(Exception):
+    """A claim's tasks stopped at the deadline (:func:`run_tasks`); :func:`run_claim` turns it
+    into a partial result.
+
+    Attributes
+    ----------
+    finished : list of str
+        The tasks that finished, described.
+    not_run : list of str
+        The tasks that did not run (or did not finish), described.
+    """
+
+    def __init__(self, finished: list[str], not_run: list[str]) -> None:
+        super().__init__(f"time limit reached: {len(finished)} tasks finished, "
+                         f"{len(not_run)} did not run")
+        self.finished, self.not_run = finished, not_run
+
+
+def describe_task(call: Callable[[], Any]) -> str:
+    """A task in a partial result: a ``functools.partial``'s arguments, else its repr.
+
+    Parameters
+    ----------
+    call : callable
+        One of :func:`run_tasks`'s calls.
+
+    Returns
+    -------
+    str
+        Its arguments, e.g. ``"{'d': 5, 'n': 10, 'p': 50}"``.
+
+    Examples
+    --------
+    >>> from functools import partial
+    >>> describe_task(partial(print, 1, sep="-"))
+    "1, sep='-'"
+    """
+    args = getattr(call, "args", ())
+    keywords = getattr(call, "keywords", {})
+    if args or keywords:
+        parts = [str(a) for a in args] + [f"{k}={v!r}" for k, v in keywords.items()]
+        return ", ".join(parts)
+    return repr(call)
+
+
 def run_tasks(calls: Sequence[Callable[[], T]], *, workers: int,
               order: Sequence[int] | None = None,
-              on_result: Callable[[int, T], None] | None = None) -> list[T]:
+              on_result: Callable[[int, T], None] | None = None,
+              deadline: Deadline | None = None) -> list[T]:
     """Run every call, ``workers`` processes at a time (in this process when 1); results in call order.
 
     Parameters
@@ -259,11 +321,20 @@ def run_tasks(calls: Sequence[Callable[[], T]], *, workers: int,
         that no long call is left alone at the end while the other workers idle.
     on_result : callable, optional
         ``on_result(index, result)``, in this process as each call finishes (progress lines).
+    deadline : rftheory.deadline.Deadline, optional
+        When it passes, no further call starts and the running ones are stopped (their worker
+        processes ended; with ``workers == 1`` the running call finishes first), and
+        :class:`TimeLimitReached` says which calls finished and which did not.
 
     Returns
     -------
     list
         The calls' results, in the order of ``calls`` (whatever ``order`` and ``workers``).
+
+    Raises
+    ------
+    TimeLimitReached
+        If the deadline passed before every call finished.
 
     Examples
     --------
@@ -278,17 +349,32 @@ def run_tasks(calls: Sequence[Callable[[], T]], *, workers: int,
         if on_result is not None:
             on_result(i, result)
 
+    deadline = NO_DEADLINE if deadline is None else deadline
+    done: set[int] = set()
+
+    def stop() -> TimeLimitReached:
+        return TimeLimitReached([describe_task(calls[i]) for i in order if i in done],
+                                [describe_task(calls[i]) for i in order if i not in done])
+
     if workers == 1:
         for i in order:
+            if deadline.passed():
+                raise stop()
             finished(i, calls[i]())
+            done.add(i)
     else:
-        # workers die with this process, and an interrupt or a failed task stops them at once
-        # (rftheory.processes) instead of waiting for every queued task
+        # workers die with this process, and an interrupt, a failed task or the deadline stops
+        # them at once (rftheory.processes) instead of waiting for every queued task
         pool = process_pool(workers)
         try:
             futures = {pool.submit(calls[i]): i for i in order}
-            for future in as_completed(futures):
-                finished(futures[future], future.result())
+            timeout = deadline.remaining() if deadline.finite else None
+            try:
+                for future in as_completed(futures, timeout=timeout):
+                    finished(futures[future], future.result())
+                    done.add(futures[future])
+            except TimeoutError:
+                raise stop() from None
         except BaseException:
             stop_pool(pool)
             raise
@@ -373,8 +459,8 @@ def environment() -> dict:
 def run_claim(name: str, *, quick: bool = False, large: bool = False, seed: int | None = None,
               config: ClaimConfig | None = None, out_dir: str | Path = "results",
               figures: bool = True, progress: Callable[[str], None] | None = None,
-              memory_limit: float | str | None = None, time_limit: float | str | None = None,
-              via: tuple[str, str] = ("memory_limit=", "time_limit=")) -> dict:
+              memory_limit: float | str | None = None, via: str = "memory_limit=",
+              deadline: Deadline = NO_DEADLINE) -> dict:
     """Run one claim's check, save ``<out_dir>/<claim>.json`` and its figures; return the result.
 
     Parameters
@@ -396,9 +482,14 @@ def run_claim(name: str, *, quick: bool = False, large: bool = False, seed: int 
         Draw the figures (PNG + PDF) from the result.
     progress : callable, optional
         Receives the run's progress lines.
-    memory_limit, time_limit, via
-        The size guard's limits (:func:`check_claim_size`, :mod:`rftheory.budget`), checked
+    memory_limit, via
+        The memory guard's limit (:func:`check_claim_size`, :mod:`rftheory.budget`), checked
         before anything runs.
+    deadline : rftheory.deadline.Deadline, optional
+        Where the run stops (passed to the claim's ``run`` where it takes one, and through it
+        to :func:`run_tasks`): a run stopped by it is saved as ``<claim>.partial.json`` (the
+        complete result's file is left alone) with ``stop_reason = "time_limit"``,
+        ``tasks_finished`` and ``tasks_not_run``, and no figures.
 
     Returns
     -------
@@ -414,6 +505,7 @@ def run_claim(name: str, *, quick: bool = False, large: bool = False, seed: int 
         If the run would not fit the limits.
     """
     module = claim_module(name)
+    deadline = NO_DEADLINE if deadline is None else deadline
     if quick and large:
         raise RFTheoryError("give --quick or --large, not both")
     size = "quick" if quick else "large" if large and hasattr(module, "LARGE") else "full"
@@ -422,23 +514,81 @@ def run_claim(name: str, *, quick: bool = False, large: bool = False, seed: int 
                   "full": module.FULL}[size]
     if seed is not None:
         config = config.replace(seed=seed)
-    check_claim_size(config, workers=default_workers(), memory_limit=memory_limit,
-                     time_limit=time_limit, via=via)
+    check_claim_size(config, workers=default_workers(), memory_limit=memory_limit, via=via)
     out = Path(out_dir)
-    options = {"out_dir": out} if "out_dir" in inspect.signature(module.run).parameters else {}
+    accepted = inspect.signature(module.run).parameters
+    offered = {"out_dir": out, "deadline": deadline, "memory_limit": memory_limit}
+    options = {k: v for k, v in offered.items() if k in accepted}
     start = time.perf_counter()
-    result = dict(module.run(config, progress=progress, **options))
+    try:
+        result = dict(module.run(config, progress=progress, **options))
+    except TimeLimitReached as stopped:
+        result = {"claim": module.CLAIM, "stop_reason": TIME_LIMIT_REACHED,
+                  "time_limit_seconds": deadline.seconds,
+                  "tasks_finished": stopped.finished, "tasks_not_run": stopped.not_run,
+                  "verdict": {"supported": False, "complete": False}}
     result.setdefault("claim", module.CLAIM)
     result["quick"] = bool(quick)
     result["size"] = size
     result["seed"] = config.seed
     result["wall_seconds"] = round(time.perf_counter() - start, 2)
     result["environment"] = environment()
-    if figures:
+    partial = "tasks_not_run" in result
+    if figures and not partial:
         paths = module.plot(result, out / module.CLAIM)
         result["figures"] = [str(p) for p in paths]
-    write_json_atomic(out / f"{module.CLAIM}.json", result)
+    write_json_atomic(result_path(out, module.CLAIM, partial), result)
     return result
+
+
+def partial_summary(result: dict) -> str:
+    """The summary of a run that its deadline stopped before its tasks were done
+    (:func:`run_claim`): which tasks finished, which did not run.
+
+    Parameters
+    ----------
+    result : dict
+        A partial result of :func:`run_claim` (with ``tasks_finished`` and ``tasks_not_run``).
+
+    Returns
+    -------
+    str
+        A line saying so, then up to 20 tasks not run, one per line.
+    """
+    lines = [f"{result['claim']}: stopped at the time limit "
+             f"({result.get('time_limit_seconds', float('nan')):g} s) — "
+             f"{len(result['tasks_finished'])} tasks finished, {len(result['tasks_not_run'])} "
+             "did not run (verdict: not reached)"]
+    lines += [f"  not run: {t}" for t in result["tasks_not_run"][:20]]
+    if len(result["tasks_not_run"]) > 20:
+        lines.append(f"  ... and {len(result['tasks_not_run']) - 20} more")
+    return "\n".join(lines)
+
+
+def result_path(out_dir: str | Path, claim: str, partial: bool = False) -> Path:
+    """Where :func:`run_claim` saves a claim's result (``<claim>.json``, or
+    ``<claim>.partial.json`` for a run stopped at its deadline).
+
+    Parameters
+    ----------
+    out_dir : path
+        The results directory.
+    claim : str
+        The claim's name.
+    partial : bool
+        A run stopped at its deadline.
+
+    Returns
+    -------
+    pathlib.Path
+        The file.
+
+    Examples
+    --------
+    >>> result_path("results", "law", partial=True).name
+    'law.partial.json'
+    """
+    return Path(out_dir) / f"{claim}{'.partial' if partial else ''}.json"
 
 
 def main_for(claim: str, argv: list[str] | None = None, *, prog: str | None = None) -> int:

@@ -13,16 +13,18 @@ sign-invariant ρ and the signed ρ, and the images side by side.
 
 Sizes. At n = 100, p = 10·dn is 3.07 M features (V = 75 GB in float64): a GPU's job
 (:data:`LARGE`, ``--large``, ``device="gpu"``). On 2 CPU cores :data:`FULL` uses n = 10
-(p = 10·dn = 307 200, V cached = 7.0 GiB in float64). Before a cell starts, its memory and time
-are estimated by :mod:`rftheory.budget` for the whole step budget; a cell this machine cannot
-run within the limits (``RFTHEORY_MEMORY_LIMIT``, ``RFTHEORY_TIME_LIMIT`` or ``time_limit``) is
-reported as skipped with the estimate's one-line reason instead of starting a run that cannot
-finish.
+(p = 10·dn = 307 200, V cached = 7.0 GiB in float64). Every cell runs: before it starts, its
+peak memory (declared by the pipeline, :func:`rftheory.pipeline.reconstruction_memory`) is
+checked by :mod:`rftheory.budget`, and a cell that cannot fit in memory is reported as skipped
+with that one-line reason. Time is not estimated: with a deadline (``--time-limit``) the cell
+running when it passes stops with its best reconstruction (``stop_reason = "time_limit"``) and
+the cells after it are reported as not run.
 
 Verdict (falsifiable), over the cells that ran: every train residual < :data:`TRAIN_TOL`; for
 each activation ρ (official) decreases from p = n to p = dn to p = 10·dn, with
 ρ < :data:`RHO_SUCCESS` at 10·dn and ρ > :data:`RHO_SUCCESS` at p = n. ``complete`` says
-whether every cell ran; a table with skipped cells is reported, never called supported.
+whether every cell ran to its own end (tolerance, stall or step budget, not the deadline); a
+table with skipped, unfinished or unrun cells is reported, never called supported.
 
 Run: ``rftheory verify headline [--quick | --large]``, ``python -m rftheory.claims.headline``.
 
@@ -48,6 +50,7 @@ from typing import Any, Callable
 import numpy as np
 
 from rftheory.claims._common import ClaimConfig, check_activations, main_for, source_digests
+from rftheory.deadline import TIME_LIMIT_REACHED, Deadline
 from rftheory.errors import ResourceLimitError, RFTheoryError
 from rftheory.output import format_table, save_figure
 
@@ -63,6 +66,8 @@ TRAIN_TOL = 1e-6
 RHO_SUCCESS = 0.1
 #: Images of each cell kept in the result (as 8-bit pixels) and shown in the figure.
 SHOWN = 10
+#: Seconds between the progress messages of a running cell (``[step/max_steps] ...``).
+STEP_PROGRESS_SECONDS = 10.0
 
 
 @dataclasses.dataclass(frozen=True)
@@ -85,10 +90,6 @@ class Config(ClaimConfig):
     device : {"cpu", "gpu"}
     v_cache_bytes : int
         Keep V in memory when it fits (speed only).
-    time_limit : float or None
-        Seconds a cell may be estimated to take (None: :func:`rftheory.budget.time_limit`'s,
-        one hour or ``RFTHEORY_TIME_LIMIT``); checked on the CPU only (the budget's rates are
-        the CPU's).
     """
 
     n: int = 10
@@ -98,7 +99,6 @@ class Config(ClaimConfig):
     max_steps: int = 3000
     device: str = "cpu"
     v_cache_bytes: int = 8 * 2**30
-    time_limit: float | None = None
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -116,8 +116,6 @@ class Config(ClaimConfig):
             raise RFTheoryError(f"max_steps must be a positive integer, got {self.max_steps!r}")
         if self.device not in ("cpu", "gpu"):
             raise RFTheoryError(f"device must be 'cpu' or 'gpu', got {self.device!r}")
-        if self.time_limit is not None and not self.time_limit > 0:
-            raise RFTheoryError(f"time_limit must be positive, got {self.time_limit!r}")
 
 
 #: ``rftheory verify headline``: n = 10 on the CPU (p = 10, 30 720, 307 200).
@@ -139,24 +137,29 @@ def _unpixels(stored: dict[str, Any]) -> np.ndarray:
     return raw.reshape(stored["shape"]).astype(np.float64) / 255.0
 
 
-def _estimate(config: Config, d: int, p: int) -> tuple[str, float, str | None]:
-    """(the estimate's line, its seconds, the reason to skip or None) of one cell."""
+def _memory(config: Config, d: int, p: int, memory_limit: float | str | None
+            ) -> tuple[str, str | None]:
+    """(the cell's declared memory, the reason to skip it or None): a cell is skipped only when
+    it cannot fit in this machine's memory (on the CPU; a GPU's memory is not this machine's)."""
     from rftheory import budget
+    from rftheory.pipeline import reconstruction_memory
 
     # no method: reconstruct's default, the one recover_training_set runs in run()
-    est = budget.estimate_reconstruct(d=d, n=config.n, p=p, max_steps=config.max_steps,
-                                      v_cache_bytes=config.v_cache_bytes)
+    need = reconstruction_memory(d=d, n=config.n, p=p, v_cache_bytes=config.v_cache_bytes)
     if config.device != "cpu":
-        return est.describe(), est.seconds, None
+        return need.describe(), None
     try:
-        budget.check(est, time_limit=config.time_limit)
+        budget.check(need, memory_limit=memory_limit)
     except ResourceLimitError as exc:
-        return est.describe(), est.seconds, str(exc)
-    return est.describe(), est.seconds, None
+        return need.describe(), str(exc)
+    return need.describe(), None
 
 
-def run(config: Config = FULL, *, progress: Callable[[str], None] | None = None) -> dict[str, Any]:
-    """The table for ``config``: every (activation, p) cell that fits this machine, in order.
+def run(config: Config = FULL, *, progress: Callable[[str], None] | None = None,
+        deadline: Deadline | None = None,
+        memory_limit: float | str | None = None) -> dict[str, Any]:
+    """The table for ``config``: every (activation, p) cell, in order (those that cannot fit in
+    memory skipped, saying why).
 
     Parameters
     ----------
@@ -164,6 +167,11 @@ def run(config: Config = FULL, *, progress: Callable[[str], None] | None = None)
         What to run (default :data:`FULL`; :data:`QUICK` for ``--quick``).
     progress : callable, optional
         Receives one line per finished (or skipped) cell.
+    deadline : rftheory.deadline.Deadline, optional
+        Where the run stops: the running cell returns its best reconstruction
+        (``stop_reason = "time_limit"``), the later cells are reported as not run.
+    memory_limit : float or str, optional
+        The memory guard's limit (:func:`rftheory.budget.check`) for each cell.
 
     Returns
     -------
@@ -174,6 +182,8 @@ def run(config: Config = FULL, *, progress: Callable[[str], None] | None = None)
     """
     from rftheory.data import dataset_dimension, load_dataset
     from rftheory.pipeline import fit_model, matched_images, recover_training_set
+
+    deadline = Deadline() if deadline is None else deadline  # None: no deadline
 
     for name in config.activations:
         check_activations(name)
@@ -187,10 +197,13 @@ def run(config: Config = FULL, *, progress: Callable[[str], None] | None = None)
     for name in config.activations:
         for multiple in config.multiples:
             p = MULTIPLES[multiple](d, config.n)
-            line, seconds, skip = _estimate(config, d, p)
+            line, skip = _memory(config, d, p, memory_limit)
             row: dict[str, Any] = {"activation": name, "multiple": multiple, "p": p,
-                                   "p_over_dn": p / (d * config.n), "estimate": line,
-                                   "estimated_seconds": seconds}
+                                   "p_over_dn": p / (d * config.n), "memory": line}
+            if deadline.passed():
+                row.update(status="not_run", reason="the time limit had passed")
+                rows.append(row)
+                continue
             if skip is not None:
                 row.update(status="skipped", reason=skip)
                 rows.append(row)
@@ -202,7 +215,9 @@ def run(config: Config = FULL, *, progress: Callable[[str], None] | None = None)
                                data=config.data, device=config.device,
                                v_cache_bytes=config.v_cache_bytes)
             fit_seconds = time.perf_counter() - start
-            run_ = recover_training_set(fitted, max_steps=config.max_steps)
+            run_ = recover_training_set(fitted, max_steps=config.max_steps, deadline=deadline,
+                                        callback=_StepProgress(progress, f"{name}, p = {multiple}",
+                                                               config.max_steps))
             shown, _, recon = matched_images(run_, SHOWN)
             residual = float(fitted.train_residual)
             row.update(
@@ -222,7 +237,10 @@ def run(config: Config = FULL, *, progress: Callable[[str], None] | None = None)
                 progress(f"{name}, p = {multiple} = {p}: residual {residual:.1e}, "
                          f"ρ = {row['rho']['abs']:.3g} ({row['steps']} steps, "
                          f"{row['reconstruct_seconds']:.0f} s)")
+    stopped = any(r["status"] == "not_run" or r.get("stop_reason") == TIME_LIMIT_REACHED
+                  for r in rows)
     return {
+        **({"stop_reason": TIME_LIMIT_REACHED} if stopped else {}),
         "claim": CLAIM,
         "statement": ("At d = 3072 the RF interpolator fits its labels at every p ≥ n, while its "
                       "training images are not recovered at p = n, half-recovered at p = dn and "
@@ -234,6 +252,22 @@ def run(config: Config = FULL, *, progress: Callable[[str], None] | None = None)
         "originals": _pixels(originals), "paper_rho": PAPER_RHO, "rows": rows,
         "verdict": _verdict(rows, config), "sources": sources,
     }
+
+
+class _StepProgress:
+    """The optimiser's callback in a cell: every :data:`STEP_PROGRESS_SECONDS` a progress
+    message ``[step/max_steps] <cell>: loss ...`` (a bar of the cell's steps on a terminal)."""
+
+    def __init__(self, progress: Callable[[str], None] | None, cell: str, max_steps: int):
+        self.progress, self.cell, self.max_steps = progress, cell, max_steps
+        self.last = time.perf_counter()
+
+    def __call__(self, step: int, loss: float, X_hat: Any) -> bool:
+        now = time.perf_counter()
+        if self.progress is not None and now - self.last >= STEP_PROGRESS_SECONDS:
+            self.last = now
+            self.progress(f"[{step}/{self.max_steps}] {self.cell}: loss {loss:.3e}")
+        return False
 
 
 def _verdict(rows: list[dict[str, Any]], config: Config) -> dict[str, Any]:
@@ -249,7 +283,7 @@ def _verdict(rows: list[dict[str, Any]], config: Config) -> dict[str, Any]:
                 ends &= r["rho"]["abs"] > RHO_SUCCESS
             if r["multiple"] == "10dn":
                 ends &= r["rho"]["abs"] < RHO_SUCCESS
-    complete = len(ran) == len(rows)
+    complete = len(ran) == len(rows) and all(r["stop_reason"] != TIME_LIMIT_REACHED for r in ran)
     return {"complete": complete, "cells_run": len(ran), "cells": len(rows),
             "labels_fit": bool(labels_fit), "rho_decreases_with_p": bool(ordered),
             "ends_as_predicted": bool(ends),
@@ -280,8 +314,8 @@ def summary(result: dict[str, Any]) -> str:
     for r in result["rows"]:
         head = [r["activation"], r["multiple"], r["p"]]
         if r["status"] != "ok":
-            rows.append(head + ["skipped"] + [""] * 4 + [PAPER_RHO[r["multiple"]],
-                                                          f"est. {r['estimated_seconds'] / 60:.0f} min"])
+            rows.append(head + [r["status"].replace("_", " ")] + [""] * 4
+                        + [PAPER_RHO[r["multiple"]], ""])
             continue
         rows.append(head + [_g(r["train_residual"]), _g(r["rho"]["abs"]),
                             _g(r["rho"]["sign_invariant"]), _g(r["rho"]["signed"]),
@@ -295,7 +329,8 @@ def summary(result: dict[str, Any]) -> str:
              format_table(headers, rows)]
     for r in result["rows"]:
         if r["status"] != "ok":
-            lines.append(f"skipped {r['activation']} at p = {r['multiple']}: {r['reason']}")
+            lines.append(f"{r['status'].replace('_', ' ')} {r['activation']} at "
+                         f"p = {r['multiple']}: {r['reason']}")
     lines.append(f"verdict: {'SUPPORTED' if v['supported'] else 'NOT SUPPORTED'}"
                  f"{'' if v['complete'] else ' (incomplete: ' + str(v['cells_run']) + ' of ' + str(v['cells']) + ' cells ran)'}"
                  f" — labels fit: {v['labels_fit']}; ρ decreases with p: {v['rho_decreases_with_p']}; "

@@ -19,7 +19,8 @@ from rftheory.concentration import (
     lambda_min_vs_d,
     plot_curves,
 )
-from rftheory.claims._common import ClaimConfig, main_for
+from rftheory.claims._common import ClaimConfig, TimeLimitReached, main_for
+from rftheory.deadline import Deadline
 from rftheory.data import sphere_data
 from rftheory.errors import RFTheoryError
 from rftheory.kernel import DEFAULT_ORDER, hadamard_power_bounds
@@ -79,7 +80,8 @@ QUICK = Config(n=20, d=10, p=tuple(2**k for k in range(7, 14)), reps=4, sweep_n=
 # Protocol: run, plot, summary
 # ---------------------------------------------------------------------------------------------
 
-def run(config: Config = FULL, *, progress: Callable[[str], None] | None = None) -> dict:
+def run(config: Config = FULL, *, progress: Callable[[str], None] | None = None,
+        deadline: Deadline | None = None) -> dict:
     """The check for ``config``; see the module docstring for what is measured.
 
     Parameters
@@ -88,6 +90,10 @@ def run(config: Config = FULL, *, progress: Callable[[str], None] | None = None)
         The sizes and seeds (:data:`FULL` by default, :data:`QUICK` for ``--quick``).
     progress : callable, optional
         Called with one line of text per finished step.
+    deadline : rftheory.deadline.Deadline, optional
+        Checked before each draw of V (:func:`rftheory.concentration.concentration`): once it
+        has passed, :class:`~rftheory.claims._common.TimeLimitReached` says which activations'
+        curves finished (no verdict is drawn from part of the widths); default none.
 
     Returns
     -------
@@ -109,8 +115,16 @@ def run(config: Config = FULL, *, progress: Callable[[str], None] | None = None)
     seed, activations = config.seed, config.activations
     X = sphere_data(config.n, config.d, seed)
     powers = hadamard_power_bounds(X, DEFAULT_ORDER)
-    curves = [concentration(a, X, config.p, seed=seed, reps=config.reps, powers=powers,
-                            progress=progress) for a in activations]
+    curves = []
+    for i, a in enumerate(activations):
+        curves.append(concentration(a, X, config.p, seed=seed, reps=config.reps, powers=powers,
+                                    progress=progress, deadline=deadline))
+        if curves[-1].get("stop_reason") == "time_limit":
+            raise TimeLimitReached(
+                [f"{c['activation']}: every width" for c in curves[:-1]]
+                + [f"{a}: p = {', '.join(map(str, curves[-1]['p']))}"] * bool(curves[-1]["p"]),
+                [f"{a}: p = {', '.join(map(str, curves[-1]['p_not_run']))}"]
+                + [f"{b}: every width" for b in activations[i + 1:]] + ["λ_min(K) against d"])
     sweep = lambda_min_vs_d(activations, config.sweep_n, config.sweep_d, seed=seed,
                             progress=progress)
     sweep_ok = all(all(e["bound_ok"]) for e in sweep["activations"].values())

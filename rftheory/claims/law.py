@@ -54,6 +54,7 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
+from rftheory.deadline import Deadline
 from rftheory.claims._common import (ClaimConfig, TaskProgress, check_activations, default_workers,
                                      main_for, run_tasks, source_digests)
 from rftheory.errors import RFTheoryError
@@ -296,7 +297,8 @@ def _cost(task: dict[str, Any]) -> float:
 
 
 def _run_points(tasks: list[dict[str, Any]], workers: int,
-                progress: Callable[[str], None] | None) -> list[dict[str, Any]]:
+                progress: Callable[[str], None] | None,
+                deadline: Deadline | None = None) -> list[dict[str, Any]]:
     """Run the points, ``workers`` processes at a time, the expensive ones first; results in
     task order."""
     tick = TaskProgress(progress, len(tasks))
@@ -310,7 +312,7 @@ def _run_points(tasks: list[dict[str, Any]], workers: int,
 
     return run_tasks([partial(run_point, t) for t in tasks], workers=workers,
                      order=sorted(range(len(tasks)), key=lambda i: -_cost(tasks[i])),
-                     on_result=lambda i, cell: tick(lambda: line(cell)))
+                     on_result=lambda i, cell: tick(lambda: line(cell)), deadline=deadline)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -561,9 +563,13 @@ def sweep_document(config: Config, activation: str | None = None) -> dict[str, A
 
 
 def _sweep_cells(config: Config, out_dir: Path, workers: int,
-                 progress: Callable[[str], None] | None) -> tuple[list[dict[str, Any]], float]:
+                 progress: Callable[[str], None] | None,
+                 deadline: Deadline | None = None) -> tuple[list[dict[str, Any]], float]:
     """Run (or resume) the sweep of each of ``config``'s activations into its store under
-    ``out_dir`` (:func:`sweep_dir`); their cells as dicts."""
+    ``out_dir`` (:func:`sweep_dir`); their cells as dicts. At the deadline the stored cells stay
+    (a rerun resumes) and :class:`~rftheory.claims._common.TimeLimitReached` says what is left:
+    no verdict is drawn from part of a grid."""
+    from rftheory.claims._common import TimeLimitReached
     from rftheory.sweep import parse_spec, run_sweep
 
     cells, seconds = [], 0.0
@@ -571,10 +577,17 @@ def _sweep_cells(config: Config, out_dir: Path, workers: int,
         spec = parse_spec(sweep_document(config, activation), source="law claim")
         store = out_dir / sweep_dir(config, activation)
         done = run_sweep(spec, store, resume=True, workers=workers,
-                         progress=progress is not None)
+                         progress=progress is not None, deadline=deadline)
         if progress is not None:
             progress(f"sweep store {done.store}: {done.already_done} cells already stored, "
                      f"{done.computed} computed in {done.seconds:.0f} s on {done.executor}")
+        if done.stop_reason == "time_limit":
+            later = config.activations[config.activations.index(activation) + 1:]
+            raise TimeLimitReached(
+                [f"{activation}: {done.already_done + done.computed} cells stored in "
+                 f"{done.store}"],
+                [f"{activation}: {done.planned - done.computed} cells (rerun to resume)"]
+                + [f"{a}: its sweep" for a in later])
         cells += cells_from_store(store)
         seconds += done.seconds
     return cells, seconds
@@ -628,7 +641,8 @@ def _cell_row(params: dict, status: str, result: dict, seconds: float | None) ->
 
 
 def run(config: Config = FULL, *, progress: Callable[[str], None] | None = None,
-        workers: int | None = None, out_dir: str | Path = "results") -> dict[str, Any]:
+        workers: int | None = None, out_dir: str | Path = "results",
+        deadline: Deadline | None = None) -> dict[str, Any]:
     """Sweep p over multiples of n and dn, locate p*_label and p*_data, give the verdict.
 
     ``config``, ``progress`` and ``workers`` as in the protocol (:mod:`rftheory.claims`);
@@ -645,6 +659,10 @@ def run(config: Config = FULL, *, progress: Callable[[str], None] | None = None,
         Worker processes (default min(2, CPUs)); results do not depend on it.
     out_dir : str or Path
         Directory of the sweep store of a sweep-backed configuration (default ``"results"``).
+    deadline : rftheory.deadline.Deadline, optional
+        Where the run stops (:func:`rftheory.claims._common.run_tasks` raises
+        :class:`~rftheory.claims._common.TimeLimitReached`, which
+        :func:`~rftheory.claims._common.run_claim` saves as a partial result); default none.
 
     Returns
     -------
@@ -658,13 +676,13 @@ def run(config: Config = FULL, *, progress: Callable[[str], None] | None = None,
     sources = source_digests()  # before any work: the code the workers will run
     start = time.perf_counter()
     if config.sweep:
-        cells, _ = _sweep_cells(config, Path(out_dir), workers, progress)
+        cells, _ = _sweep_cells(config, Path(out_dir), workers, progress, deadline)
     else:
         tasks = [{"activation": a, "d": d, "n": n, "p": p, "seed": config.seed + s,
                   "seed_index": s, "max_steps": config.max_steps}
                  for a in config.activations for d, n in config.grid_of(a)
                  for p in p_values(d, n, config.ratios) for s in range(config.seeds_of(a))]
-        cells = _run_points(tasks, workers, progress)
+        cells = _run_points(tasks, workers, progress, deadline)
     result = analyse(cells, config)
     result.update(workers=workers, sweep_seconds=time.perf_counter() - start, sources=sources)
     return result

@@ -38,6 +38,7 @@ from typing import Any, Callable
 
 import numpy as np
 
+from rftheory.deadline import Deadline
 from rftheory.claims._common import (ClaimConfig, TaskProgress, check_activations, default_workers,
                                      main_for, run_tasks, source_digests)
 from rftheory.errors import RFTheoryError
@@ -213,7 +214,7 @@ def run_case(task: dict[str, Any]) -> dict[str, Any]:
 
 
 def run(config: Config = FULL, *, progress: Callable[[str], None] | None = None,
-        workers: int | None = None) -> dict[str, Any]:
+        workers: int | None = None, deadline: Deadline | None = None) -> dict[str, Any]:
     """Reconstruct with n̂ = factor·n candidates for several factors; coverage and extras.
 
     Parameters
@@ -224,6 +225,10 @@ def run(config: Config = FULL, *, progress: Callable[[str], None] | None = None,
         Called with one line of text per finished step.
     workers : int, optional
         Processes for the independent runs (default: one per core, at most the runs).
+    deadline : rftheory.deadline.Deadline, optional
+        Where the run stops (:func:`rftheory.claims._common.run_tasks` raises
+        :class:`~rftheory.claims._common.TimeLimitReached`, which
+        :func:`~rftheory.claims._common.run_claim` saves as a partial result); default none.
 
     Returns
     -------
@@ -249,7 +254,7 @@ def run(config: Config = FULL, *, progress: Callable[[str], None] | None = None,
     tasks = [{"activation": activation, "d": d, "n": n, "p": p, "n_hat": m, "seed": seed + s,
               "max_steps": max_steps} for m in n_hats for s in range(seeds)]
     tick = TaskProgress(progress, len(tasks))
-    runs = run_tasks([partial(run_case, t) for t in tasks], workers=workers,
+    runs = run_tasks([partial(run_case, t) for t in tasks], workers=workers, deadline=deadline,
                      on_result=lambda i, case: tick(lambda: (
                          f"n̂={case['n_hat']} seed={case['seed']}: loss={case['final_loss']:.1e} "
                          f"covered={case['covered']}/{n} ρ={case['rho_abs']:.1e} "

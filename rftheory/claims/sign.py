@@ -49,6 +49,7 @@ from typing import Any, Callable
 
 import numpy as np
 
+from rftheory.deadline import Deadline
 from rftheory.claims._common import (ClaimConfig, TaskProgress, check_activations, default_workers,
                                      main_for, run_tasks, source_digests)
 from rftheory.errors import RFTheoryError
@@ -288,7 +289,7 @@ def hermite_verdict(activation: str) -> dict[str, Any]:
 
 
 def run(config: Config = FULL, *, progress: Callable[[str], None] | None = None,
-        workers: int | None = None) -> dict[str, Any]:
+        workers: int | None = None, deadline: Deadline | None = None) -> dict[str, Any]:
     """Flip fraction per activation at p = ratio·dn, next to the Hermite verdict.
 
     Parameters
@@ -299,6 +300,10 @@ def run(config: Config = FULL, *, progress: Callable[[str], None] | None = None,
         Called with one line of text per finished step.
     workers : int, optional
         Processes for the independent runs (default: one per core, at most the runs).
+    deadline : rftheory.deadline.Deadline, optional
+        Where the run stops (:func:`rftheory.claims._common.run_tasks` raises
+        :class:`~rftheory.claims._common.TimeLimitReached`, which
+        :func:`~rftheory.claims._common.run_claim` saves as a partial result); default none.
 
     Returns
     -------
@@ -323,7 +328,7 @@ def run(config: Config = FULL, *, progress: Callable[[str], None] | None = None,
                 f" flips={cell['sign_flips']}/{n} loss={cell['final_loss']:.1e} "
                 f"L(one flipped)={cell['loss_one_flipped']:.1e} ({cell['seconds']:.1f} s)")
 
-    done = run_tasks(calls, workers=workers, on_result=lambda i, out: (
+    done = run_tasks(calls, workers=workers, deadline=deadline, on_result=lambda i, out: (
         tick(lambda: line(out)) if i >= len(activations) else None))
     verdicts = dict(zip(activations, done[:len(activations)]))
     runs = done[len(activations):]

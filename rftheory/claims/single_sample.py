@@ -56,6 +56,7 @@ from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 
+from rftheory.deadline import Deadline
 from rftheory.claims._common import (ClaimConfig, TaskProgress, check_activations,
                                      default_workers, main_for, run_tasks)
 from rftheory.data import gaussian_labels, sphere_data
@@ -367,7 +368,7 @@ def verdict_of(result: dict[str, Any]) -> dict[str, Any]:
 
 
 def run(config: Config = FULL, *, progress: Callable[[str], None] | None = None,
-        workers: int | None = None) -> dict[str, Any]:
+        workers: int | None = None, deadline: Deadline | None = None) -> dict[str, Any]:
     """Every attack of ``config`` on every (seed, p) (:data:`FULL` by default, :data:`QUICK` for
     ``--quick``), ``workers`` processes (results do not depend on it).
 
@@ -379,6 +380,10 @@ def run(config: Config = FULL, *, progress: Callable[[str], None] | None = None,
         Receives one line per finished cell.
     workers : int, optional
         Worker processes (default min(2, CPUs)).
+    deadline : rftheory.deadline.Deadline, optional
+        Where the run stops (:func:`rftheory.claims._common.run_tasks` raises
+        :class:`~rftheory.claims._common.TimeLimitReached`, which
+        :func:`~rftheory.claims._common.run_claim` saves as a partial result); default none.
 
     Returns
     -------
@@ -399,7 +404,7 @@ def run(config: Config = FULL, *, progress: Callable[[str], None] | None = None,
                           for k, a in cell["attacks"].items())
         return f"seed {cell['seed']} p = {cell['p']} (p/dn = {cell['p_over_dn']:.3g}): {parts}"
 
-    cells = run_tasks(calls, workers=default_workers(workers), order=order,
+    cells = run_tasks(calls, workers=default_workers(workers), order=order, deadline=deadline,
                       on_result=lambda i, r: tick(lambda: describe(i, r)))
     result = {
         "claim": CLAIM,

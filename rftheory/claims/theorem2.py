@@ -64,6 +64,7 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
+from rftheory.deadline import Deadline
 from rftheory.claims._common import (ClaimConfig, TaskProgress, check_activations,
                                      default_workers, main_for, run_tasks)
 from rftheory.collisions import (Collision, collision_limit, collision_region_minimum,
@@ -757,7 +758,7 @@ def _describe(kind: str, spec: tuple, result: Any) -> str:
 
 
 def run(config: Config = FULL, *, progress: Callable[[str], None] | None = None,
-        workers: int | None = None) -> dict[str, Any]:
+        workers: int | None = None, deadline: Deadline | None = None) -> dict[str, Any]:
     """Both parts of the check (see the module docstring) for ``config`` (:data:`FULL` by
     default, :data:`QUICK` for ``--quick``), ``workers`` processes (results do not depend on
     it).
@@ -770,6 +771,10 @@ def run(config: Config = FULL, *, progress: Callable[[str], None] | None = None,
         Receives one line per finished task.
     workers : int, optional
         Worker processes (default min(2, CPUs)).
+    deadline : rftheory.deadline.Deadline, optional
+        Where the run stops (:func:`rftheory.claims._common.run_tasks` raises
+        :class:`~rftheory.claims._common.TimeLimitReached`, which
+        :func:`~rftheory.claims._common.run_claim` saves as a partial result); default none.
 
     Returns
     -------
@@ -797,7 +802,7 @@ def run(config: Config = FULL, *, progress: Callable[[str], None] | None = None,
     order = sorted(range(len(calls)),
                    key=lambda i: -(specs[i][1][1] if specs[i][0] != "n2" else 2))
     tick = TaskProgress(progress, len(calls))
-    results = run_tasks(calls, workers=default_workers(workers), order=order,
+    results = run_tasks(calls, workers=default_workers(workers), order=order, deadline=deadline,
                         on_result=lambda i, r: tick(lambda: _describe(*specs[i], r)))
     curves = [r for (kind, _), r in zip(specs, results) if kind == "n2"]
     cells = [r for (kind, _), r in zip(specs, results) if kind == "cell"]

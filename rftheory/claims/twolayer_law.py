@@ -34,6 +34,7 @@ from typing import Any, Callable
 
 import numpy as np
 
+from rftheory.deadline import Deadline
 from rftheory.claims._common import (ClaimConfig, TaskProgress, check_activations, default_workers,
                                      main_for, run_tasks)
 from rftheory.errors import RFTheoryError
@@ -272,7 +273,7 @@ QUICK = Config(ratios=(1.0, 2.0, 4.0, 8.0), seeds=1, setups=("rf_gd", "square", 
 
 
 def run(config: Config = FULL, *, progress: Callable[[str], None] | None = None,
-        workers: int | None = None) -> dict[str, Any]:
+        workers: int | None = None, deadline: Deadline | None = None) -> dict[str, Any]:
     """Sweep ρ against p^(L)/(dn) for two-layer networks trained by gradient descent.
 
     Parameters
@@ -283,6 +284,10 @@ def run(config: Config = FULL, *, progress: Callable[[str], None] | None = None,
         Called with one line of text per finished step.
     workers : int, optional
         Processes for the independent runs (default: one per core, at most the runs).
+    deadline : rftheory.deadline.Deadline, optional
+        Where the run stops (:func:`rftheory.claims._common.run_tasks` raises
+        :class:`~rftheory.claims._common.TimeLimitReached`, which
+        :func:`~rftheory.claims._common.run_claim` saves as a partial result); default none.
 
     Returns
     -------
@@ -309,7 +314,7 @@ def run(config: Config = FULL, *, progress: Callable[[str], None] | None = None,
              for ds in datasets for st in setups for r in ratios for s in range(seeds)]
     t0 = time.perf_counter()
     tick = TaskProgress(progress, len(tasks))
-    cases = run_tasks([partial(run_case, **t) for t in tasks], workers=workers,
+    cases = run_tasks([partial(run_case, **t) for t in tasks], workers=workers, deadline=deadline,
                       on_result=lambda i, case: tick(lambda: (
                           f"{case['dataset']:6s} {case['setup']:13s} "
                           f"p^(L)/(dn)={case['ratio']:5.2f} seed={case['seed']} ρ={case['rho']:.2e} "

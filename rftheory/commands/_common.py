@@ -25,6 +25,7 @@ from __future__ import annotations
 import argparse
 import math
 import os
+import re
 import sys
 import tempfile
 from pathlib import Path
@@ -38,7 +39,7 @@ FIGURE_SUFFIXES = ("", ".png", ".pdf")
 #: Directories no command writes into or below, whatever the permissions.
 SYSTEM_TREES = ("/proc", "/sys", "/dev", "/boot", "/etc", "/bin", "/sbin", "/lib", "/lib32",
                 "/lib64", "/libx32", "/usr")
-#: How the size guards' limits are named in messages (:func:`rftheory.budget.check`).
+#: How the limits are named in messages (:func:`rftheory.budget.check`, the deadline).
 LIMIT_OPTIONS = ("--memory-limit", "--time-limit")
 
 
@@ -161,44 +162,88 @@ def figure_paths(name: str | None, option: str = "--plot") -> list[Path] | None:
     return paths
 
 
-# -- size guards ---------------------------------------------------------------------------------
+# -- limits: memory refused before the start, time a deadline on the clock ---------------------
 
 def add_limit_options(parser: argparse.ArgumentParser) -> None:
     """``--memory-limit`` and ``--time-limit``: the same two options on every command that
-    computes (the size guards of :mod:`rftheory.budget`)."""
+    computes (:mod:`rftheory.budget`, :mod:`rftheory.deadline`)."""
     group = parser.add_argument_group(
-        "size guards", "the job's memory and time are estimated from its sizes before it starts; "
-                       "what exceeds a limit is refused with one line")
+        "limits", "a job whose arrays cannot fit in memory is refused before it starts, in one "
+                  "line; time is not estimated: --time-limit is a deadline on the clock, at "
+                  "which the job stops and keeps what it has finished")
     group.add_argument("--memory-limit", metavar="SIZE",
                        help="most memory a job may need, e.g. 12G or 800M (default: "
                             "RFTHEORY_MEMORY_LIMIT, else 80%% of the memory available; never "
                             "above the machine's total)")
     group.add_argument("--time-limit", metavar="SECONDS",
-                       help="longest a job may take, in seconds or inf (default: "
-                            "RFTHEORY_TIME_LIMIT, else 3600)")
+                       help="stop at this many seconds after the start, keeping partial results "
+                            "(stop reason time_limit); default RFTHEORY_TIME_LIMIT, else none "
+                            "(inf: none)")
 
 
 def limits(args: argparse.Namespace) -> dict[str, Any]:
-    """The keywords of :func:`rftheory.budget.check` from ``--memory-limit``/``--time-limit``
+    """``memory_limit`` and ``via`` for :func:`rftheory.budget.check` from ``--memory-limit``
     (checked now: a malformed limit is refused before any work)."""
-    from ..budget import memory_limit, time_limit
+    from ..budget import memory_limit
 
     mem = getattr(args, "memory_limit", None)
-    seconds = getattr(args, "time_limit", None)
     if mem is not None:
         memory_limit(mem, name=LIMIT_OPTIONS[0])
-    if seconds is not None:
-        time_limit(seconds, name=LIMIT_OPTIONS[1])
-    return {"memory_limit": mem, "time_limit": seconds, "via": LIMIT_OPTIONS}
+    return {"memory_limit": mem, "via": LIMIT_OPTIONS[0]}
+
+
+def deadline(args: argparse.Namespace) -> Any:
+    """The :class:`rftheory.deadline.Deadline` of ``--time-limit`` (or ``RFTHEORY_TIME_LIMIT``),
+    starting now; a malformed value is refused before any work."""
+    from ..deadline import Deadline
+
+    return Deadline.from_limit(getattr(args, "time_limit", None), name=LIMIT_OPTIONS[1])
 
 
 # -- progress ------------------------------------------------------------------------------------
 
 def progress_lines(args: argparse.Namespace) -> Callable[[str], None] | None:
-    """Where one-line progress messages go: stderr, unless ``--json`` asks for a clean stdout run."""
-    if getattr(args, "json", False):
+    """Where a job's progress messages go: nothing with ``--json`` (a clean stdout run) or
+    ``--no-progress``; on a terminal a tqdm bar (:class:`TaskBar`: tasks done, the rate
+    measured in this run, the ETA); elsewhere (a log) one line per message on stderr."""
+    if getattr(args, "json", False) or getattr(args, "no_progress", False):
         return None
+    if sys.stderr.isatty():
+        return TaskBar()
     return lambda message: print(message, file=sys.stderr, flush=True)
+
+
+class TaskBar:
+    """A tqdm bar fed by a job's progress messages: ``[k/total] what`` (the claims'
+    :class:`~rftheory.claims._common.TaskProgress`) advances it to k of total, with ``what``
+    shown beside it; any other message is written above the bar."""
+
+    _TASK = re.compile(r"^\[(\d+)/(\d+)\] (.*)$", re.S)
+
+    def __init__(self) -> None:
+        self._bar: Any = None
+
+    def __call__(self, message: str) -> None:
+        from tqdm import tqdm
+
+        task = self._TASK.match(message)
+        if task is None:
+            tqdm.write(message, file=sys.stderr)
+            return
+        done, total, what = int(task[1]), int(task[2]), task[3]
+        if self._bar is None or self._bar.total != total or done < self._bar.n:  # a new job
+            self.close()
+            self._bar = tqdm(total=total, unit="task", file=sys.stderr, dynamic_ncols=True)
+        self._bar.update(done - self._bar.n)
+        self._bar.set_postfix_str(what[:60], refresh=True)
+        if done >= total:
+            self.close()
+
+    def close(self) -> None:
+        """End the bar (if one is open)."""
+        if self._bar is not None:
+            self._bar.close()
+            self._bar = None
 
 
 def progress_bar_wanted(args: argparse.Namespace) -> bool:

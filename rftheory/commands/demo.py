@@ -8,7 +8,8 @@ figure's path.
 
 from __future__ import annotations
 
-from ._common import add_limit_options, at_least, limits, output_dir, produced_by, progress_lines
+from ._common import (add_limit_options, at_least, deadline, limits, output_dir, produced_by,
+                      progress_lines)
 
 
 def register(subparsers) -> None:
@@ -27,6 +28,7 @@ def register(subparsers) -> None:
     p.add_argument("--quick", action="store_true",
                    help="smaller sweep (a fraction of the default's time)")
     p.add_argument("--json", action="store_true", help="print the whole result as JSON")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar or lines")
     add_limit_options(p)
     p.set_defaults(handler=handle)
 
@@ -36,17 +38,20 @@ def handle(args) -> int:
     seed = at_least(args.seed, "seed", 0)
     out = output_dir(args.out, default="results")
     guard = limits(args)
+    stop_at = deadline(args)
 
     from ..claims import run_claim
+    from ..claims._common import partial_summary, result_path
     from ..claims.law import summary
     from ..output import print_json
 
     result = run_claim("law", quick=args.quick, seed=seed, out_dir=out,
-                       progress=progress_lines(args), **guard)
+                       progress=progress_lines(args), deadline=stop_at, **guard)
     if args.json:
         print_json({**result, "produced_by": produced_by(args, {"out": str(out)})})
         return 0
-    print(summary(result))
-    print(f"wall time {result['wall_seconds']} s; results: {out / 'law.json'}")
+    partial = "tasks_not_run" in result
+    print(partial_summary(result) if partial else summary(result))
+    print(f"wall time {result['wall_seconds']} s; results: {result_path(out, 'law', partial)}")
     print(f"figure: {', '.join(result.get('figures', []))}")
     return 0

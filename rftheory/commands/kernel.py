@@ -13,8 +13,8 @@ import math
 
 from ..errors import RFTheoryError
 from ..output import format_table, print_json
-from ._common import (add_limit_options, figure_paths, limits, parse_int, parse_int_list,
-                      produced_by, progress_lines)
+from ._common import (add_limit_options, deadline, figure_paths, limits, parse_int,
+                      parse_int_list, produced_by, progress_bar_wanted, progress_lines)
 
 #: Largest n accepted: the check diagonalises n × n matrices (O(n³)) for every p and draw.
 MAX_N = 5000
@@ -40,6 +40,7 @@ def register(subparsers) -> None:
     p.add_argument("--json", action="store_true", help="print the full result as JSON")
     p.add_argument("--plot", metavar="FILE",
                    help="write the figure to FILE (.png or .pdf; both are written)")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar or lines")
     add_limit_options(p)
     p.set_defaults(handler=handle)
 
@@ -96,15 +97,24 @@ def handle(args) -> int:
     seed = parse_int(args.seed, "seed", 0)
     reps = parse_int(args.reps, "reps", 1)
     paths = figure_paths(args.plot)
-    from ..budget import check_kernel
+    stop_at = deadline(args)
+    from ..budget import check
+    from ..concentration import measurement_memory
 
-    check_kernel(d=d, n=n, p_values=p_values, reps=reps, **limits(args))
+    check(measurement_memory(d=d, n=n, p_values=p_values), **limits(args))
 
     from ..concentration import measure_concentration, plot_curves
 
-    result = measure_concentration(args.activation, d, n, p_values, seed=seed, reps=reps,
-                                   progress=progress_lines(args))
-    figures = [] if paths is None else [str(p) for p in plot_curves([result], paths[0])]
+    bar = _WidthBar(p_values, reps) if progress_bar_wanted(args) else None
+    try:
+        result = measure_concentration(args.activation, d, n, p_values, seed=seed, reps=reps,
+                                       progress=bar or progress_lines(args), deadline=stop_at)
+    finally:
+        if bar is not None:
+            bar.close()
+    stopped = result.get("stop_reason") == "time_limit"
+    figures = ([] if paths is None or not result["p"]
+               else [str(p) for p in plot_curves([result], paths[0])])
     result["figures"] = figures
     if args.json:
         print_json({**result, "produced_by": produced_by(
@@ -124,6 +134,33 @@ def handle(args) -> int:
         print(f"fitted slope of log ||PhiPhi^T/p - K||_op vs log p: {result['slope']:.3f}"
               + ("" if se is None else f" ± {se:.3f}") + " (expected -0.5)")
     print(verdict_lines(result))
+    if stopped:
+        print(f"stopped at the time limit: p = {', '.join(map(str, result['p_not_run']))} not "
+              "measured")
     if figures:
         print(f"figure: {', '.join(figures)}")
     return 0
+
+
+class _WidthBar:
+    """A tqdm bar of the measurement's feature draws (widths × draws, so its rate and ETA weigh
+    each width by its size), advanced by the measurement's one progress line per width (the
+    widths come in the sorted order :func:`~rftheory.concentration.measure_concentration`
+    measures them)."""
+
+    def __init__(self, p_values: list[int], reps: int) -> None:
+        import sys
+
+        from tqdm import tqdm
+
+        self._widths = iter(p_values)
+        self._reps = reps
+        self._bar = tqdm(total=sum(p_values) * reps, unit="feature", unit_scale=True,
+                         desc="kernel", file=sys.stderr, dynamic_ncols=True)
+
+    def __call__(self, line: str) -> None:
+        self._bar.update(next(self._widths, 0) * self._reps)
+        self._bar.set_postfix_str(line.split(": ", 1)[-1][:60], refresh=True)
+
+    def close(self) -> None:
+        self._bar.close()

@@ -22,8 +22,8 @@ from ..errors import RFTheoryError
 #: the optimiser nor sympy; tests/test_cli_reconstruct.py checks the two agree).
 METHODS = ("varpro", "lbfgs")
 from ..output import format_table
-from ._common import (add_limit_options, at_least, figure_paths, finite_at_least, limits,
-                      print_result, progress_bar_wanted)
+from ._common import (add_limit_options, at_least, deadline, figure_paths, finite_at_least,
+                      limits, print_result, progress_bar_wanted)
 
 #: Seconds between ρ evaluations for the progress bar (a Hungarian matching on the host).
 PROGRESS_RHO_INTERVAL = 1.0
@@ -62,6 +62,11 @@ def register(subparsers: Any) -> None:
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
     parser.add_argument("--json", action="store_true", help="machine-readable output")
     parser.add_argument("--plot", metavar="FILE", help="write a figure (PNG and PDF)")
+    parser.add_argument("--dry-run", action="store_true",
+                        help="print the sizes and the peak memory; run nothing")
+    parser.add_argument("--time-probe", action="store_true",
+                        help="with --dry-run: train, time 2 real optimiser steps, and print the "
+                             "measured time per step times the step budget (an upper bound)")
     add_limit_options(parser)
     parser.set_defaults(handler=handle)
 
@@ -69,9 +74,11 @@ def register(subparsers: Any) -> None:
 def handle(args: argparse.Namespace) -> int:
     """Handler: check every option and the job's size before the (long) run, run the pipeline,
     print (with its warnings), plot."""
-    from ..budget import check_reconstruct
+    stop_at = deadline(args)  # the clock starts with the command
+    from ..budget import check
     from ..data import dataset_dimension
-    from ..pipeline import feature_count, fit_model, plot_reconstruction, recover_training_set
+    from ..pipeline import (feature_count, fit_model, plot_reconstruction, reconstruction_memory,
+                            recover_training_set)
 
     figure_paths(args.plot)
     n = at_least(args.n, "n")
@@ -90,24 +97,55 @@ def handle(args: argparse.Namespace) -> int:
     if p <= n_hat:
         raise RFTheoryError(f"p = {p} must exceed n_hat = {n_hat}: with p <= n_hat the candidates' "
                             "features span R^p and the loss is identically 0")
+    if args.time_probe and not args.dry_run:
+        raise RFTheoryError("--time-probe goes with --dry-run")
     resolved = _optimiser_options(tol, max_steps)
-    steps = {"max_steps": resolved["max_steps"]} if isinstance(resolved["max_steps"], int) else {}
-    check_reconstruct(d=d, n=n, p=p, n_hat=n_hat, v_cache_bytes=v_cache_mb * 2**20, **steps,
-                      method=args.method, **limits(args))
-    fitted = fit_model(activation=args.activation, n=n, d=d, p=p, seed=seed, data=args.data,
+    need = check(reconstruction_memory(d=d, n=n, p=p, n_hat=n_hat, method=args.method,
+                                       v_cache_bytes=v_cache_mb * 2**20), **limits(args))
+    sizes = {"d": d, "n": n, "p": p, "n_hat": n_hat, "seed": seed, "labels": args.labels,
+             **resolved}
+    fit_options = dict(activation=args.activation, n=n, d=d, p=p, seed=seed, data=args.data,
                        labels=args.labels, device=args.device, v_cache_bytes=v_cache_mb * 2**20)
+    if args.dry_run:
+        return _dry_run(args, need, sizes, fit_options)
+    fitted = fit_model(**fit_options)
     bar = _ProgressBar(fitted.X, resolved["max_steps"]) if progress_bar_wanted(args) else None
     try:
         run = recover_training_set(fitted, n_hat, method=args.method, tol=tol,
-                                   max_steps=max_steps, callback=bar)
+                                   max_steps=max_steps, callback=bar, deadline=stop_at)
     finally:
         if bar is not None:
             bar.close()
     written = plot_reconstruction(run, args.plot) if args.plot is not None else []
     table = _table(run) + "".join(f"\nwarning: {w}" for w in run.warnings())
-    print_result(args, run.summary(), table, written,
-                 parameters={"d": d, "n": n, "p": p, "n_hat": n_hat, "seed": seed,
-                             "labels": args.labels, **resolved})
+    print_result(args, run.summary(), table, written, parameters=sizes)
+    return 0
+
+
+def _dry_run(args: argparse.Namespace, need: Any, sizes: dict[str, Any],
+             fit_options: dict[str, Any]) -> int:
+    """``--dry-run``: the sizes and the declared peak memory; with ``--time-probe`` the training
+    and two real optimiser steps, timed, and their rate times the step budget."""
+    from ..budget import format_bytes, format_duration, memory_limit
+
+    limit, source = memory_limit(args.memory_limit, name="--memory-limit")
+    plan: dict[str, Any] = {"dry_run": True, "job": need.job, "sizes": sizes,
+                            "peak_bytes": need.peak_bytes, "memory_parts": dict(need.parts),
+                            "memory_limit": limit, "memory_limit_source": source}
+    lines = [need.describe(), f"memory limit: {format_bytes(limit)} ({source})",
+             f"step budget: {sizes['max_steps']} optimiser steps (tol {sizes['tol']:g})"]
+    if args.time_probe:
+        from ..pipeline import time_probe
+
+        probe = time_probe(n_hat=sizes["n_hat"], method=args.method,
+                           max_steps=sizes["max_steps"], **fit_options)
+        plan["time_probe"] = probe
+        lines.append(f"measured: training {probe['fit_seconds']:.2f} s, "
+                     f"{probe['seconds_per_step']:.3g} s per step ({probe['probe_steps']} real "
+                     f"steps); at most ~{format_duration(probe['upper_bound_seconds'])} for the "
+                     f"whole budget of {probe['max_steps']} steps (an upper bound at this rate: "
+                     "runs that reach tol stop earlier)")
+    print_result(args, plan, "\n".join(lines), parameters=sizes)
     return 0
 
 

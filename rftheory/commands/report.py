@@ -20,7 +20,7 @@ from typing import Any
 
 from ..errors import RFTheoryError
 from .activation import METHODS  # rftheory.hermite.METHODS without importing sympy
-from ._common import (add_limit_options, limits, output_dir, parse_int, print_result,
+from ._common import (add_limit_options, deadline, limits, output_dir, parse_int, print_result,
                       progress_bar_wanted, progress_lines)
 
 
@@ -110,6 +110,7 @@ def handle(args: argparse.Namespace) -> int:
     size = _size(args)
     out = output_dir(args.out, default="results")
     guard = limits(args)
+    stop_at = deadline(args)
     stem_name = args.name if args.name is not None else card_stem(args.expr)
     if not re.fullmatch(r"[A-Za-z0-9_+-][A-Za-z0-9_+.-]*", stem_name) or stem_name.endswith(
             (".json", ".png", ".pdf")):
@@ -120,10 +121,15 @@ def handle(args: argparse.Namespace) -> int:
     if lines is not None:
         lines(f"{estimate.describe()}")
     progress = _Progress(args)
+    from ..claims._common import TimeLimitReached
+
     try:
         card = activation_card(args.expr, size, seed=seed, method=args.method, workers=workers,
-                               progress=progress, memory_limit=guard["memory_limit"],
-                               time_limit=guard["time_limit"], via=guard["via"])
+                               progress=progress, deadline=stop_at, **guard)
+    except TimeLimitReached as stopped:
+        print(f"rftheory report: stopped at the time limit ({len(stopped.finished)} law cells "
+              f"finished, {len(stopped.not_run)} not run); no card written", file=sys.stderr)
+        return 0
     finally:
         progress.close()
     json_path = out / f"{stem_name}.json"

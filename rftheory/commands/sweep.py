@@ -15,8 +15,8 @@ from pathlib import Path
 from typing import Any
 
 from ..output import format_table, print_json
-from ._common import (add_limit_options, figure_paths, limits, output_dir, print_result,
-                      produced_by, progress_bar_wanted)
+from ._common import (add_limit_options, deadline, figure_paths, limits, output_dir,
+                      print_result, produced_by, progress_bar_wanted)
 
 #: Where ``run`` puts a sweep's store when ``--out`` is not given: ``results/sweeps/<file stem>``.
 DEFAULT_OUT_ROOT = Path("results") / "sweeps"
@@ -95,20 +95,27 @@ def _report_outputs(out_dir: Path, args: argparse.Namespace) -> tuple[dict, list
 
 
 def _run(args: argparse.Namespace) -> int:
-    from ..budget import format_bytes, format_duration
+    from ..budget import format_bytes
     from ..sweep import (SweepAbortedError, check_executor_choice, load_spec, plan_sweep,
                          run_sweep)
 
     figure_paths(args.plot)
     guard = limits(args)
+    stop_at = deadline(args)
     check_executor_choice(workers=args.workers, dask_scheduler=args.dask_scheduler,
                           dask_local=args.dask_local)
     spec = load_spec(args.file)  # every check of the file happens before anything runs
     out_dir = output_dir(args.out, default=DEFAULT_OUT_ROOT / Path(args.file).stem)
+    if args.time_probe and not args.dry_run:
+        from ..errors import RFTheoryError
+
+        raise RFTheoryError("--time-probe goes with --dry-run")
     if args.dry_run:
         slots = None if args.dask_scheduler else (args.workers or args.dask_local)
         plan = plan_sweep(spec, out_dir, resume=args.resume, retry_errors=args.retry_errors,
                           slots=slots, **guard)
+        if args.time_probe:
+            plan["time_probe"] = _time_probe(spec, plan["estimate"]["largest_cell"]["params"])
         if args.json:
             print_json({**plan, "produced_by": produced_by(args, {"out": str(out_dir)})})
         else:
@@ -116,15 +123,25 @@ def _run(args: argparse.Namespace) -> int:
             print(f"{plan['total']} cells; {plan['already_done']} already in {plan['store']}; "
                   f"{plan['planned']} to compute" +
                   (f" ({plan['corrupt']} corrupt rows to redo)" if plan["corrupt"] else "")
-                  + f"; estimated ~{format_duration(est['estimated_seconds'])} on "
-                    f"{est['workers']} worker{'s' if est['workers'] > 1 else ''}, "
-                    f"largest cell ~{format_bytes(est['largest_cell']['peak_bytes'])}")
+                  + f"; {est['workers']} worker{'s' if est['workers'] > 1 else ''}; largest "
+                    f"cell {est['largest_cell']['job']} ~"
+                    f"{format_bytes(est['largest_cell']['peak_bytes'])} of memory; the "
+                    f"collector's scan of the store ~{format_bytes(est['scan_bytes'])}")
+            probe = plan.get("time_probe")
+            if probe:
+                print(f"measured on the largest cell: training {probe['fit_seconds']:.2f} s, "
+                      f"{probe['seconds_per_step']:.3g} s per step; at most "
+                      f"~{probe['upper_bound_seconds']:.0f} s for its budget of "
+                      f"{probe['max_steps']} steps (an upper bound at this rate)")
+            elif args.time_probe:
+                print("no time probe: the sweep's cells are not reconstructions")
         return 0
     progress = progress_bar_wanted(args)
     try:
         run = run_sweep(spec, out_dir, resume=args.resume, retry_errors=args.retry_errors,
                         workers=args.workers, dask_scheduler=args.dask_scheduler,
-                        dask_local=args.dask_local, progress=progress, **guard)
+                        dask_local=args.dask_local, progress=progress, deadline=stop_at,
+                        **guard)
     except SweepAbortedError as exc:
         print(f"rftheory sweep run: {exc}", file=sys.stderr)
         return 1
@@ -136,6 +153,10 @@ def _run(args: argparse.Namespace) -> int:
         print(f"computed {run.computed} of {run.total} cells ({run.already_done} already stored"
               + (f", {run.corrupt_recomputed} corrupt rows redone" if run.corrupt_recomputed else "")
               + f") on {run.executor} in {run.seconds:.1f} s; store: {run.store}")
+        if run.stop_reason == "time_limit":
+            left = run.planned - run.computed
+            print(f"stopped at the time limit: {left} cells not computed (rerun with --resume "
+                  "to compute them)")
         print(report_table(report))
         for path in written:
             print(f"wrote {path}")
@@ -144,6 +165,26 @@ def _run(args: argparse.Namespace) -> int:
               "rerun with --resume --retry-errors to try them again)", file=sys.stderr)
         return 1
     return 0
+
+
+def _time_probe(spec: Any, largest: dict) -> dict | None:
+    """:func:`rftheory.pipeline.time_probe` of the sweep's largest cell when its cells run a
+    reconstruction (``reconstruct``, ``law`` at p >= n), else None."""
+    from ..pipeline import time_probe
+    from ..sweep.spec import p_from_expression
+
+    params = dict(spec.fixed) | dict(largest)
+    if "p_mult" in params:
+        params["p"] = max(1, round(params.pop("p_mult") * params["d"] * params["n"]))
+    elif isinstance(params.get("p"), str):
+        params["p"] = p_from_expression(params["p"], d=params["d"], n=params["n"])
+    if spec.cell not in ("reconstruct", "law") or params["p"] < params["n"]:
+        return None
+    activation = next((v[0] for k, v in spec.axes if k == "activation"),
+                      params.get("activation", "relu+tanh"))
+    return time_probe(activation=activation, d=int(params["d"]), n=int(params["n"]),
+                      p=int(params["p"]), n_hat=params.get("n_hat"), method=params.get("method"),
+                      max_steps=params.get("max_steps"), data=params.get("data", "sphere"))
 
 
 def _report(args: argparse.Namespace) -> int:
@@ -221,8 +262,12 @@ def register(subparsers: Any) -> None:
     run.add_argument("--retry-errors", action="store_true",
                      help="with --resume, rerun cells whose stored outcome is an error")
     run.add_argument("--dry-run", action="store_true",
-                     help="check the file, the store and the sizes, count the cells to compute "
-                          "and estimate the time; run nothing")
+                     help="check the file, the store and the memory, count the cells to "
+                          "compute; run nothing")
+    run.add_argument("--time-probe", action="store_true",
+                     help="with --dry-run: time 2 real optimiser steps of the largest "
+                          "reconstruction cell and print that rate times its step budget (an "
+                          "upper bound)")
     run.add_argument("--no-progress", action="store_true", help="no progress bar")
     _figure_options(run)
     add_limit_options(run)

@@ -11,8 +11,8 @@ import sys
 from pathlib import Path
 
 from ..errors import RFTheoryError
-from ._common import (_check_writable, _refuse_system, add_limit_options, at_least, limits,
-                      output_dir, produced_by, progress_lines)
+from ._common import (_check_writable, _refuse_system, add_limit_options, at_least, deadline,
+                      limits, output_dir, produced_by, progress_lines)
 
 
 def register(subparsers) -> None:
@@ -40,6 +40,14 @@ def register(subparsers) -> None:
                            "moved beyond its tolerance")
     base.add_argument("--update-baseline", metavar="FILE",
                       help="write (or merge into) this baseline the run's key numbers")
+    p.add_argument("--dry-run", action="store_true",
+                   help="print the largest jobs' sizes and peak memory and the workers; run "
+                        "nothing")
+    p.add_argument("--time-probe", action="store_true",
+                   help="with --dry-run: time 2 real optimiser steps of the largest "
+                        "reconstruction and print that rate times its step budget (an upper "
+                        "bound)")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar or lines")
     add_limit_options(p)
     p.set_defaults(handler=handle)
 
@@ -49,11 +57,15 @@ def handle(args) -> int:
     seed = at_least(args.seed, "seed", 0)
     out = output_dir(args.out, default="results")
     guard = limits(args)
+    stop_at = deadline(args)
+    if args.time_probe and not args.dry_run:
+        raise RFTheoryError("--time-probe goes with --dry-run")
     if args.update_baseline is not None:
         _check_baseline_file(args.update_baseline)
 
     from ..claims import ALL, claim_module, run_claim
-    from ..claims._common import check_claim_size, default_workers
+    from ..claims._common import (check_claim_size, default_workers, partial_summary,
+                                  result_path)
     from ..output import print_json
 
     names = list(ALL) if args.claim == "all" else [args.claim]
@@ -66,26 +78,39 @@ def handle(args) -> int:
         from ..baseline import read_baseline
 
         read_baseline(args.update_baseline, for_update=True)  # never overwrite a non-baseline
-    for module in modules:  # and every claim's sizes (run_claim checks again, for its own)
-        config = (module.QUICK if args.quick
-                  else getattr(module, "LARGE", module.FULL) if args.large else module.FULL)
-        check_claim_size(config.replace(seed=seed), workers=default_workers(), **guard)
+    configs = [(module.QUICK if args.quick
+                else getattr(module, "LARGE", module.FULL) if args.large else module.FULL
+                ).replace(seed=seed) for module in modules]
+    for config in configs:  # and every claim's memory (run_claim checks again, for its own)
+        check_claim_size(config, workers=default_workers(), **guard)
+    if args.dry_run:
+        return _dry_run(args, modules, configs, guard)
     results = []
     for module in modules:
         result = run_claim(module.CLAIM, quick=args.quick, large=args.large, seed=seed,
                            out_dir=out, figures=not args.no_figures,
-                           progress=progress_lines(args), **guard)
+                           progress=progress_lines(args), deadline=stop_at, **guard)
         results.append(result)
+        partial = "tasks_not_run" in result
         if not args.json:
             note = " (no larger run: its default)" if args.large and result["size"] != "large" else ""
             print(f"== {module.CLAIM}{note} ({result['wall_seconds']} s)")
-            print(module.summary(result))
+            print(partial_summary(result) if partial else module.summary(result))
             figs = ", ".join(result.get("figures", [])) or "none"
-            print(f"results: {out / (module.CLAIM + '.json')}; figures: {figs}\n")
+            print(f"results: {result_path(out, module.CLAIM, partial)}; figures: {figs}\n")
+        if stop_at.passed():  # the claims after it would not start
+            break
     if args.json:
         origin = produced_by(args, {"out": str(out)})
         print_json({**results[0], "produced_by": origin} if len(results) == 1
                    else [{**r, "produced_by": origin} for r in results])
+    stopped = [r["claim"] for r in results if r.get("stop_reason") == "time_limit"]
+    if stopped or len(results) < len(modules):
+        not_run = [m.CLAIM for m in modules[len(results):]]
+        print(f"rftheory verify: stopped at the time limit ({', '.join(stopped) or 'none'} "
+              f"stopped early{'; not run: ' + ', '.join(not_run) if not_run else ''}); the "
+              "baseline is neither compared nor written", file=sys.stderr)
+        return 0
     if args.update_baseline:
         from ..baseline import update_baseline
 
@@ -97,6 +122,53 @@ def handle(args) -> int:
               f"to {args.update_baseline}", file=sys.stderr if args.json else sys.stdout)
     if args.baseline:
         return _report_baseline(args, results)
+    return 0
+
+
+def _dry_run(args, modules, configs, guard) -> int:
+    """``--dry-run``: each claim's largest jobs, their declared peak memory, the workers; with
+    ``--time-probe`` the measured rate of the largest reconstruction times its step budget."""
+    from ..budget import format_bytes, format_duration, memory_limit
+    from ..claims._common import claim_memory, default_workers
+    from ..output import print_json
+
+    limit, source = memory_limit(guard["memory_limit"], name=guard["via"])
+    workers = default_workers()
+    plans = []
+    for module, config in zip(modules, configs):
+        jobs = [{"kind": kind, "sizes": sizes, "job": need.job, "peak_bytes": need.peak_bytes}
+                for (kind, sizes), need in zip(config.size_jobs(), claim_memory(config))]
+        plan = {"claim": module.CLAIM, "workers": workers, "jobs": jobs}
+        recon = [j for j in jobs if j["kind"] == "reconstruct"]
+        if args.time_probe and recon:
+            from ..pipeline import time_probe
+
+            top = max(recon, key=lambda j: j["peak_bytes"])
+            sizes = top["sizes"]
+            steps = getattr(config, "max_steps", None)
+            plan["time_probe"] = {"job": top["job"], **time_probe(
+                activation=(getattr(config, "activations", None) or ["relu+tanh"])[0],
+                d=sizes["d"], n=sizes["n"], p=sizes["p"], n_hat=sizes.get("n_hat"),
+                method=sizes.get("method"),
+                max_steps=steps if isinstance(steps, int) else None)}
+        plans.append(plan)
+    if args.json:
+        print_json({"dry_run": True, "memory_limit": limit, "memory_limit_source": source,
+                    "claims": plans})
+        return 0
+    print(f"memory limit: {format_bytes(limit)} ({source}); {workers} workers")
+    for plan in plans:
+        print(f"== {plan['claim']}")
+        if not plan["jobs"]:
+            print("  no job sized (small fixed sizes)")
+        for job in plan["jobs"]:
+            print(f"  largest job: {job['job']}: ~{format_bytes(job['peak_bytes'])}, "
+                  f"{workers} at once ~{format_bytes(workers * job['peak_bytes'])}")
+        probe = plan.get("time_probe")
+        if probe:
+            print(f"  measured on {probe['job']}: {probe['seconds_per_step']:.3g} s per step; "
+                  f"at most ~{format_duration(probe['upper_bound_seconds'])} for its budget "
+                  f"of {probe['max_steps']} steps (an upper bound at this rate)")
     return 0
 
 

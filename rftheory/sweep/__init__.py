@@ -50,10 +50,14 @@ starts, so job scripts can always pass it.
 
 **Before anything runs** (:func:`check_sweep_size`): the cells are counted without building
 the grid (:meth:`SweepSpec.count_cells`; a grid beyond :data:`MAX_CELLS` is refused when the
-file is read), and the largest cell, that many cells at once on the workers, and the summed work
-over the workers (plus the collector's per-cell bookkeeping) are checked against the limits of
-:mod:`rftheory.budget` — at ``--dry-run`` too. The grid's cells are generated lazily, in
-constant memory, and stored cells are matched against the grid by :meth:`SweepSpec.contains`.
+file is read), and the memory of the largest cell (declared by
+:func:`rftheory.pipeline.cell_memory`), of that many cells at once on the workers, and of the
+collector's scan of the store (:data:`rftheory.sweep.store.SCANNED_ROW_BYTES` per cell) is
+checked against the limit of :mod:`rftheory.budget` — at ``--dry-run`` too. Time is not
+estimated: a tqdm bar shows the cells done and the rate measured in this run, and a deadline
+(``--time-limit``) stops the run, keeping every finished cell. The grid's cells are generated
+lazily, in constant memory, and stored cells are matched against the grid by
+:meth:`SweepSpec.contains`.
 
 **The definition of V.** A store records the definition of V its cells were computed with
 (:data:`rftheory.features.V_DEFINITION`; a store without the record was written before it
@@ -84,8 +88,7 @@ from .cells import CELL_KINDS, CellKind, Metric
 from .export import export_store, read_export
 from .executors import ExecutorHandle, check_executor_choice, limit_blas_threads, open_executor
 from .report import TIMING_KEYS, comparable_results, plot_sweep_report, sweep_report
-from .run import (CELL_OVERHEAD_SECONDS, SweepAbortedError, SweepRun, check_sweep_size,
-                  plan_sweep, run_cell, run_sweep)
+from .run import SweepAbortedError, SweepRun, check_sweep_size, plan_sweep, run_cell, run_sweep
 from .spec import (MAX_CELLS, Cell, SweepSpec, SweepSpecError, canonical_json, cell_key,
                    load_spec, parse_spec)
 from .store import (LEGACY_V_DEFINITION, STORE_FILE, StoredCell, StoreScan, SweepStore,
@@ -123,7 +126,6 @@ __all__ = [
     "export_store",
     "read_export",
     "check_sweep_size",
-    "CELL_OVERHEAD_SECONDS",
     "MAX_CELLS",
     "LEGACY_V_DEFINITION",
 ]

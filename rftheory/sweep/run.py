@@ -8,8 +8,6 @@ from __future__ import annotations
 import concurrent.futures as cf
 import contextlib
 import dataclasses
-import itertools
-import math
 import os
 import socket
 import sys
@@ -20,15 +18,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
+from ..deadline import NO_DEADLINE, TIME_LIMIT_REACHED, Deadline
 from ..features import V_DEFINITION
 from ..output import to_jsonable
 from .cells import CELL_KINDS
 from .executors import ExecutorHandle, _cpu_count, check_executor_choice, limit_blas_threads, open_executor
 from .spec import Cell, SweepSpec, canonical_json
-from .store import STORE_FILE, StoreScan, SweepStore, SweepStoreError
+from .store import SCANNED_ROW_BYTES, STORE_FILE, StoreScan, SweepStore, SweepStoreError
 
 __all__ = ["SweepRun", "SweepAbortedError", "run_cell", "run_sweep", "plan_sweep",
-           "check_sweep_size", "CELL_OVERHEAD_SECONDS"]
+           "check_sweep_size"]
 
 
 class SweepAbortedError(RuntimeError):
@@ -105,6 +104,9 @@ class SweepRun:
         One-line description of the executor.
     run_id : int or None
         The run's id in the store.
+    stop_reason : str
+        ``"finished"``, or ``"time_limit"`` when the deadline stopped the run (the cells not
+        computed stay to do: ``--resume`` continues).
     """
 
     store: str
@@ -117,25 +119,18 @@ class SweepRun:
     seconds: float
     executor: str
     run_id: int | None
+    stop_reason: str = "finished"
 
     def to_json(self) -> dict:
         return dataclasses.asdict(self)
 
 
-#: The collecting process's bookkeeping per cell (its own transaction, ``synchronous=FULL``):
-#: 9 ms measured on the 2-core development machine under load, ~1 ms on an idle SSD. It is
-#: serial, whatever the number of workers.
-CELL_OVERHEAD_SECONDS = 0.01
-#: Parameters a cell's cost depends on (the others — activation, seed, labels — do not change it).
-_SIZE_KEYS = ("d", "n", "p", "p_mult", "n_hat", "max_steps", "method")
-#: Combinations of the size axes summed one by one; beyond, the total is bounded by the largest
-#: cell times the number of cells.
-_EXACT_SUM_LIMIT = 10**4
+#: Parameters a cell's memory depends on (the others — activation, seed, labels — do not).
+_SIZE_KEYS = ("d", "n", "p", "p_mult", "n_hat", "method")
 
 
-def _cell_estimate(kind: str, params: Mapping[str, Any]) -> Any:
-    from ..budget import estimate_cell
-
+def _cell_memory(kind: str, params: Mapping[str, Any]) -> Any:
+    from ..pipeline import cell_memory
     from .spec import p_from_expression
 
     params = dict(params)
@@ -143,7 +138,7 @@ def _cell_estimate(kind: str, params: Mapping[str, Any]) -> Any:
         params["p"] = params.pop("p_mult") * params["d"] * params["n"]
     elif isinstance(params.get("p"), str):  # "n-1", "0.25dn": the p of these d and n
         params["p"] = p_from_expression(params["p"], d=params["d"], n=params["n"])
-    return estimate_cell(kind, params)
+    return cell_memory(kind, params)
 
 
 def _largest(name: str, values: Sequence[Any], sizes: Mapping[str, Any]) -> Any:
@@ -160,21 +155,21 @@ def _largest(name: str, values: Sequence[Any], sizes: Mapping[str, Any]) -> Any:
 
 def check_sweep_size(spec: SweepSpec, *, slots: int | None, planned: int | None = None,
                      memory_limit: float | str | None = None,
-                     time_limit: float | str | None = None,
-                     via: tuple[str, str] = ("memory_limit=", "time_limit=")) -> dict:
-    """Refuse a sweep that cannot fit the limits, from the sizes alone, before anything runs.
+                     via: str = "memory_limit=") -> dict:
+    """Refuse a sweep whose cells cannot fit in memory, from the sizes alone, before anything
+    runs (:func:`rftheory.budget.check`, raising :class:`~rftheory.errors.ResourceLimitError`).
 
-    Three checks (:func:`rftheory.budget.check`, raising
-    :class:`~rftheory.errors.ResourceLimitError`): the largest cell alone (every size
-    parameter at its largest value: an upper bound of every cell, since a cell's cost grows
-    with each of them); ``slots`` such cells at once in memory; and the total time of the
-    ``planned`` cells (default all) on ``slots`` workers — the summed work divided by the
-    workers, but never less than the largest cell, plus :data:`CELL_OVERHEAD_SECONDS` per cell.
-    The grid is never built: the sum runs over the combinations of the size axes, times the
-    number of the other axes' combinations.
+    Three checks: the collector's scan of the store (every cell's row in memory,
+    :data:`rftheory.sweep.store.SCANNED_ROW_BYTES` each: a 10⁸-cell grid is refused by counting),
+    the largest cell alone (every size parameter at its largest value: an upper
+    bound of every cell, since a cell's memory grows with each of them; its memory is declared
+    by :func:`rftheory.pipeline.cell_memory`), and ``slots`` such cells at once. The grid is
+    never built; how many cells it has is counted (:meth:`SweepSpec.count_cells`; a grid beyond
+    :data:`rftheory.sweep.MAX_CELLS` is refused when the file is read). Time is not estimated:
+    a deadline stops the run (:func:`run_sweep`).
 
-    ``slots=None`` (a remote dask cluster, whose machines are not this one): the cells' memory
-    is not checked against this machine, and the total time only for one slot.
+    ``slots=None`` (a remote dask cluster, whose machines are not this one): nothing is checked
+    against this machine.
 
     Parameters
     ----------
@@ -184,23 +179,23 @@ def check_sweep_size(spec: SweepSpec, *, slots: int | None, planned: int | None 
         Cells run at once (None: a remote cluster, see above).
     planned : int, optional
         Cells to be computed (default all of the grid).
-    memory_limit, time_limit : float or str, optional
-        The limits of :func:`rftheory.budget.check` (bytes or a size string; seconds).
-    via : tuple of (str, str)
-        How messages name the two limits (the CLI passes its option names).
+    memory_limit : float or str, optional
+        The limit of :func:`rftheory.budget.check` (bytes or a size string).
+    via : str
+        How messages name the limit (the CLI passes its option name).
 
     Returns
     -------
     dict
-        The estimates for a dry run's report: ``cells``, ``largest_cell`` (``params``,
-        ``peak_bytes``, ``seconds``), ``estimated_seconds`` (the total) and ``workers``.
+        For a dry run's report: ``cells``, ``planned``, ``largest_cell`` (``params``, ``job``,
+        ``peak_bytes``), ``scan_bytes`` and ``workers``.
 
     Raises
     ------
     rftheory.errors.ResourceLimitError
         If a check fails.
     """
-    from ..budget import Estimate, check
+    from ..budget import Memory, check
 
     kind = spec.cell
     count = spec.count_cells()
@@ -209,55 +204,28 @@ def check_sweep_size(spec: SweepSpec, *, slots: int | None, planned: int | None 
     fixed = {k: v for k, v in spec.fixed if k in _SIZE_KEYS}
     largest_params = dict(fixed) | {k: max(v) for k, v in size_axes if k not in ("p", "method")}
     largest_params |= {k: _largest(k, v, largest_params) for k, v in size_axes if k == "p"}
-    for k, v in size_axes:  # the method whose cell costs most at these sizes
+    for k, v in size_axes:  # the method whose cell needs most memory at these sizes
         if k == "method":
-            largest_params[k] = max(v, key=lambda m: _cell_estimate(
-                kind, largest_params | {"method": m}).seconds)
-    largest = _cell_estimate(kind, largest_params)
+            largest_params[k] = max(v, key=lambda m: _cell_memory(
+                kind, largest_params | {"method": m}).peak_bytes)
+    largest = _cell_memory(kind, largest_params)
     where = ", ".join(f"{k} = {largest_params[k]:.3g}" if isinstance(largest_params[k], float)
                       else f"{k} = {largest_params[k]}" for k in sorted(largest_params))
-    one = dataclasses.replace(largest, job=f"the largest cell of this sweep ({kind}: {where})")
-    if slots is None:
-        check(one, time_limit=time_limit, memory_limit=math.inf, via=via)
-    else:
-        check(one, memory_limit=memory_limit, time_limit=time_limit, via=via)
+    one = largest.named(f"the largest cell of this sweep ({kind}: {where})")
+    scan = count * SCANNED_ROW_BYTES
+    check(Memory(f"the collector's scan of a store of {count:.3g} cells (at least "
+                 f"{SCANNED_ROW_BYTES} B each); split the grid into several sweeps", scan),
+          memory_limit=memory_limit, via=via)
+    if slots is not None:
+        check(one, memory_limit=memory_limit, via=via)
         if slots > 1:
-            check(Estimate(f"{slots} workers each running a cell as large as the largest "
-                           f"({where}); use fewer workers or smaller cells",
-                           slots * largest.peak_bytes, 0.0, 0.0, largest.dtype),
-                  memory_limit=memory_limit, time_limit=math.inf, via=via)
-    others = count // max(1, math.prod(len(v) for _, v in size_axes)) if size_axes else count
-    combos = math.prod(len(v) for _, v in size_axes)
-    if combos <= _EXACT_SUM_LIMIT:
-        flops = draws = fast = extra = 0.0
-        names = [k for k, _ in size_axes]
-        for values in itertools.product(*(v for _, v in size_axes)):
-            est = _cell_estimate(kind, fixed | dict(zip(names, values)))
-            flops += est.flops
-            draws += est.draws
-            fast += est.float32_flops
-            extra += est.overhead_seconds
-        flops, draws, fast, extra = (x * max(1, others) for x in (flops, draws, fast, extra))
-    else:
-        flops, draws = count * largest.flops, count * largest.draws
-        fast, extra = count * largest.float32_flops, count * largest.overhead_seconds
-    share = planned / count if count else 0.0
-    workers = slots or 1
-    total = Estimate(f"the sweep's {planned} cells to compute on {workers} worker"
-                     + ("s" if workers > 1 else ""),
-                     0.0, max(share * flops / workers, largest.flops if planned else 0.0),
-                     max(share * draws / workers, largest.draws if planned else 0.0),
-                     largest.dtype,
-                     overhead_seconds=(planned * CELL_OVERHEAD_SECONDS
-                                       + max(share * extra / workers,
-                                             largest.overhead_seconds if planned else 0.0)),
-                     float32_flops=max(share * fast / workers,
-                                       largest.float32_flops if planned else 0.0))
-    check(total, memory_limit=math.inf, time_limit=time_limit, via=via)
-    return {"cells": count, "largest_cell": {"params": largest_params,
-                                             "peak_bytes": largest.peak_bytes,
-                                             "seconds": largest.seconds},
-            "estimated_seconds": total.seconds, "workers": workers}
+            check(largest.times(slots, f"{slots} workers each running a cell as large as the "
+                                       f"largest ({where}); use fewer workers or smaller cells"),
+                  memory_limit=memory_limit, via=via)
+    return {"cells": count, "planned": planned,
+            "largest_cell": {"params": largest_params, "job": largest.job,
+                             "peak_bytes": largest.peak_bytes},
+            "scan_bytes": scan, "workers": slots or 1}
 
 
 def _check_resume(store: SweepStore, scan: StoreScan, spec: SweepSpec, resume: bool) -> None:
@@ -291,8 +259,7 @@ def _check_resume(store: SweepStore, scan: StoreScan, spec: SweepSpec, resume: b
 
 def plan_sweep(spec: SweepSpec, out_dir: str | Path, *, resume: bool = False,
                retry_errors: bool = False, slots: int | None = None,
-               memory_limit: float | str | None = None, time_limit: float | str | None = None,
-               via: tuple[str, str] = ("memory_limit=", "time_limit=")) -> dict:
+               memory_limit: float | str | None = None, via: str = "memory_limit=") -> dict:
     """Count what :func:`run_sweep` would do, reading the store (if any) without changing it,
     and apply the same checks: the resume policy and the size guards
     (:func:`check_sweep_size` with ``slots`` workers, default the CPUs).
@@ -307,10 +274,10 @@ def plan_sweep(spec: SweepSpec, out_dir: str | Path, *, resume: bool = False,
         As in :func:`run_sweep` (default False).
     slots : int, optional
         Workers assumed by the size guard (default: the CPUs this process may use).
-    memory_limit, time_limit : float or str, optional
-        The limits of :func:`rftheory.budget.check` (bytes or a size string; seconds).
-    via : tuple of (str, str)
-        How messages name the two limits (the CLI passes its option names).
+    memory_limit : float or str, optional
+        The limit of :func:`rftheory.budget.check` (bytes or a size string).
+    via : str
+        How messages name the limit (the CLI passes its option name).
 
     Returns
     -------
@@ -323,7 +290,7 @@ def plan_sweep(spec: SweepSpec, out_dir: str | Path, *, resume: bool = False,
     rftheory.sweep.SweepStoreError
         If the store may not be resumed into by this sweep.
     rftheory.errors.ResourceLimitError
-        If the sweep does not fit the limits.
+        If the sweep's cells cannot fit in memory.
     """
     total = spec.count_cells()
     summary = {"store": str(Path(out_dir) / STORE_FILE), "total": total, "already_done": 0,
@@ -337,7 +304,7 @@ def plan_sweep(spec: SweepSpec, out_dir: str | Path, *, resume: bool = False,
                        planned=total - len(done))
     summary["estimate"] = check_sweep_size(
         spec, slots=_cpu_count() if slots is None else slots, planned=summary["planned"],
-        memory_limit=memory_limit, time_limit=time_limit, via=via)
+        memory_limit=memory_limit, via=via)
     return summary
 
 
@@ -352,8 +319,8 @@ def run_sweep(spec: SweepSpec, out_dir: str | Path, *, resume: bool = False,
               dask_scheduler: str | None = None, dask_local: int | None = None,
               executor: cf.Executor | None = None, max_in_flight: int | None = None,
               blas_threads: int | None = 1, progress: bool = False,
-              memory_limit: float | str | None = None, time_limit: float | str | None = None,
-              via: tuple[str, str] = ("memory_limit=", "time_limit=")) -> SweepRun:
+              memory_limit: float | str | None = None, via: str = "memory_limit=",
+              deadline: Deadline | None = None) -> SweepRun:
     """Run every cell of ``spec`` not already in the store at ``out_dir``; return what was done.
 
     Parameters
@@ -378,9 +345,13 @@ def run_sweep(spec: SweepSpec, out_dir: str | Path, *, resume: bool = False,
         Cells submitted but not collected at any time (default: twice the executor's slots).
     progress : bool
         Show a tqdm bar (cells done, rate, ETA) on stderr.
-    memory_limit, time_limit, via
-        The size guards' limits (:func:`check_sweep_size`, :mod:`rftheory.budget`), applied
-        before the store is touched (the largest cell) and before any cell starts (the total).
+    memory_limit, via
+        The memory guard's limit (:func:`check_sweep_size`, :mod:`rftheory.budget`), applied
+        before the store is touched.
+    deadline : rftheory.deadline.Deadline, optional
+        When it passes, no further cell starts, the running cells are stopped (not stored: they
+        are recomputed by ``--resume``), every finished cell stays stored, and the result says
+        ``stop_reason = "time_limit"``. Default: none.
 
     Returns
     -------
@@ -393,7 +364,7 @@ def run_sweep(spec: SweepSpec, out_dir: str | Path, *, resume: bool = False,
         The store belongs to another sweep or another definition of V, is locked by another
         writer, or is damaged.
     ResourceLimitError
-        The sweep does not fit the limits.
+        The sweep's cells cannot fit in memory.
     SweepAbortedError
         The executor failed; every cell collected before the failure is stored.
     KeyboardInterrupt
@@ -402,21 +373,20 @@ def run_sweep(spec: SweepSpec, out_dir: str | Path, *, resume: bool = False,
         a note saying how many.
     """
     start = time.perf_counter()
+    deadline = NO_DEADLINE if deadline is None else deadline
     if executor is None:  # refuse a bad choice before the store is touched
         check_executor_choice(workers=workers, dask_scheduler=dask_scheduler,
                               dask_local=dask_local)
         slots = None if dask_scheduler is not None else (workers or dask_local or _cpu_count())
     else:
         slots = getattr(executor, "_max_workers", None) or _cpu_count()
-    limits = {"memory_limit": memory_limit, "time_limit": time_limit, "via": via}
     total = spec.count_cells()
-    check_sweep_size(spec, slots=slots, planned=0, **limits)  # the largest cell, before the store
+    check_sweep_size(spec, slots=slots, planned=0, memory_limit=memory_limit, via=via)
     with SweepStore.open_writer(out_dir) as store:
         scan = store.scan()
         _check_resume(store, scan, spec, resume)
         done = _finished(scan, retry_errors, spec)
         already, planned = len(done), total - len(done)
-        check_sweep_size(spec, slots=slots, planned=planned, **limits)
         store.record_spec(spec, total)
         if not scan.cells:
             store.record_v_definition()
@@ -446,8 +416,14 @@ def run_sweep(spec: SweepSpec, out_dir: str | Path, *, resume: bool = False,
             counts = _Counts()
             try:
                 _collect(handle.executor, blas_threads, pending, store, run_id, window, bar,
-                         counts)
+                         counts, deadline)
                 status = "finished"
+            except _DeadlinePassed:
+                status = TIME_LIMIT_REACHED
+                if isinstance(handle.executor, cf.ProcessPoolExecutor):
+                    from ..processes import stop_pool
+
+                    stop_pool(handle.executor)  # the running cells are not waited for
             except KeyboardInterrupt as exc:
                 status = "interrupted"
                 exc.add_note(f"{counts.computed} cells of this run and {already} before it are "
@@ -456,7 +432,12 @@ def run_sweep(spec: SweepSpec, out_dir: str | Path, *, resume: bool = False,
             finally:
                 store.finish_run(run_id, status)
     return SweepRun(str(store.path), total, already, planned, counts.computed, counts.errors,
-                    corrupt, time.perf_counter() - start, handle.description, run_id)
+                    corrupt, time.perf_counter() - start, handle.description, run_id,
+                    TIME_LIMIT_REACHED if status == TIME_LIMIT_REACHED else "finished")
+
+
+class _DeadlinePassed(Exception):
+    """The run's deadline passed while cells were in flight (:func:`_collect`)."""
 
 
 @dataclass
@@ -467,9 +448,10 @@ class _Counts:
 
 def _collect(executor: cf.Executor, blas_threads: int | None,
              pending: Iterable[Cell], store: SweepStore, run_id: int, window: int,
-             bar: Any, counts: _Counts) -> None:
+             bar: Any, counts: _Counts, deadline: Deadline = NO_DEADLINE) -> None:
     """Keep ``window`` cells in flight; store each result the moment its future completes
-    (``counts`` says how many, also when an interrupt stops the loop)."""
+    (``counts`` says how many, also when an interrupt stops the loop); raise
+    :class:`_DeadlinePassed` once ``deadline`` has passed."""
     queue = iter(pending)
     in_flight: dict[cf.Future, Cell] = {}
 
@@ -483,7 +465,10 @@ def _collect(executor: cf.Executor, blas_threads: int | None,
     try:
         refill()
         while in_flight:
-            finished, _ = cf.wait(in_flight, return_when=cf.FIRST_COMPLETED)
+            timeout = deadline.remaining() if deadline.finite else None
+            finished, _ = cf.wait(in_flight, timeout=timeout, return_when=cf.FIRST_COMPLETED)
+            if not finished:
+                raise _DeadlinePassed
             for future in finished:
                 cell = in_flight.pop(future)
                 try:
@@ -501,6 +486,8 @@ def _collect(executor: cf.Executor, blas_threads: int | None,
                     bar.update(1)
                     if counts.errors:
                         bar.set_postfix(errors=counts.errors, refresh=False)
+            if deadline.passed():
+                raise _DeadlinePassed
             refill()
     finally:
         for future in in_flight:

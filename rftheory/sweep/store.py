@@ -33,6 +33,12 @@ SCHEMA_VERSION = 1
 #: record existed, whose V was drawn per 1024-row block by numpy's PCG64
 #: (``default_rng([seed, block])``), the definition before :data:`rftheory.features.V_DEFINITION`.
 LEGACY_V_DEFINITION = "numpy-pcg64-blocks/0"
+#: Memory of one row read back by :meth:`SweepStore.scan` (its key, parameters, result and
+#: bookkeeping as Python objects), a lower bound: 1.6 KB measured with ``tracemalloc`` for a
+#: label_fit cell, more for a reconstruction's ~20 numbers. The collector holds every row of
+#: the store at once (the resume check, then the report), so a sweep's memory grows with its
+#: cells (checked by :func:`rftheory.sweep.check_sweep_size`).
+SCANNED_ROW_BYTES = 1024
 
 
 class SweepStoreError(RFTheoryError):
