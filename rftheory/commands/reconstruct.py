@@ -24,6 +24,7 @@ METHODS = ("varpro", "lbfgs")
 from ..output import format_table
 from ._common import (add_limit_options, at_least, figure_paths, finite_at_least, limits,
                       print_result, progress_bar_wanted)
+from ._rules import integer_type
 
 #: Seconds between ρ evaluations for the progress bar (a Hungarian matching on the host).
 PROGRESS_RHO_INTERVAL = 1.0
@@ -40,13 +41,13 @@ def register(subparsers: Any) -> None:
                     "projection loss, and report ρ (official, signed, up to sign).")
     parser.add_argument("--activation", default="relu+tanh",
                         help="registry name or expression in z (default: relu+tanh)")
-    parser.add_argument("--d", type=int, help="input dimension (required for sphere data)")
-    parser.add_argument("--n", type=int, required=True, help="number of training points")
+    parser.add_argument("--d", type=integer_type(), help="input dimension (required for sphere data)")
+    parser.add_argument("--n", type=integer_type(), required=True, help="number of training points")
     size = parser.add_mutually_exclusive_group(required=True)
-    size.add_argument("--p", type=int, help="number of random features")
+    size.add_argument("--p", type=integer_type(), help="number of random features")
     size.add_argument("--p-mult", type=float, metavar="M", help="p = M·d·n")
-    parser.add_argument("--n-hat", type=int, help="number of candidates n̂ (default: n)")
-    parser.add_argument("--seed", type=int, default=0, help="seed of V, data, labels, start")
+    parser.add_argument("--n-hat", type=integer_type(), help="number of candidates n̂ (default: n)")
+    parser.add_argument("--seed", type=integer_type(), default=0, help="seed of V, data, labels, start")
     parser.add_argument("--data", default="sphere",
                         help="sphere | digits | patches[:standardised] | cifar10:DIR")
     parser.add_argument("--labels", choices=("gaussian", "sign"), default="gaussian")
@@ -55,9 +56,9 @@ def register(subparsers: Any) -> None:
                         help=f"reconstruction algorithm (default: {METHODS[0]}, Levenberg–Marquardt "
                              "on the variable-projection loss; lbfgs: the earlier over-complete "
                              "L-BFGS)")
-    parser.add_argument("--max-steps", type=int, help="optimiser iteration budget")
+    parser.add_argument("--max-steps", type=integer_type(), help="optimiser iteration budget")
     parser.add_argument("--tol", type=float, help="target loss")
-    parser.add_argument("--v-cache-mb", type=int, default=DEFAULT_V_CACHE_MB,
+    parser.add_argument("--v-cache-mb", type=integer_type(), default=DEFAULT_V_CACHE_MB,
                         help=f"keep V in memory if it fits (default {DEFAULT_V_CACHE_MB} MB)")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
     parser.add_argument("--json", action="store_true", help="machine-readable output")

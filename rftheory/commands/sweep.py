@@ -17,6 +17,7 @@ from typing import Any
 from ..output import format_table, print_json
 from ._common import (add_limit_options, figure_paths, limits, output_dir, print_result,
                       produced_by, progress_bar_wanted)
+from ._rules import integer_type
 
 #: Where ``run`` puts a sweep's store when ``--out`` is not given: ``results/sweeps/<file stem>``.
 DEFAULT_OUT_ROOT = Path("results") / "sweeps"
@@ -205,12 +206,12 @@ def register(subparsers: Any) -> None:
                     "--dask-local N starts a local one (pip install 'rftheory[cluster]').")
     run.add_argument("file", help="sweep file (TOML): [sweep] cell/seeds, [grid] axes, [fixed]")
     where = run.add_mutually_exclusive_group()
-    where.add_argument("--workers", type=int, metavar="N",
+    where.add_argument("--workers", type=integer_type(), metavar="N",
                        help="local worker processes, at most the CPUs available (default: all "
                             "of them)")
     where.add_argument("--dask-scheduler", metavar="ADDRESS",
                        help="address of a dask scheduler, e.g. tcp://10.0.0.5:8786")
-    where.add_argument("--dask-local", type=int, metavar="N",
+    where.add_argument("--dask-local", type=integer_type(), metavar="N",
                        help="start a dask LocalCluster with N worker processes (at most the "
                             "CPUs available)")
     run.add_argument("--out", metavar="DIR",
