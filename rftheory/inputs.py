@@ -256,8 +256,9 @@ def integer(text: Any, option: str, minimum: int | None = None,
             raise RFTheoryError(f"{option} must be an integer of at most {MAX_INTEGER_DIGITS} "
                                 f"digits, got {shown(text)}")
         value = int(raw)
+    got = str(value) if len(str(value)) <= SHOWN_LENGTH else shown(value)
     if minimum is not None and value < minimum:
-        raise RFTheoryError(f"{option} must be >= {minimum}, got {shown(value)}")
+        raise RFTheoryError(f"{option} must be >= {minimum}, got {got}")
     if maximum is not None and value > maximum:
-        raise RFTheoryError(f"{option} must be <= {maximum}, got {shown(value)}")
+        raise RFTheoryError(f"{option} must be <= {maximum}, got {got}")
     return value

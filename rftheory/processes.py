@@ -149,13 +149,15 @@ def check_workers(workers: object, option: str = "workers") -> int:
     >>> check_workers(0)
     Traceback (most recent call last):
     ...
-    rftheory.errors.RFTheoryError: workers must be an integer >= 1, got '0'
+    rftheory.errors.RFTheoryError: workers must be an integer >= 1, got 0
     """
     from .errors import RFTheoryError
     from .inputs import shown
 
     if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
-        raise RFTheoryError(f"{option} must be an integer >= 1, got {shown(workers)}")
+        raise RFTheoryError(f"{option} must be an integer >= 1, got {workers!r}"
+                            if len(repr(workers)) <= 40 else f"{option} must be an integer >= 1, "
+                            f"got {shown(workers)}")
     cpus = available_cpus()
     if workers > cpus:
         raise RFTheoryError(f"{option} {shown(workers).strip(chr(39))} is more than the {cpus} CPUs this process may "

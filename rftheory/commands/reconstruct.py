@@ -24,7 +24,7 @@ METHODS = ("varpro", "lbfgs")
 from ..output import format_table
 from ._common import (add_limit_options, at_least, figure_paths, finite_at_least, limits,
                       print_result, progress_bar_wanted)
-from ._rules import integer_type
+from ._rules import expression, integer_type
 
 #: Seconds between ρ evaluations for the progress bar (a Hungarian matching on the host).
 PROGRESS_RHO_INTERVAL = 1.0
@@ -39,7 +39,7 @@ def register(subparsers: Any) -> None:
         help="train an RF model and reconstruct its training data from (θ*, V)",
         description="Train θ* = Φ⁺Y on n points, recover n̂ candidates by minimising the "
                     "projection loss, and report ρ (official, signed, up to sign).")
-    parser.add_argument("--activation", default="relu+tanh",
+    parser.add_argument("--activation", default="relu+tanh", type=expression,
                         help="registry name or expression in z (default: relu+tanh)")
     parser.add_argument("--d", type=integer_type(), help="input dimension (required for sphere data)")
     parser.add_argument("--n", type=integer_type(), required=True, help="number of training points")
@@ -69,11 +69,7 @@ def register(subparsers: Any) -> None:
 
 def handle(args: argparse.Namespace) -> int:
     """Handler: check every option and the job's size before the (long) run, run the pipeline,
-    print (with its warnings), plot."""
-    from ..budget import check_reconstruct
-    from ..data import dataset_dimension
-    from ..pipeline import feature_count, fit_model, plot_reconstruction, recover_training_set
-
+    print (with its warnings), plot. The options are checked before numpy is imported."""
     figure_paths(args.plot)
     n = at_least(args.n, "n")
     n_hat = n if args.n_hat is None else at_least(args.n_hat, "n-hat")
@@ -86,6 +82,14 @@ def handle(args: argparse.Namespace) -> int:
         raise RFTheoryError(f"--method must be one of {', '.join(METHODS)}, got {args.method!r}")
     if args.p_mult is not None and not (math.isfinite(args.p_mult) and args.p_mult > 0):
         raise RFTheoryError(f"--p-mult must be a positive number, got {args.p_mult}")
+    if args.p is not None and at_least(args.p, "p") <= n_hat:
+        raise RFTheoryError(f"p = {args.p} must exceed n_hat = {n_hat}: with p <= n_hat the "
+                            "candidates' features span R^p and the loss is identically 0")
+    guard = limits(args)
+    from ..budget import check_reconstruct
+    from ..data import dataset_dimension
+    from ..pipeline import feature_count, fit_model, plot_reconstruction, recover_training_set
+
     d = dataset_dimension(args.data, d)
     p = at_least(feature_count(args.p, p_mult=args.p_mult, d=d, n=n), "p")
     if p <= n_hat:
@@ -94,7 +98,7 @@ def handle(args: argparse.Namespace) -> int:
     resolved = _optimiser_options(tol, max_steps)
     steps = {"max_steps": resolved["max_steps"]} if isinstance(resolved["max_steps"], int) else {}
     check_reconstruct(d=d, n=n, p=p, n_hat=n_hat, v_cache_bytes=v_cache_mb * 2**20, **steps,
-                      method=args.method, **limits(args))
+                      method=args.method, **guard)
     fitted = fit_model(activation=args.activation, n=n, d=d, p=p, seed=seed, data=args.data,
                        labels=args.labels, device=args.device, v_cache_bytes=v_cache_mb * 2**20)
     bar = _ProgressBar(fitted.X, resolved["max_steps"]) if progress_bar_wanted(args) else None

@@ -15,9 +15,9 @@ from pathlib import Path
 from typing import Any
 
 from ..output import format_table, print_json
-from ._common import (add_limit_options, figure_paths, limits, output_dir, print_result,
-                      produced_by, progress_bar_wanted)
-from ._rules import integer_type
+from ._common import (add_limit_options, figure_paths, limits, output_dir, output_file,
+                      print_result, produced_by, progress_bar_wanted)
+from ._rules import integer_type, workers as worker_count
 
 #: Where ``run`` puts a sweep's store when ``--out`` is not given: ``results/sweeps/<file stem>``.
 DEFAULT_OUT_ROOT = Path("results") / "sweeps"
@@ -95,17 +95,30 @@ def _report_outputs(out_dir: Path, args: argparse.Namespace) -> tuple[dict, list
     return report, written
 
 
+#: The store's file name (rftheory.sweep.STORE_FILE, repeated so that a missing store is refused
+#: before the sweep package — and numpy and sympy with it — is imported; tests check the two).
+STORE_FILE = "sweep.sqlite"
+
+
 def _run(args: argparse.Namespace) -> int:
+    figure_paths(args.plot)
+    guard = limits(args)
+    worker_count(args.workers, "--workers")  # the one rule; dask's options are checked below
+    worker_count(args.dask_local, "--dask-local")
+    if not Path(args.file).is_file():  # the rest of the file's checks are load_spec's
+        from ..errors import RFTheoryError
+
+        raise RFTheoryError(f"sweep file not found: {args.file}" if not Path(args.file).exists()
+                            else f"sweep file {args.file}: not a file")
+    out_dir = output_dir(args.out, default=DEFAULT_OUT_ROOT / Path(args.file).stem)
+
     from ..budget import format_bytes, format_duration
     from ..sweep import (SweepAbortedError, check_executor_choice, load_spec, plan_sweep,
                          run_sweep)
 
-    figure_paths(args.plot)
-    guard = limits(args)
     check_executor_choice(workers=args.workers, dask_scheduler=args.dask_scheduler,
                           dask_local=args.dask_local)
     spec = load_spec(args.file)  # every check of the file happens before anything runs
-    out_dir = output_dir(args.out, default=DEFAULT_OUT_ROOT / Path(args.file).stem)
     if args.dry_run:
         slots = None if args.dask_scheduler else (args.workers or args.dask_local)
         plan = plan_sweep(spec, out_dir, resume=args.resume, retry_errors=args.retry_errors,
@@ -149,11 +162,8 @@ def _run(args: argparse.Namespace) -> int:
 
 def _report(args: argparse.Namespace) -> int:
     figure_paths(args.plot)
+    _check_store_directory(args.dir)
     directory = Path(args.dir)
-    if not directory.is_dir():
-        from ..sweep import SweepStoreError
-
-        raise SweepStoreError(f"no sweep store in {args.dir}: the directory does not exist")
     if args.plot is None and not args.no_figures:  # the figure goes into the store's directory
         output_dir(args.dir, "DIR", must_exist=True)
     report, written = _report_outputs(directory, args)
@@ -161,7 +171,21 @@ def _report(args: argparse.Namespace) -> int:
     return 0
 
 
+def _check_store_directory(text: str) -> None:
+    """A store to read: the directory and its file exist (before the sweep package loads)."""
+    from ..errors import RFTheoryError
+
+    if not str(text).strip():
+        raise RFTheoryError("DIR: empty path; give the sweep's directory")
+    if not Path(text).is_dir():
+        raise RFTheoryError(f"no sweep store in {text}: the directory does not exist")
+    if not (Path(text) / STORE_FILE).is_file():
+        raise RFTheoryError(f"no sweep store in {text} (expected {Path(text) / STORE_FILE})")
+
+
 def _export(args: argparse.Namespace) -> int:
+    _check_store_directory(args.dir)
+    output_file(args.file, "FILE")
     from ..sweep import export_store
 
     done = export_store(args.dir, args.file)
