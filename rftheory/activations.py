@@ -29,8 +29,8 @@ from sympy.codegen.cfunctions import expm1, log1p
 from .backend import namespace_of
 from .domain import proves, require
 from .errors import ActivationError, BackendError
-from .inputs import (FUNCTION_NAMES, MAX_EXPRESSION_DEPTH, MAX_EXPRESSION_LENGTH, MAX_LITERAL,
-                     activation_text, check_literal, shown)
+from .inputs import (CONSTANT_NAMES, FUNCTION_NAMES, MAX_EXPRESSION_DEPTH, MAX_EXPRESSION_LENGTH,
+                     MAX_LITERAL, REGISTRY_NAMES, activation_text, check_literal, shown)
 
 __all__ = [
     "Activation",
@@ -1171,6 +1171,11 @@ ACTIVATIONS: dict[str, str] = {
     "h3": "hermite(3, z)",
     "h4": "hermite(4, z)",
 }
+
+
+if set(ACTIVATIONS) != REGISTRY_NAMES or set(_CONSTANTS) != CONSTANT_NAMES:  # rftheory.inputs
+    raise ImportError("rftheory.inputs.REGISTRY_NAMES/CONSTANT_NAMES and rftheory.activations "
+                      "disagree")
 
 
 def get_activation(spec: "str | Activation") -> Activation:

@@ -9,11 +9,13 @@ Every activation string — a command-line ``EXPR``, a sweep file's ``activation
 * what remains must be non-empty, at most :data:`MAX_EXPRESSION_LENGTH` characters, one line
   without control characters, and ASCII (look-alikes that Python's parser would silently fold
   with NFKC are named);
-* it must parse as one Python *expression* whose tree uses only numbers, names, calls of plain
-  names, ``+ - * / **`` and unary ``+ -``, nested at most :data:`MAX_EXPRESSION_DEPTH` deep,
-  with every numeric literal finite and of magnitude at most :data:`MAX_LITERAL`.
+* unless it is a registry name (:data:`REGISTRY_NAMES`), it must parse as one Python
+  *expression* whose tree uses only numbers, ``z``, ``pi``, ``e``, calls of the allowed
+  functions (:data:`FUNCTION_NAMES`), ``+ - * / **`` and unary ``+ -``, nested at most
+  :data:`MAX_EXPRESSION_DEPTH` deep, with every numeric literal finite and of magnitude at most
+  :data:`MAX_LITERAL`.
 
-Which names and functions exist, exponents, and domains are checked afterwards by
+The size of exponents, the arity of calls and domains are checked afterwards by
 :func:`rftheory.activations.parse_activation`, which builds the sympy expression from the same
 tree rules. Integers from the command line go through :func:`integer`: ASCII digits only, at most
 :data:`MAX_INTEGER_DIGITS` of them, within the option's bounds. Messages quote what was typed
@@ -31,7 +33,7 @@ from typing import Any
 from .errors import ActivationError, RFTheoryError
 
 __all__ = ["MAX_EXPRESSION_LENGTH", "MAX_EXPRESSION_DEPTH", "MAX_LITERAL", "MAX_INTEGER_DIGITS",
-           "FUNCTION_NAMES", "activation_text", "check_literal", "integer", "shown", "control_character"]
+           "CONSTANT_NAMES", "FUNCTION_NAMES", "REGISTRY_NAMES", "activation_text", "check_literal", "integer", "shown", "control_character"]
 
 #: Longest accepted activation string (characters, after stripping surrounding whitespace).
 MAX_EXPRESSION_LENGTH = 400
@@ -55,6 +57,14 @@ FUNCTION_NAMES = frozenset({
     "elu", "erf", "erfc", "exp", "exp2", "expm1", "gelu", "h", "heaviside", "hermite",
     "leaky_relu", "ln", "log", "log10", "log1p", "log2", "max", "min", "mish", "relu", "sigmoid",
     "sign", "silu", "sin", "sinh", "softplus", "sqrt", "step", "swish", "tanh"})
+#: Names of the constants an expression may use.
+CONSTANT_NAMES = frozenset({"pi", "e", "E"})
+#: The registry's names (``rftheory.activations.ACTIVATIONS``, checked there at import), matched
+#: whole and case-insensitively before any parsing.
+REGISTRY_NAMES = frozenset({
+    "relu", "leaky_relu", "abs", "tanh", "relu+tanh", "erf", "gelu", "silu", "swish",
+    "softplus", "sigmoid", "sin", "cos", "step", "quadratic", "cubic", "poly3", "relu2", "h2",
+    "h3", "h4"})
 _OPERATORS = (ast.Add, ast.Sub, ast.Mult, ast.Div, ast.Pow)
 _UNARY = (ast.USub, ast.UAdd)
 _INTEGER = re.compile(r"[+-]?[0-9]+")
@@ -133,7 +143,10 @@ def _walk(node: ast.AST, depth: int) -> None:
     elif isinstance(node, ast.Constant):
         check_literal(node.value)
     elif isinstance(node, ast.Name):
-        pass  # which names exist is the sympy builder's check
+        if node.id in FUNCTION_NAMES:
+            raise ActivationError(f"function {node.id!r} must be called, e.g. {node.id}(z)")
+        if node.id != "z" and node.id not in CONSTANT_NAMES:
+            raise ActivationError(f"unknown name {shown(node.id)} (the variable is 'z')")
     elif isinstance(node, ast.UnaryOp):
         if not isinstance(node.op, _UNARY):
             raise ActivationError(f"operator {type(node.op).__name__} is not allowed")
@@ -203,6 +216,8 @@ def activation_text(text: Any) -> str:
     _check_ascii(source)
     if "__" in source:
         raise ActivationError("dunder names are not allowed")
+    if source.lower() in REGISTRY_NAMES:
+        return source
     try:
         tree = ast.parse(source, mode="eval")
     except (SyntaxError, ValueError) as exc:

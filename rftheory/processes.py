@@ -166,6 +166,31 @@ def check_workers(workers: object, option: str = "workers") -> int:
     return workers
 
 
+#: Warning filter handed to the resource tracker: after a SIGKILL of this process it finds the
+#: pool's semaphores still registered and removes them — its job — but says so with a
+#: "leaked semaphore objects" UserWarning on the terminal, noise after a kill the sweeps are
+#: designed to survive.
+_TRACKER_WARNINGS = "ignore::UserWarning:multiprocessing.resource_tracker"
+
+
+def _start_quiet_resource_tracker() -> None:
+    """Start multiprocessing's resource tracker (if not running yet) with
+    :data:`_TRACKER_WARNINGS`: it takes its warning filters from ``sys.warnoptions`` when it is
+    spawned, which is restored at once. No-op where there is no resource tracker."""
+    try:
+        from multiprocessing import resource_tracker
+    except ImportError:  # pragma: no cover - Windows
+        return
+    added = _TRACKER_WARNINGS not in sys.warnoptions
+    if added:
+        sys.warnoptions.append(_TRACKER_WARNINGS)
+    try:
+        resource_tracker.ensure_running()
+    finally:
+        if added:
+            sys.warnoptions.remove(_TRACKER_WARNINGS)
+
+
 def process_pool(workers: int, *, method: str | None = None) -> cf.ProcessPoolExecutor:
     """A ProcessPoolExecutor of ``workers`` processes that die with this process.
 
@@ -188,6 +213,7 @@ def process_pool(workers: int, *, method: str | None = None) -> cf.ProcessPoolEx
     ...     pool.submit(abs, -3).result()
     3
     """
+    _start_quiet_resource_tracker()
     context = multiprocessing.get_context(method)
     return cf.ProcessPoolExecutor(max_workers=workers, mp_context=context,
                                   initializer=_die_with_parent, initargs=(os.getpid(),))
