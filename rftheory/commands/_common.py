@@ -150,8 +150,10 @@ def output_file(text: str, option: str) -> Path:
         raise RFTheoryError(f"{option}: empty file name; give e.g. {option} figure.png")
     shown = quoted(text)
     path = Path(text)
-    if str(text).endswith(("/", os.sep)) or path.name in ("", ".", "..") or path.is_dir():
+    if path.is_dir():
         raise RFTheoryError(f"{option} {shown}: is a directory; give a file name in it")
+    if str(text).endswith(("/", os.sep)) or path.name in ("", ".", ".."):
+        raise RFTheoryError(f"{option} {shown}: names a directory; give a file name in it")
     if any(len(part.encode()) > 255 for part in path.parts):
         raise RFTheoryError(f"{option} {shown}: a component of the path is longer than 255 "
                             "bytes")
