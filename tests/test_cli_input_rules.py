@@ -117,6 +117,24 @@ def test_symmetric_eigh_names_the_matrix_instead_of_failing():
     assert w.tolist() == [1.0, 2.0, 3.0] and Q.shape == (3, 3)  # exact: a diagonal matrix
 
 
+def test_a_closed_form_that_overflows_is_reported_not_raised(monkeypatch):
+    """The result path, cheaply: erf's closed form made to overflow in one entry."""
+    import rftheory.concentration
+
+    exact = rftheory.concentration.closed_form_kernel_matrix
+
+    def overflowing(activation, X):
+        K = exact(activation, X)
+        K[0, -1] = K[-1, 0] = np.inf
+        return K
+
+    monkeypatch.setattr(rftheory.concentration, "closed_form_kernel_matrix", overflowing)
+    result = rftheory.concentration.measure_concentration("erf", 3, 4, [8, 16], reps=1)
+    assert result["closed_form"]["lambda_min"] is None
+    assert "2 non-finite entries of 16" in result["closed_form"]["failed"]
+
+
+@pytest.mark.slow  # ~15 s each: the Hermite series of a fast oscillation
 @pytest.mark.parametrize("activation", ["sin(1000000*z)", "cos(300000*z)", "sin(500000*z)"])
 def test_an_overflowing_closed_form_gives_a_result_that_says_so(activation):
     from rftheory.concentration import measure_concentration

@@ -98,12 +98,13 @@ def handle(args) -> int:
     seed = parse_int(args.seed, "seed", 0)
     reps = repetitions(args.reps, "--reps")
     paths = figure_paths(args.plot)
+    guard = limits(args)
     from ..hermite import check_double_precision
 
     check_double_precision(args.activation)  # refused in one line before any progress line
     from ..budget import check_kernel
 
-    check_kernel(d=d, n=n, p_values=p_values, reps=reps, **limits(args))
+    check_kernel(d=d, n=n, p_values=p_values, reps=reps, **guard)
 
     from ..concentration import measure_concentration, plot_curves
 

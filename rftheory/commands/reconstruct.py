@@ -86,11 +86,12 @@ def handle(args: argparse.Namespace) -> int:
         raise RFTheoryError(f"p = {args.p} must exceed n_hat = {n_hat}: with p <= n_hat the "
                             "candidates' features span R^p and the loss is identically 0")
     guard = limits(args)
-    from ..budget import check_reconstruct
-    from ..data import dataset_dimension
-    from ..pipeline import feature_count, fit_model, plot_reconstruction, recover_training_set
+    from ..data import dataset_dimension  # numpy, not yet sympy
 
     d = dataset_dimension(args.data, d)
+    from ..budget import check_reconstruct
+    from ..pipeline import feature_count, fit_model, plot_reconstruction, recover_training_set
+
     p = at_least(feature_count(args.p, p_mult=args.p_mult, d=d, n=n), "p")
     if p <= n_hat:
         raise RFTheoryError(f"p = {p} must exceed n_hat = {n_hat}: with p <= n_hat the candidates' "
