@@ -73,6 +73,18 @@ _INTEGER = re.compile(r"[+-]?[0-9]+")
 def shown(text: Any, limit: int = SHOWN_LENGTH) -> str:
     """``repr(text)``, shortened to about ``limit`` characters with its length named.
 
+    Parameters
+    ----------
+    text : any
+        What was typed (converted with ``str``).
+    limit : int
+        Most characters of it quoted.
+
+    Returns
+    -------
+    str
+        The quotation, for a message.
+
     Examples
     --------
     >>> shown("relu")
@@ -89,7 +101,23 @@ def shown(text: Any, limit: int = SHOWN_LENGTH) -> str:
 
 def control_character(text: str) -> tuple[int, str] | None:
     """The position and the code (``U+000A``) of the first control character of ``text``
-    (C0, DEL, C1), or None."""
+    (C0, DEL, C1), or None.
+
+    Parameters
+    ----------
+    text : str
+        The text.
+
+    Returns
+    -------
+    tuple of (int, str) or None
+        Where the first control character is and its code point.
+
+    Examples
+    --------
+    >>> control_character("z" + chr(10) + "+ 1")
+    (1, 'U+000A')
+    """
     for position, char in enumerate(text):
         if ord(char) < 0x20 or 0x7F <= ord(char) < 0xA0:
             return position, f"U+{ord(char):04X}"
@@ -126,7 +154,18 @@ def _check_ascii(text: str) -> None:
 
 def check_literal(value: Any) -> None:
     """Refuse a literal that is not a finite real number of magnitude <= :data:`MAX_LITERAL`
-    (a huge integer is compared exactly, never converted to float)."""
+    (a huge integer is compared exactly, never converted to float).
+
+    Parameters
+    ----------
+    value : any
+        The value of a literal of the expression's tree.
+
+    Raises
+    ------
+    ActivationError
+        Not an int or float (bools, strings, complex numbers), NaN, infinite or too large.
+    """
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise ActivationError(f"only real numbers are allowed as literals, got {shown(value)}")
     if isinstance(value, float) and value != value or abs(value) > MAX_LITERAL:
