@@ -33,7 +33,8 @@ from typing import Any
 from .errors import ActivationError, RFTheoryError
 
 __all__ = ["MAX_EXPRESSION_LENGTH", "MAX_EXPRESSION_DEPTH", "MAX_LITERAL", "MAX_INTEGER_DIGITS",
-           "CONSTANT_NAMES", "FUNCTION_NAMES", "REGISTRY_NAMES", "activation_text", "check_literal", "integer", "shown", "control_character"]
+           "CONSTANT_NAMES", "FUNCTION_NAMES", "REGISTRY_NAMES", "activation_text",
+           "check_literal", "integer", "shown", "control_character"]
 
 #: Longest accepted activation string (characters, after stripping surrounding whitespace).
 MAX_EXPRESSION_LENGTH = 400

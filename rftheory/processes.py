@@ -160,7 +160,8 @@ def check_workers(workers: object, option: str = "workers") -> int:
                             f"got {shown(workers)}")
     cpus = available_cpus()
     if workers > cpus:
-        raise RFTheoryError(f"{option} {shown(workers).strip(chr(39))} is more than the {cpus} CPUs this process may "
+        count = str(workers) if len(str(workers)) <= 40 else shown(workers)
+        raise RFTheoryError(f"{option} {count} is more than the {cpus} CPUs this process may "
                             f"use; give at most {option} {cpus} (the tasks are CPU-bound: more "
                             "workers than CPUs only slow each one down)")
     return workers

@@ -41,13 +41,17 @@ def register(subparsers: Any) -> None:
                     "projection loss, and report ρ (official, signed, up to sign).")
     parser.add_argument("--activation", default="relu+tanh", type=expression,
                         help="registry name or expression in z (default: relu+tanh)")
-    parser.add_argument("--d", type=integer_type(), help="input dimension (required for sphere data)")
-    parser.add_argument("--n", type=integer_type(), required=True, help="number of training points")
+    parser.add_argument("--d", type=integer_type(),
+                        help="input dimension (required for sphere data)")
+    parser.add_argument("--n", type=integer_type(), required=True,
+                        help="number of training points")
     size = parser.add_mutually_exclusive_group(required=True)
     size.add_argument("--p", type=integer_type(), help="number of random features")
     size.add_argument("--p-mult", type=float, metavar="M", help="p = M·d·n")
-    parser.add_argument("--n-hat", type=integer_type(), help="number of candidates n̂ (default: n)")
-    parser.add_argument("--seed", type=integer_type(), default=0, help="seed of V, data, labels, start")
+    parser.add_argument("--n-hat", type=integer_type(),
+                        help="number of candidates n̂ (default: n)")
+    parser.add_argument("--seed", type=integer_type(), default=0,
+                        help="seed of V, data, labels, start")
     parser.add_argument("--data", default="sphere",
                         help="sphere | digits | patches[:standardised] | cifar10:DIR")
     parser.add_argument("--labels", choices=("gaussian", "sign"), default="gaussian")
