@@ -214,8 +214,9 @@ def process_pool(workers: int, *, method: str | None = None) -> cf.ProcessPoolEx
     ...     pool.submit(abs, -3).result()
     3
     """
-    _start_quiet_resource_tracker()
     context = multiprocessing.get_context(method)
+    if context.get_start_method() != "fork":  # fork pools register nothing with the tracker
+        _start_quiet_resource_tracker()
     return cf.ProcessPoolExecutor(max_workers=workers, mp_context=context,
                                   initializer=_die_with_parent, initargs=(os.getpid(),))
 
