@@ -8,7 +8,9 @@ One rule for what goes wrong, in every command:
 * bad input — a malformed argument (argparse), a refused value, a file that cannot be read or
   written, a job too large for the limits (:mod:`rftheory.budget`) — prints **one line** on
   stderr, ``rftheory CMD: error: …``, and exits with status 2; ``--debug`` (before or after the
-  command) shows the traceback instead;
+  command) shows the traceback instead. Every argument is first held to the command line's
+  input rules (:mod:`rftheory.commands._rules`: one line, bounded length), and a numeric
+  failure of numpy's linear algebra that reaches this far (``LinAlgError``) is one line too;
 * SIGINT (Ctrl-C) and SIGTERM stop the command cleanly — worker processes are stopped, a
   sweep's finished cells stay stored — with one line and status 130 or 143 (128 + signal);
 * a closed stdout (``rftheory … | head``) ends the command quietly, with status 141 as for a
