@@ -404,6 +404,8 @@ class SweepStore:
 
     @contextlib.contextmanager
     def _transaction(self) -> Iterator[None]:
+        if self._db.in_transaction:  # an interrupt (SIGTERM) landed between BEGIN and its try:
+            self._db.execute("ROLLBACK")  # that transaction wrote nothing; close it
         self._db.execute("BEGIN IMMEDIATE")
         try:
             yield
