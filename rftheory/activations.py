@@ -17,7 +17,6 @@ from __future__ import annotations
 import ast
 import math
 import operator
-import unicodedata
 from dataclasses import dataclass
 from functools import cached_property
 from typing import Any, Callable, NamedTuple
@@ -30,6 +29,8 @@ from sympy.codegen.cfunctions import expm1, log1p
 from .backend import namespace_of
 from .domain import proves, require
 from .errors import ActivationError, BackendError
+from .inputs import (CONSTANT_NAMES, FUNCTION_NAMES, MAX_EXPRESSION_DEPTH, MAX_EXPRESSION_LENGTH,
+                     MAX_LITERAL, REGISTRY_NAMES, activation_text, check_literal, shown)
 
 __all__ = [
     "Activation",
@@ -44,13 +45,8 @@ __all__ = [
 #: The variable of every activation expression.
 Z = sp.Symbol("z", real=True)
 
-#: Longest accepted activation string (characters).
-MAX_EXPRESSION_LENGTH = 400
-#: Deepest accepted expression tree (AST nodes from root to leaf).
-MAX_EXPRESSION_DEPTH = 40
-#: Largest accepted magnitude of a numeric literal or exponent; keeps sympy's exact arithmetic
-#: (e.g. ``10**10**10``) from running away.
-MAX_LITERAL = 1e6
+#: Largest accepted magnitude of an exponent (literals: :data:`rftheory.inputs.MAX_LITERAL`);
+#: the text rule itself (length, depth, literals) is :func:`rftheory.inputs.activation_text`.
 MAX_EXPONENT = 64
 MAX_HERMITE_DEGREE = 400
 
@@ -136,6 +132,9 @@ _FUNCTIONS: dict[str, tuple[Callable[..., sp.Expr], tuple[int, ...], tuple[int, 
     "hermite": (_hermite_normalised, (2,), (0,)),
     "h": (_hermite_normalised, (2,), (0,)),
 }
+if set(_FUNCTIONS) != FUNCTION_NAMES:  # the text rule (rftheory.inputs) lists the same names
+    raise ImportError("rftheory.inputs.FUNCTION_NAMES and rftheory.activations disagree: "
+                      f"{sorted(set(_FUNCTIONS) ^ FUNCTION_NAMES)}")
 #: Domain of the functions that are not defined on the whole real line: name -> (requirement on
 #: the first argument u, the quantity it applies to). Checked by :func:`rftheory.domain.require`.
 _DOMAINS: dict[str, tuple[str, Callable[[sp.Expr], sp.Expr]]] = {
@@ -144,9 +143,6 @@ _DOMAINS: dict[str, tuple[str, Callable[[sp.Expr], sp.Expr]]] = {
     "log1p": ("positive", lambda u: 1 + u), "sqrt": ("nonnegative", lambda u: u),
 }
 _CONSTANTS = {"pi": sp.pi, "e": sp.E, "E": sp.E}
-#: Hints for characters a theorist may paste (the parser accepts ASCII only).
-_ASCII_HINTS = {"²": "**2", "³": "**3", "−": "-", "–": "-", "×": "*", "·": "*", "⋅": "*",
-                "π": "pi", "√": "sqrt(...)", "φ": "an expression in z", "ℯ": "e"}
 _BINOPS: dict[type, Callable[[sp.Expr, sp.Expr], sp.Expr]] = {
     ast.Add: lambda a, b: a + b,
     ast.Sub: lambda a, b: a - b,
@@ -157,10 +153,7 @@ _BINOPS: dict[type, Callable[[sp.Expr, sp.Expr], sp.Expr]] = {
 
 
 def _number(value: Any) -> sp.Expr:
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise ActivationError(f"only real numbers are allowed as literals, got {value!r}")
-    if not math.isfinite(value) or abs(value) > MAX_LITERAL:
-        raise ActivationError(f"numeric literal {value!r} is out of range (|x| <= {MAX_LITERAL:g})")
+    check_literal(value)  # finite, |x| <= MAX_LITERAL (huge integers compared exactly)
     if isinstance(value, int):
         return sp.Integer(value)
     # Keep decimal literals exact (0.5 -> 1/2, 0.1 -> 1/10) so exact Hermite forms stay exact.
@@ -219,7 +212,8 @@ class _Builder:
             raise ActivationError("exponents must be numeric constants, or the base a positive "
                                   "constant (z**z is refused)")
         if abs(float(exponent)) > MAX_EXPONENT:
-            raise ActivationError(f"exponent {exponent} is too large (|exponent| <= {MAX_EXPONENT})")
+            raise ActivationError(f"exponent {shown(exponent)} is too large "
+                                  f"(|exponent| <= {MAX_EXPONENT})")
         if not exponent.is_integer:
             self._require(base, "nonnegative" if exponent > 0 else "positive", node)
         elif exponent < 0:
@@ -267,34 +261,6 @@ def _witness_value(u: sp.Expr, x: float) -> Any:
             return None
     return value if isinstance(value, mpmath.mpf) and mpmath.isfinite(value) else None
 
-
-
-def _check_ascii(text: str) -> None:
-    """Refuse non-ASCII characters, naming the first one (and what to type instead)."""
-    for position, char in enumerate(text):
-        if char.isascii():
-            continue
-        code = f"U+{ord(char):04X}"
-        name = unicodedata.name(char, code)
-        folded = unicodedata.normalize("NFKC", char)
-        if char in _ASCII_HINTS:
-            hint = f"; write {_ASCII_HINTS[char]}"
-        elif folded.isascii() and folded.strip():
-            # Python's parser would silently read it as `folded` (NFKC); say so instead
-            hint = f"; it looks like {folded!r}"
-            whole = unicodedata.normalize("NFKC", text)
-            if whole.isascii():
-                try:
-                    parse_activation(whole)
-                    hint += f" (did you mean {whole!r}?)"
-                except ActivationError:
-                    pass  # no suggestion that would itself be refused
-        elif char.isspace():
-            hint = "; use an ordinary space"
-        else:
-            hint = ""
-        raise ActivationError(f"activation strings must be ASCII: character {char!r} ({code} "
-                              f"{name}) at position {position} is refused{hint}")
 
 
 def parse_activation(text: str) -> sp.Expr:
@@ -365,24 +331,8 @@ def parse_activation(text: str) -> sp.Expr:
     ...
     rftheory.errors.ActivationError: log(z) is not defined for z ≤ 0 (it needs z > 0)
     """
-    if not isinstance(text, str):
-        raise ActivationError(f"activation must be a string, got {type(text).__name__}")
-    if len(text) > MAX_EXPRESSION_LENGTH:
-        raise ActivationError(
-            f"activation string is too long ({len(text)} > {MAX_EXPRESSION_LENGTH} characters)"
-        )
-    if not text.strip():
-        raise ActivationError("activation string is empty")
-    _check_ascii(text)
-    if "__" in text:
-        raise ActivationError("dunder names are not allowed")
-    source = text.strip()
-    try:
-        tree = ast.parse(source, mode="eval")
-    except (SyntaxError, ValueError) as exc:
-        raise ActivationError(f"cannot parse activation {text!r}: {exc.msg if hasattr(exc, 'msg') else exc}") from None
-    except (RecursionError, MemoryError):
-        raise ActivationError("expression is nested too deeply") from None
+    source = activation_text(text)  # the one text rule: strip, length, ASCII, tree shape
+    tree = ast.parse(source, mode="eval")
     expr = _Builder(source).build(tree)
     if not expr.has(Z):
         raise ActivationError("activation must depend on z (a constant is not an activation)")
@@ -1221,6 +1171,11 @@ ACTIVATIONS: dict[str, str] = {
     "h3": "hermite(3, z)",
     "h4": "hermite(4, z)",
 }
+
+
+if set(ACTIVATIONS) != REGISTRY_NAMES or set(_CONSTANTS) != CONSTANT_NAMES:  # rftheory.inputs
+    raise ImportError("rftheory.inputs.REGISTRY_NAMES/CONSTANT_NAMES and rftheory.activations "
+                      "disagree")
 
 
 def get_activation(spec: "str | Activation") -> Activation:

@@ -8,7 +8,9 @@ One rule for what goes wrong, in every command:
 * bad input — a malformed argument (argparse), a refused value, a file that cannot be read or
   written, a job too large for the limits (:mod:`rftheory.budget`) — prints **one line** on
   stderr, ``rftheory CMD: error: …``, and exits with status 2; ``--debug`` (before or after the
-  command) shows the traceback instead;
+  command) shows the traceback instead. Every argument is first held to the command line's
+  input rules (:mod:`rftheory.commands._rules`: one line, bounded length), and a numeric
+  failure of numpy's linear algebra that reaches this far (``LinAlgError``) is one line too;
 * SIGINT (Ctrl-C) and SIGTERM stop the command cleanly — worker processes are stopped, a
   sweep's finished cells stay stored — with one line and status 130 or 143 (128 + signal);
 * a closed stdout (``rftheory … | head``) ends the command quietly, with status 141 as for a
@@ -29,6 +31,7 @@ import sys
 from typing import Any, Iterator
 
 from . import commands
+from .commands._rules import check_arguments
 from .errors import RFTheoryError
 
 #: Exit status of refused input (argparse's too).
@@ -103,7 +106,7 @@ def build_parser() -> argparse.ArgumentParser:
         description="Check the law of data reconstruction in random-features models.",
         epilog="Errors print one line and exit with status 2 (--debug: the traceback). "
                "A job whose arrays cannot fit in memory is refused before it starts: "
-               "--memory-limit / RFTHEORY_MEMORY_LIMIT (default 80%% of the available memory, "
+               "--memory-limit / RFTHEORY_MEMORY_LIMIT (default 80% of the available memory, "
                "never above the machine's total). Time is not estimated: --time-limit / "
                "RFTHEORY_TIME_LIMIT (seconds; default none) is a deadline at which a job stops "
                "and keeps its partial result.",
@@ -153,8 +156,33 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_BROKEN_PIPE
 
 
+def _named_command(parser: argparse.ArgumentParser, argv: list[str]) -> str:
+    """The prog of the command ``argv`` names (``rftheory sweep run``), from its first words,
+    for messages given before argparse has run."""
+    words = [w for w in argv if not w.startswith("-")]
+    for word in words:
+        nested = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+        if not nested or word not in nested[0].choices:
+            break
+        parser = nested[0].choices[word]
+    return parser.prog
+
+
+def _numerical_failure(exc: BaseException) -> bool:
+    """A linear-algebra failure of numpy or SciPy (``LinAlgError``) that the library did not
+    turn into :class:`~rftheory.errors.NumericalError` itself (it does in
+    :func:`rftheory.gram.symmetric_eigh`)."""
+    return type(exc).__name__ == "LinAlgError"
+
+
 def _main(argv: list[str] | None) -> int:
     parser = build_parser()
+    argv = sys.argv[1:] if argv is None else list(argv)
+    try:
+        check_arguments(argv)  # every argument: bounded length, one line (commands/_rules.py)
+    except RFTheoryError as exc:
+        print(f"{_named_command(parser, argv)}: error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
     try:
         args, extras = parser.parse_known_args(argv)
         if extras:  # argparse reports them from the top parser; name the command instead
@@ -178,12 +206,17 @@ def _main(argv: list[str] | None) -> int:
     except BrokenPipeError:
         _silence_stdout()
         return EXIT_BROKEN_PIPE
-    except (RFTheoryError, OSError, MemoryError) as exc:
-        if args.debug:
+    except Exception as exc:
+        numerical = _numerical_failure(exc)
+        if args.debug or not (numerical or isinstance(exc, (RFTheoryError, OSError,
+                                                             MemoryError))):
             raise
         text = _one_line(str(exc)) or type(exc).__name__
         if isinstance(exc, MemoryError):
             text = f"out of memory ({text}); reduce the sizes or lower --memory-limit"
+        elif numerical:
+            text = f"numerical failure in linear algebra ({text}); the inputs give a matrix " \
+                   "floating point cannot handle"
         print(f"{name}: error: {text}", file=sys.stderr)
         return EXIT_USAGE
     except KeyboardInterrupt as exc:

@@ -26,9 +26,11 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from .data import sphere_data
-from .errors import RFTheoryError
+from .errors import NumericalError, RFTheoryError
 from .deadline import TIME_LIMIT_REACHED, Deadline
 from .features import RandomFeatures
+from .gram import symmetric_eigh
+from .hermite import check_double_precision
 from .kernel import (
     DEFAULT_ORDER,
     HadamardPowerBounds,
@@ -145,6 +147,21 @@ def kernel_on_sphere(series: KernelSeries, X: np.ndarray) -> tuple[np.ndarray, f
     return K, n * off
 
 
+def _closed_form_check(activation: str, X: np.ndarray, K: np.ndarray) -> dict:
+    """The closed-form kernel matrix's λ_min and its largest entry difference from the series'
+    K — or, where the closed form overflows double precision (``sin(1000000*z)``:
+    exp(a²) factors), None for both and the reason, so that the cross-check says it could
+    not be made instead of failing the measurement."""
+    with np.errstate(all="ignore"):
+        K_exact = closed_form_kernel_matrix(activation, X)
+    try:
+        lam = float(symmetric_eigh(K_exact, what="the closed-form kernel matrix",
+                                   vectors=False)[0])
+    except NumericalError as exc:
+        return {"lambda_min": None, "max_entry_difference": None, "failed": str(exc)}
+    return {"lambda_min": lam, "max_entry_difference": float(np.max(np.abs(K_exact - K)))}
+
+
 def concentration(activation: str, X: np.ndarray, p_values: Sequence[int], *, seed: int = 0,
                   reps: int = 4, order: int = DEFAULT_ORDER,
                   powers: HadamardPowerBounds | None = None,
@@ -197,9 +214,10 @@ def concentration(activation: str, X: np.ndarray, p_values: Sequence[int], *, se
     deadline = Deadline() if deadline is None else deadline  # None: no deadline
     n, d = X.shape
     p_values = [int(p) for p in p_values]
+    check_double_precision(activation)  # refused before any work or progress line
     series = kernel_series(activation, order)
     K, kernel_error = kernel_on_sphere(series, X)
-    eigenvalues, eigenvectors = np.linalg.eigh(K)
+    eigenvalues, eigenvectors = symmetric_eigh(K, what="the kernel matrix K")
     lam_k = float(eigenvalues[0])
     u = eigenvectors[:, 0]
     gap = float(eigenvalues[1] - eigenvalues[0]) if n > 1 else math.inf
@@ -207,9 +225,7 @@ def concentration(activation: str, X: np.ndarray, p_values: Sequence[int], *, se
     bound2 = bound0.with_k_min(2)
     closed = None
     if has_closed_form(activation):
-        K_exact = closed_form_kernel_matrix(activation, X)
-        closed = {"lambda_min": float(np.linalg.eigvalsh(K_exact)[0]),
-                  "max_entry_difference": float(np.max(np.abs(K_exact - K)))}
+        closed = _closed_form_check(activation, X, K)
 
     error = np.empty((len(p_values), reps))
     lam = np.empty_like(error)
@@ -226,8 +242,9 @@ def concentration(activation: str, X: np.ndarray, p_values: Sequence[int], *, se
             rf = RandomFeatures(activation, d, p, seed=seeds[j][r])
             G = rf.gram(X) / p
             E = G - K
-            error[j, r] = float(np.max(np.abs(np.linalg.eigvalsh(E))))
-            lam[j, r] = float(np.linalg.eigvalsh(G)[0])
+            error[j, r] = float(np.max(np.abs(symmetric_eigh(
+                E, what=f"PhiPhi^T/p - K (p = {p})", vectors=False))))
+            lam[j, r] = float(symmetric_eigh(G, what=f"PhiPhi^T/p (p = {p})", vectors=False)[0])
             w2 = rf.rmatvec(X, u) ** 2
             rayleigh[j, r] = float(np.mean(w2))
             sd[j, r] = float(np.std(w2, ddof=1) / math.sqrt(p)) if p > 1 else math.nan
@@ -417,7 +434,8 @@ def lambda_min_vs_d(activations: Sequence[str], n: int, d_values: Sequence[int],
         out["hadamard_lambda_min_3"].append(powers.lower[3] if order >= 3 else None)
         for a, s in series.items():
             K, kernel_error = kernel_on_sphere(s, X)
-            lam = float(np.linalg.eigvalsh(K)[0])
+            lam = float(symmetric_eigh(K, what=f"the kernel matrix K (d = {d})",
+                                       vectors=False)[0])
             b0 = hermite_lower_bound(s, powers, k_min=0)
             b2 = b0.with_k_min(2)
             entry = out["activations"][s.activation]
@@ -428,7 +446,7 @@ def lambda_min_vs_d(activations: Sequence[str], n: int, d_values: Sequence[int],
             entry["bound_ok"].append(bool(lam + kernel_error >= b0.value))
             if entry["closed_form_lambda_min"] is not None:
                 entry["closed_form_lambda_min"].append(
-                    float(np.linalg.eigvalsh(closed_form_kernel_matrix(a, X))[0]))
+                    _closed_form_check(a, X, K)["lambda_min"])
         if progress:
             progress(f"lambda_min vs d: d = {d} done (n = {n})")
     return out

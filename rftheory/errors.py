@@ -45,3 +45,10 @@ class DataNotFoundError(RFTheoryError):
 class ResourceLimitError(RFTheoryError):
     """A job was refused before it started: its estimated memory or time exceeds the limit
     (see :mod:`rftheory.budget`)."""
+
+
+class NumericalError(RFTheoryError):
+    """A numerical computation cannot be carried out in floating point for the given inputs:
+    a matrix with non-finite entries, an eigenvalue iteration that does not converge (see
+    :func:`rftheory.gram.symmetric_eigh`, the one place linear-algebra failures are turned into
+    this error)."""

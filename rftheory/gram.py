@@ -13,9 +13,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from .backend import namespace_of
-from .errors import ShapeError
+from .errors import NumericalError, ShapeError
 
-__all__ = ["GramSolution", "solve_gram"]
+__all__ = ["GramSolution", "solve_gram", "symmetric_eigh"]
 
 
 @dataclass(frozen=True)
@@ -43,6 +43,57 @@ class GramSolution:
     rank: int
     condition: float
     rank_deficient: bool
+
+
+def symmetric_eigh(A: Any, *, what: str = "matrix", vectors: bool = True) -> Any:
+    """Eigenvalues (ascending) and, with ``vectors``, eigenvectors of a symmetric matrix — the
+    one place where a numerical failure of an eigen-decomposition becomes a one-line error.
+
+    Parameters
+    ----------
+    A : array, shape (n, n)
+        Symmetric (only its lower triangle is read, as by ``linalg.eigh``).
+    what : str
+        What the matrix is, for the message (``"the kernel matrix K"``).
+    vectors : bool
+        True (default): ``(w, Q)``; False: ``w`` only.
+
+    Returns
+    -------
+    w or (w, Q)
+        As ``xp.linalg.eigh`` / ``eigvalsh`` of the input's namespace.
+
+    Raises
+    ------
+    rftheory.errors.NumericalError
+        When ``A`` has non-finite entries (overflow upstream: LAPACK would not converge, or
+        return garbage) or the iteration does not converge; the message names ``what``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> symmetric_eigh(np.array([[2.0, 1.0], [1.0, 2.0]]), vectors=False).tolist()
+    [1.0, 3.0]
+    >>> symmetric_eigh(np.array([[np.inf, 0.0], [0.0, 1.0]]), what="K")
+    Traceback (most recent call last):
+    ...
+    rftheory.errors.NumericalError: K has 1 non-finite entry of 4 (overflow in floating point); its eigenvalues cannot be computed
+    """
+    xp = namespace_of(A)
+    finite = xp.isfinite(A)
+    if not bool(xp.all(finite)):
+        bad = int(xp.sum(xp.astype(~finite, xp.int64)))
+        total = int(A.shape[0]) * int(A.shape[-1])
+        raise NumericalError(f"{what} has {bad} non-finite entr{'y' if bad == 1 else 'ies'} of "
+                             f"{total} (overflow in floating point); its eigenvalues cannot be "
+                             "computed")
+    try:
+        return xp.linalg.eigh(A) if vectors else xp.linalg.eigvalsh(A)
+    except Exception as exc:  # numpy's LinAlgError; other namespaces raise their own types
+        if "linalg" not in type(exc).__name__.lower() and "converge" not in str(exc):
+            raise
+        raise NumericalError(f"the eigenvalues of {what} cannot be computed in floating point "
+                             f"({str(exc).strip() or type(exc).__name__})") from None
 
 
 def _default_rcond(n: int, dtype: Any, xp: Any) -> float:

@@ -127,9 +127,25 @@ def format_table(headers: Sequence[str], rows: Iterable[Sequence[Any]]) -> str:
     return "\n".join(out)
 
 
+def _umask() -> int:
+    """The process's file-creation mask, read without changing it where Linux allows
+    (``/proc/self/status``); elsewhere set and restored at once."""
+    try:
+        with open("/proc/self/status") as fh:
+            for line in fh:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    except (OSError, ValueError, IndexError):
+        pass
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
 def write_json_atomic(path: Path, payload: Any) -> None:
     """Write JSON to ``path`` via a temporary file and ``os.replace``: a crash or a bad value
-    never leaves a truncated or corrupted result behind.
+    never leaves a truncated or corrupted result behind. The file gets the mode ``open`` would
+    give it (0666 less the umask), like the figures, not the temporary file's 0600.
 
     Parameters
     ----------
@@ -144,6 +160,7 @@ def write_json_atomic(path: Path, payload: Any) -> None:
     text = json.dumps(to_jsonable(payload), indent=2, allow_nan=False)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
+        os.fchmod(fd, 0o666 & ~_umask())  # mkstemp's 0600 -> what open() gives, as for figures
         with os.fdopen(fd, "w") as fh:
             fh.write(text + "\n")
             fh.flush()

@@ -44,7 +44,7 @@ import sys
 import threading
 import time
 
-__all__ = ["process_pool", "stop_pool"]
+__all__ = ["available_cpus", "check_workers", "process_pool", "stop_pool"]
 
 _PR_SET_PDEATHSIG = 1
 
@@ -76,7 +76,12 @@ def _watch(parent: int) -> None:
     else:
         gone = False
     if fd is not None:
-        select.select([fd], [], [])  # a pidfd becomes readable when its process exits
+        # a pidfd becomes readable when its process exits; poll, not select: select() cannot
+        # watch a descriptor >= FD_SETSIZE (1024), which a worker of a large pool may hold
+        watcher = select.poll()
+        watcher.register(fd, select.POLLIN)
+        while not watcher.poll():
+            pass
     elif not gone:
         while True:
             try:
@@ -98,13 +103,102 @@ def _die_with_parent(parent: int) -> None:
                      daemon=True).start()
 
 
+def available_cpus() -> int:
+    """The CPUs this process may run on (its affinity mask where the platform has one).
+
+    Returns
+    -------
+    int
+        At least 1.
+    """
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # pragma: no cover - not Linux
+        return os.cpu_count() or 1
+
+
+def check_workers(workers: object, option: str = "workers") -> int:
+    """The one rule for a number of worker processes, in every command and pool: an integer
+    from 1 to :func:`available_cpus`.
+
+    More workers than CPUs are refused rather than capped: the tasks are CPU-bound, so extra
+    workers only slow each one down (and each holds its memory and its descriptors), and a
+    silent cap would run something else than what was asked.
+
+    Parameters
+    ----------
+    workers : int
+        The requested count.
+    option : str
+        How the message names it (``"--workers"`` on the command line).
+
+    Returns
+    -------
+    int
+        ``workers``.
+
+    Raises
+    ------
+    rftheory.errors.RFTheoryError
+        If ``workers`` is not an integer >= 1 or exceeds the CPUs.
+
+    Examples
+    --------
+    >>> check_workers(1)
+    1
+    >>> check_workers(0)
+    Traceback (most recent call last):
+    ...
+    rftheory.errors.RFTheoryError: workers must be an integer >= 1, got 0
+    """
+    from .errors import RFTheoryError
+    from .inputs import shown
+
+    if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
+        raise RFTheoryError(f"{option} must be an integer >= 1, got {workers!r}"
+                            if len(repr(workers)) <= 40 else f"{option} must be an integer >= 1, "
+                            f"got {shown(workers)}")
+    cpus = available_cpus()
+    if workers > cpus:
+        count = str(workers) if len(str(workers)) <= 40 else shown(workers)
+        raise RFTheoryError(f"{option} {count} is more than the {cpus} CPUs this process may "
+                            f"use; give at most {option} {cpus} (the tasks are CPU-bound: more "
+                            "workers than CPUs only slow each one down)")
+    return workers
+
+
+#: Warning filter handed to the resource tracker: after a SIGKILL of this process it finds the
+#: pool's semaphores still registered and removes them — its job — but says so with a
+#: "leaked semaphore objects" UserWarning on the terminal, noise after a kill the sweeps are
+#: designed to survive.
+_TRACKER_WARNINGS = "ignore::UserWarning:multiprocessing.resource_tracker"
+
+
+def _start_quiet_resource_tracker() -> None:
+    """Start multiprocessing's resource tracker (if not running yet) with
+    :data:`_TRACKER_WARNINGS`: it takes its warning filters from ``sys.warnoptions`` when it is
+    spawned, which is restored at once. No-op where there is no resource tracker."""
+    try:
+        from multiprocessing import resource_tracker
+    except ImportError:  # pragma: no cover - Windows
+        return
+    added = _TRACKER_WARNINGS not in sys.warnoptions
+    if added:
+        sys.warnoptions.append(_TRACKER_WARNINGS)
+    try:
+        resource_tracker.ensure_running()
+    finally:
+        if added:
+            sys.warnoptions.remove(_TRACKER_WARNINGS)
+
+
 def process_pool(workers: int, *, method: str | None = None) -> cf.ProcessPoolExecutor:
     """A ProcessPoolExecutor of ``workers`` processes that die with this process.
 
     Parameters
     ----------
     workers : int
-        Worker processes.
+        Worker processes (the command line allows 1 to the CPUs: :func:`check_workers`).
     method : str, optional
         multiprocessing start method (``"forkserver"``, ``"spawn"``, ``"fork"``); default the
         platform's.
@@ -121,6 +215,8 @@ def process_pool(workers: int, *, method: str | None = None) -> cf.ProcessPoolEx
     3
     """
     context = multiprocessing.get_context(method)
+    if context.get_start_method() != "fork":  # fork pools register nothing with the tracker
+        _start_quiet_resource_tracker()
     return cf.ProcessPoolExecutor(max_workers=workers, mp_context=context,
                                   initializer=_die_with_parent, initargs=(os.getpid(),))
 

@@ -687,6 +687,7 @@ def activation_card(activation: str, size: "str | CardSize" = "default", *, seed
     from .claims._common import default_workers, environment, run_tasks, source_digests
     from .deadline import NO_DEADLINE
     from .concentration import measure_concentration
+    from .hermite import check_double_precision
     from .verdicts import activation_report
 
     if isinstance(size, str):
@@ -699,6 +700,7 @@ def activation_card(activation: str, size: "str | CardSize" = "default", *, seed
         raise RFTheoryError(f"seed must be a non-negative integer, got {seed!r}")
     seed = int(seed)
     act = get_activation(activation)  # refuse a bad expression before anything runs
+    check_double_precision(act)  # ... or one double precision cannot carry (before progress)
     workers = default_workers(workers)
     tasks = _law_tasks(activation, size, seed)
     deadline = NO_DEADLINE if deadline is None else deadline

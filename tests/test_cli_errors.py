@@ -56,7 +56,7 @@ def no_work(monkeypatch):
 
 @pytest.mark.parametrize("argv, command, fragment", [
     (["kernel", "relu", "--d", "3"], "kernel", "required: --n, --p"),
-    (["reconstruct", "--n", "x", "--p", "3"], "reconstruct", "invalid int value"),
+    (["reconstruct", "--n", "x", "--p", "3"], "reconstruct", "--n: must be an integer"),
     (["reconstruct", "--n", "3", "--p", "9", "--labels", "cauchy"], "reconstruct",
      "invalid choice"),
     (["sweep", "run"], "sweep run", "required: file"),

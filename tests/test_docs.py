@@ -20,7 +20,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 #: Modules whose docstrings must hold doctested examples (at least one).
 MODULES_WITH_EXAMPLES = [
-    "activations", "domain", "hermite", "verdicts", "kernel", "gram", "features", "philox",
+    "activations", "inputs", "domain", "hermite", "verdicts", "kernel", "gram", "features", "philox",
     "projection", "metrics", "backend", "output", "budget", "concentration", "twolayer",
     "plotting", "errors", "collisions", "span_attack", "sample_recovery",
     "claims.kernel_concentration", "claims.theorem1", "claims.sign", "claims.nhat",

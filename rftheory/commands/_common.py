@@ -44,24 +44,26 @@ LIMIT_OPTIONS = ("--memory-limit", "--time-limit")
 
 
 def parse_int(text: Any, name: str, minimum: int) -> int:
-    """A decimal integer >= ``minimum`` from a command-line string, or RFTheoryError."""
-    try:
-        value = int(str(text).strip())
-    except ValueError:
-        raise RFTheoryError(f"--{name} must be an integer, got {text!r}") from None
-    if value < minimum:
-        raise RFTheoryError(f"--{name} must be >= {minimum}, got {value}")
-    return value
+    """A decimal integer >= ``minimum`` from a command-line string, or RFTheoryError (the rule
+    of :func:`rftheory.inputs.integer`: ASCII digits, at most 30 of them)."""
+    from ..inputs import integer
+
+    return integer(text, f"--{name}", minimum)
 
 
 def parse_int_list(text: str, name: str, minimum: int = 1) -> list[int]:
     """``"100,400,1600"`` -> [100, 400, 1600] (sorted, each >= ``minimum``, duplicates refused)."""
     items = [s.strip() for s in text.split(",")]
     if not text.strip() or any(not s for s in items):
-        raise RFTheoryError(f"--{name} must be comma-separated positive integers, got {text!r}")
+        from ..inputs import shown
+
+        raise RFTheoryError(f"--{name} must be comma-separated positive integers, got "
+                            f"{shown(text)}")
     values = [parse_int(s, name, minimum) for s in items]
     if len(set(values)) != len(values):
-        raise RFTheoryError(f"--{name} has repeated values: {text!r}")
+        from ..inputs import shown
+
+        raise RFTheoryError(f"--{name} has repeated values: {shown(text)}")
     return sorted(values)
 
 
@@ -138,27 +140,48 @@ def output_dir(text: str | None, option: str = "--out", *, default: str | Path |
     return path
 
 
+def output_file(text: str, option: str) -> Path:
+    """The file of an option such as ``--plot FILE`` or ``--update-baseline FILE``, checked by
+    the module's rule before any work: a non-empty name of a file (not ``/``, ``//``, ``.``,
+    ``dir/`` or an existing directory) in an existing, writable directory outside the system
+    trees."""
+    from ..inputs import shown as quoted
+
+    if not str(text).strip():
+        raise RFTheoryError(f"{option}: empty file name; give e.g. {option} figure.png")
+    shown = quoted(text)
+    path = Path(text)
+    if path.is_dir():
+        raise RFTheoryError(f"{option} {shown}: is a directory; give a file name in it")
+    if str(text).endswith(("/", os.sep)) or path.name in ("", ".", ".."):
+        raise RFTheoryError(f"{option} {shown}: names a directory; give a file name in it")
+    if any(len(part.encode()) > 255 for part in path.parts):
+        raise RFTheoryError(f"{option} {shown}: a component of the path is longer than 255 "
+                            "bytes")
+    if not path.parent.is_dir():
+        raise RFTheoryError(f"{option}: directory {quoted(path.parent)} does not exist")
+    _refuse_system(path.parent, option, shown)
+    _check_writable(path.parent, option, shown)
+    return path
+
+
 def figure_paths(name: str | None, option: str = "--plot") -> list[Path] | None:
     """The PNG and PDF paths of ``--plot NAME`` (None without ``--plot``), checked by the
-    module's rule before any work.
+    module's rule (:func:`output_file`) before any work.
 
     NAME may end in ``.png``, ``.pdf`` or nothing; both files are written.
     """
     if name is None:
         return None
-    if not str(name).strip():
-        raise RFTheoryError(f"{option}: empty file name; give e.g. {option} figure.png")
-    path = Path(name)
-    shown = repr(str(path))
+    path = output_file(name, option)
     if path.suffix.lower() not in FIGURE_SUFFIXES:
-        raise RFTheoryError(f"{option}: use a .png or .pdf file name (both are written), got {name}")
+        from ..inputs import shown
+
+        raise RFTheoryError(f"{option}: use a .png or .pdf file name (both are written), got "
+                            f"{shown(name)}")
     paths = [path.with_suffix(".png"), path.with_suffix(".pdf")]
-    if path.is_dir() or any(p.is_dir() for p in paths):
-        raise RFTheoryError(f"{option} {shown}: is a directory; give a file name in it")
-    if not path.parent.is_dir():
-        raise RFTheoryError(f"{option}: directory {str(path.parent)!r} does not exist")
-    _refuse_system(path.parent, option, shown)
-    _check_writable(path.parent, option, shown)
+    if any(p.is_dir() for p in paths):
+        raise RFTheoryError(f"{option} {str(path)!r}: is a directory; give a file name in it")
     return paths
 
 

@@ -17,10 +17,14 @@ from typing import Any
 
 from ..output import format_table, print_json
 from ._common import figure_paths, produced_by
+from ._rules import expression, integer_type
 
-#: ``--method`` choices (rftheory.hermite.METHODS, repeated so that the parser imports no sympy;
-#: tests/test_cli_activation.py checks that they agree).
+#: ``--method`` choices and the bounds of ``--order`` and ``--digits`` (rftheory.hermite's
+#: METHODS, MAX_ORDER, MIN_DPS, MAX_DPS, repeated so that the options are checked before sympy is
+#: imported; tests/test_cli_activation.py checks that they agree).
 METHODS = ("exact", "mpmath", "fast")
+MAX_ORDER = 1000
+MIN_DPS, MAX_DPS = 5, 300
 
 def register(subparsers: Any) -> None:
     """Add the ``activation`` subcommand."""
@@ -34,12 +38,12 @@ def register(subparsers: Any) -> None:
             "(sign identifiability)."
         ),
     )
-    parser.add_argument("expr", metavar="EXPR",
+    parser.add_argument("expr", metavar="EXPR", type=expression,
                         help="registry name (relu, tanh, relu+tanh, gelu, ...) or an expression in z, "
                              "e.g. 'relu(z) + 0.5*tanh(z)'")
-    parser.add_argument("--order", type=int, default=12, metavar="K",
+    parser.add_argument("--order", type=integer_type(0, MAX_ORDER), default=12, metavar="K",
                         help="highest Hermite order (default 12; at most 1000)")
-    parser.add_argument("--digits", type=int, default=30, metavar="D",
+    parser.add_argument("--digits", type=integer_type(MIN_DPS, MAX_DPS), default=30, metavar="D",
                         help="mpmath digits for --method mpmath, digits shown for exact values "
                              "(default 30; 5 to 300)")
     parser.add_argument("--method", choices=METHODS, default="fast",
@@ -56,9 +60,8 @@ def register(subparsers: Any) -> None:
 
 
 def handle(args: argparse.Namespace) -> int:
-    """Handler: validate, compute the report, print it, optionally plot."""
-    from ..hermite import MAX_DPS, MAX_ORDER, MIN_DPS, HermiteOptionError
-    from ..verdicts import activation_report
+    """Handler: validate (before sympy is imported), compute the report, print it, plot."""
+    from ..errors import HermiteOptionError
 
     if not 0 <= args.order <= MAX_ORDER:
         raise HermiteOptionError(f"--order must be between 0 and {MAX_ORDER}, got {args.order}")
@@ -67,6 +70,8 @@ def handle(args: argparse.Namespace) -> int:
     if not (math.isfinite(args.time_budget) and args.time_budget >= 0):
         raise HermiteOptionError(f"--time-budget must be a number of seconds >= 0, got {args.time_budget}")
     paths = figure_paths(args.plot)
+    from ..verdicts import activation_report
+
     report = activation_report(args.expr, order=args.order, method=args.method, dps=args.digits,
                                time_budget=args.time_budget)
     if args.json:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from ._common import (add_limit_options, at_least, deadline, limits, output_dir, produced_by,
                       progress_lines)
+from ._rules import integer_type
 
 
 def register(subparsers) -> None:
@@ -24,7 +25,7 @@ def register(subparsers) -> None:
     p.add_argument("--out", default=None, metavar="DIR",
                    help="directory for law.json and the figures (default: results; its parent "
                         "must exist, DIR itself is created)")
-    p.add_argument("--seed", type=int, default=0, help="base seed (default 0)")
+    p.add_argument("--seed", type=integer_type(), default=0, help="base seed (default 0)")
     p.add_argument("--quick", action="store_true",
                    help="smaller sweep (a fraction of the default's time)")
     p.add_argument("--json", action="store_true", help="print the whole result as JSON")

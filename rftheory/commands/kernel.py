@@ -15,6 +15,7 @@ from ..errors import RFTheoryError
 from ..output import format_table, print_json
 from ._common import (add_limit_options, deadline, figure_paths, limits, parse_int,
                       parse_int_list, produced_by, progress_bar_wanted, progress_lines)
+from ._rules import expression, repetitions
 
 #: Largest n accepted: the check diagonalises n × n matrices (O(n³)) for every p and draw.
 MAX_N = 5000
@@ -27,7 +28,7 @@ def register(subparsers) -> None:
         description="Measure ||PhiPhi^T/p - K||_op and lambda_min(PhiPhi^T)/p against p for one "
                     "activation on n points of the sphere of radius sqrt(d), with lambda_min(K), "
                     "its Hermite lower bound and the fitted log-log slope (-1/2 expected).")
-    p.add_argument("activation", metavar="EXPR",
+    p.add_argument("activation", metavar="EXPR", type=expression,
                    help="activation: registry name (relu, tanh, relu+tanh, erf, ...) or an "
                         "expression in z such as 'relu(z) + 0.5*tanh(z)'")
     # Numbers are parsed here, not by argparse, so that bad input gives one line and exit 2.
@@ -36,7 +37,8 @@ def register(subparsers) -> None:
     p.add_argument("--p", required=True, metavar="P1,P2,...",
                    help="comma-separated numbers of features, e.g. 100,400,1600,6400")
     p.add_argument("--seed", default="0", help="seed of the data and of V (default 0)")
-    p.add_argument("--reps", default="4", help="independent draws of V per p, averaged (default 4)")
+    p.add_argument("--reps", default="4",
+                   help="independent draws of V per p, averaged (default 4; at most 10000)")
     p.add_argument("--json", action="store_true", help="print the full result as JSON")
     p.add_argument("--plot", metavar="FILE",
                    help="write the figure to FILE (.png or .pdf; both are written)")
@@ -95,13 +97,17 @@ def handle(args) -> int:
         raise RFTheoryError(f"--n must be <= {MAX_N} (n x n eigenvalue problems), got {n}")
     p_values = parse_int_list(args.p, "p")
     seed = parse_int(args.seed, "seed", 0)
-    reps = parse_int(args.reps, "reps", 1)
+    reps = repetitions(args.reps, "--reps")
     paths = figure_paths(args.plot)
+    guard = limits(args)
     stop_at = deadline(args)
+    from ..hermite import check_double_precision
+
+    check_double_precision(args.activation)  # refused in one line before any progress line
     from ..budget import check
     from ..concentration import measurement_memory
 
-    check(measurement_memory(d=d, n=n, p_values=p_values), **limits(args))
+    check(measurement_memory(d=d, n=n, p_values=p_values), **guard)
 
     from ..concentration import measure_concentration, plot_curves
 

@@ -24,6 +24,7 @@ METHODS = ("varpro", "lbfgs")
 from ..output import format_table
 from ._common import (add_limit_options, at_least, deadline, figure_paths, finite_at_least,
                       limits, print_result, progress_bar_wanted)
+from ._rules import expression, integer_type
 
 #: Seconds between ρ evaluations for the progress bar (a Hungarian matching on the host).
 PROGRESS_RHO_INTERVAL = 1.0
@@ -38,15 +39,19 @@ def register(subparsers: Any) -> None:
         help="train an RF model and reconstruct its training data from (θ*, V)",
         description="Train θ* = Φ⁺Y on n points, recover n̂ candidates by minimising the "
                     "projection loss, and report ρ (official, signed, up to sign).")
-    parser.add_argument("--activation", default="relu+tanh",
+    parser.add_argument("--activation", default="relu+tanh", type=expression,
                         help="registry name or expression in z (default: relu+tanh)")
-    parser.add_argument("--d", type=int, help="input dimension (required for sphere data)")
-    parser.add_argument("--n", type=int, required=True, help="number of training points")
+    parser.add_argument("--d", type=integer_type(),
+                        help="input dimension (required for sphere data)")
+    parser.add_argument("--n", type=integer_type(), required=True,
+                        help="number of training points")
     size = parser.add_mutually_exclusive_group(required=True)
-    size.add_argument("--p", type=int, help="number of random features")
+    size.add_argument("--p", type=integer_type(), help="number of random features")
     size.add_argument("--p-mult", type=float, metavar="M", help="p = M·d·n")
-    parser.add_argument("--n-hat", type=int, help="number of candidates n̂ (default: n)")
-    parser.add_argument("--seed", type=int, default=0, help="seed of V, data, labels, start")
+    parser.add_argument("--n-hat", type=integer_type(),
+                        help="number of candidates n̂ (default: n)")
+    parser.add_argument("--seed", type=integer_type(), default=0,
+                        help="seed of V, data, labels, start")
     parser.add_argument("--data", default="sphere",
                         help="sphere | digits | patches[:standardised] | cifar10:DIR")
     parser.add_argument("--labels", choices=("gaussian", "sign"), default="gaussian")
@@ -55,9 +60,9 @@ def register(subparsers: Any) -> None:
                         help=f"reconstruction algorithm (default: {METHODS[0]}, Levenberg–Marquardt "
                              "on the variable-projection loss; lbfgs: the earlier over-complete "
                              "L-BFGS)")
-    parser.add_argument("--max-steps", type=int, help="optimiser iteration budget")
+    parser.add_argument("--max-steps", type=integer_type(), help="optimiser iteration budget")
     parser.add_argument("--tol", type=float, help="target loss")
-    parser.add_argument("--v-cache-mb", type=int, default=DEFAULT_V_CACHE_MB,
+    parser.add_argument("--v-cache-mb", type=integer_type(), default=DEFAULT_V_CACHE_MB,
                         help=f"keep V in memory if it fits (default {DEFAULT_V_CACHE_MB} MB)")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
     parser.add_argument("--json", action="store_true", help="machine-readable output")
@@ -73,13 +78,8 @@ def register(subparsers: Any) -> None:
 
 def handle(args: argparse.Namespace) -> int:
     """Handler: check every option and the job's size before the (long) run, run the pipeline,
-    print (with its warnings), plot."""
+    print (with its warnings), plot. The options are checked before numpy is imported."""
     stop_at = deadline(args)  # the clock starts with the command
-    from ..budget import check
-    from ..data import dataset_dimension
-    from ..pipeline import (feature_count, fit_model, plot_reconstruction, reconstruction_memory,
-                            recover_training_set)
-
     figure_paths(args.plot)
     n = at_least(args.n, "n")
     n_hat = n if args.n_hat is None else at_least(args.n_hat, "n-hat")
@@ -92,7 +92,17 @@ def handle(args: argparse.Namespace) -> int:
         raise RFTheoryError(f"--method must be one of {', '.join(METHODS)}, got {args.method!r}")
     if args.p_mult is not None and not (math.isfinite(args.p_mult) and args.p_mult > 0):
         raise RFTheoryError(f"--p-mult must be a positive number, got {args.p_mult}")
+    if args.p is not None and at_least(args.p, "p") <= n_hat:
+        raise RFTheoryError(f"p = {args.p} must exceed n_hat = {n_hat}: with p <= n_hat the "
+                            "candidates' features span R^p and the loss is identically 0")
+    guard = limits(args)
+    from ..data import dataset_dimension  # numpy, not yet sympy
+
     d = dataset_dimension(args.data, d)
+    from ..budget import check
+    from ..pipeline import (feature_count, fit_model, plot_reconstruction, reconstruction_memory,
+                            recover_training_set)
+
     p = at_least(feature_count(args.p, p_mult=args.p_mult, d=d, n=n), "p")
     if p <= n_hat:
         raise RFTheoryError(f"p = {p} must exceed n_hat = {n_hat}: with p <= n_hat the candidates' "
@@ -101,7 +111,7 @@ def handle(args: argparse.Namespace) -> int:
         raise RFTheoryError("--time-probe goes with --dry-run")
     resolved = _optimiser_options(tol, max_steps)
     need = check(reconstruction_memory(d=d, n=n, p=p, n_hat=n_hat, method=args.method,
-                                       v_cache_bytes=v_cache_mb * 2**20), **limits(args))
+                                       v_cache_bytes=v_cache_mb * 2**20), **guard)
     sizes = {"d": d, "n": n, "p": p, "n_hat": n_hat, "seed": seed, "labels": args.labels,
              **resolved}
     fit_options = dict(activation=args.activation, n=n, d=d, p=p, seed=seed, data=args.data,

@@ -22,6 +22,7 @@ from ..errors import RFTheoryError
 from .activation import METHODS  # rftheory.hermite.METHODS without importing sympy
 from ._common import (add_limit_options, deadline, limits, output_dir, parse_int, print_result,
                       progress_bar_wanted, progress_lines)
+from ._rules import expression, repetitions, workers as worker_count
 
 
 def register(subparsers: Any) -> None:
@@ -33,7 +34,7 @@ def register(subparsers: Any) -> None:
                     "its numbers, what the sign check finds, the RF kernel against Monte Carlo, "
                     "lambda_min(K) against its Hermite bound, the concentration slope, and a "
                     "small empirical law (label fit, reconstruction success, sign flips).")
-    p.add_argument("expr", metavar="EXPR",
+    p.add_argument("expr", metavar="EXPR", type=expression,
                    help="registry name (relu, tanh, relu+tanh, ...) or an expression in z, e.g. "
                         "'relu(z) + 0.5*tanh(z)'")
     size = p.add_mutually_exclusive_group()
@@ -59,16 +60,22 @@ def register(subparsers: Any) -> None:
     p.set_defaults(handler=handle)
 
 
-def _size(args: argparse.Namespace) -> Any:
-    from ..report import SIZES
-
-    size = SIZES["quick" if args.quick else "full" if args.full else "default"]
+def _size_changes(args: argparse.Namespace) -> dict[str, int]:
+    """The size options given, checked (before anything heavy is imported)."""
     changes = {}
     for option, field, low in (("d", "law_d", 1), ("n", "law_n", 2), ("seeds", "law_seeds", 1),
                                ("max_steps", "max_steps", 1)):
         value = getattr(args, option)
         if value is not None:
-            changes[field] = parse_int(value, option.replace("_", "-"), low)
+            changes[field] = (repetitions(value, "--seeds") if option == "seeds"
+                              else parse_int(value, option.replace("_", "-"), low))
+    return changes
+
+
+def _size(args: argparse.Namespace, changes: dict[str, int]) -> Any:
+    from ..report import SIZES
+
+    size = SIZES["quick" if args.quick else "full" if args.full else "default"]
     return size.replace(**changes) if changes else size
 
 
@@ -99,23 +106,30 @@ class _Progress:
 
 
 def handle(args: argparse.Namespace) -> int:
-    """Handler: check every option and the sizes, run the card, write JSON + figures, print."""
-    from ..activations import get_activation
+    """Handler: check every option (before numpy or sympy is imported), then the activation
+    and the sizes, run the card, write JSON + figures, print."""
+    seed = parse_int(args.seed, "seed", 0)
+    workers = worker_count(args.workers)
+    changes = _size_changes(args)
+    out = output_dir(args.out, default="results")
+    guard = limits(args)
+    if args.name is not None and (
+            len(args.name) > 200 or not re.fullmatch(r"[A-Za-z0-9_+-][A-Za-z0-9_+.-]*", args.name)
+            or args.name.endswith((".json", ".png", ".pdf"))):
+        from ..inputs import shown
+
+        raise RFTheoryError(f"--name must be a plain file stem of at most 200 characters "
+                            f"(letters, digits, _ + - .; no directory, no suffix), got "
+                            f"{shown(args.name)}")
+
+    from ..hermite import check_double_precision
     from ..output import to_jsonable, write_json_atomic
     from ..report import activation_card, card_estimate, card_stem, card_table, plot_card
 
-    get_activation(args.expr)  # a bad expression is refused before anything else
-    seed = parse_int(args.seed, "seed", 0)
-    workers = None if args.workers is None else parse_int(args.workers, "workers", 1)
-    size = _size(args)
-    out = output_dir(args.out, default="results")
-    guard = limits(args)
+    check_double_precision(args.expr)  # a bad or unusable activation: one line, nothing shown
+    size = _size(args, changes)
     stop_at = deadline(args)
     stem_name = args.name if args.name is not None else card_stem(args.expr)
-    if not re.fullmatch(r"[A-Za-z0-9_+-][A-Za-z0-9_+.-]*", stem_name) or stem_name.endswith(
-            (".json", ".png", ".pdf")):
-        raise RFTheoryError(f"--name must be a plain file stem (letters, digits, _ + - .; no "
-                            f"directory, no suffix), got {args.name!r}")
     estimate = card_estimate(args.expr, size, seed=seed, workers=workers)
     lines = progress_lines(args)
     if lines is not None:

@@ -15,8 +15,9 @@ from pathlib import Path
 from typing import Any
 
 from ..output import format_table, print_json
-from ._common import (add_limit_options, deadline, figure_paths, limits, output_dir,
+from ._common import (add_limit_options, deadline, figure_paths, limits, output_dir, output_file,
                       print_result, produced_by, progress_bar_wanted)
+from ._rules import integer_type, workers as worker_count
 
 #: Where ``run`` puts a sweep's store when ``--out`` is not given: ``results/sweeps/<file stem>``.
 DEFAULT_OUT_ROOT = Path("results") / "sweeps"
@@ -94,22 +95,35 @@ def _report_outputs(out_dir: Path, args: argparse.Namespace) -> tuple[dict, list
     return report, written
 
 
-def _run(args: argparse.Namespace) -> int:
-    from ..budget import format_bytes
-    from ..sweep import (SweepAbortedError, check_executor_choice, load_spec, plan_sweep,
-                         run_sweep)
+#: The store's file name (rftheory.sweep.STORE_FILE, repeated so that a missing store is refused
+#: before the sweep package — and numpy and sympy with it — is imported; tests check the two).
+STORE_FILE = "sweep.sqlite"
 
+
+def _run(args: argparse.Namespace) -> int:
     figure_paths(args.plot)
     guard = limits(args)
     stop_at = deadline(args)
-    check_executor_choice(workers=args.workers, dask_scheduler=args.dask_scheduler,
-                          dask_local=args.dask_local)
-    spec = load_spec(args.file)  # every check of the file happens before anything runs
-    out_dir = output_dir(args.out, default=DEFAULT_OUT_ROOT / Path(args.file).stem)
+    worker_count(args.workers, "--workers")  # the one rule; dask's options are checked below
+    worker_count(args.dask_local, "--dask-local")
     if args.time_probe and not args.dry_run:
         from ..errors import RFTheoryError
 
         raise RFTheoryError("--time-probe goes with --dry-run")
+    if not Path(args.file).is_file():  # the rest of the file's checks are load_spec's
+        from ..errors import RFTheoryError
+
+        raise RFTheoryError(f"sweep file not found: {args.file}" if not Path(args.file).exists()
+                            else f"sweep file {args.file}: not a file")
+    out_dir = output_dir(args.out, default=DEFAULT_OUT_ROOT / Path(args.file).stem)
+
+    from ..budget import format_bytes
+    from ..sweep import (SweepAbortedError, check_executor_choice, load_spec, plan_sweep,
+                         run_sweep)
+
+    check_executor_choice(workers=args.workers, dask_scheduler=args.dask_scheduler,
+                          dask_local=args.dask_local)
+    spec = load_spec(args.file)  # every check of the file happens before anything runs
     if args.dry_run:
         slots = None if args.dask_scheduler else (args.workers or args.dask_local)
         plan = plan_sweep(spec, out_dir, resume=args.resume, retry_errors=args.retry_errors,
@@ -189,11 +203,8 @@ def _time_probe(spec: Any, largest: dict) -> dict | None:
 
 def _report(args: argparse.Namespace) -> int:
     figure_paths(args.plot)
+    _check_store_directory(args.dir)
     directory = Path(args.dir)
-    if not directory.is_dir():
-        from ..sweep import SweepStoreError
-
-        raise SweepStoreError(f"no sweep store in {args.dir}: the directory does not exist")
     if args.plot is None and not args.no_figures:  # the figure goes into the store's directory
         output_dir(args.dir, "DIR", must_exist=True)
     report, written = _report_outputs(directory, args)
@@ -201,7 +212,21 @@ def _report(args: argparse.Namespace) -> int:
     return 0
 
 
+def _check_store_directory(text: str) -> None:
+    """A store to read: the directory and its file exist (before the sweep package loads)."""
+    from ..errors import RFTheoryError
+
+    if not str(text).strip():
+        raise RFTheoryError("DIR: empty path; give the sweep's directory")
+    if not Path(text).is_dir():
+        raise RFTheoryError(f"no sweep store in {text}: the directory does not exist")
+    if not (Path(text) / STORE_FILE).is_file():
+        raise RFTheoryError(f"no sweep store in {text} (expected {Path(text) / STORE_FILE})")
+
+
 def _export(args: argparse.Namespace) -> int:
+    _check_store_directory(args.dir)
+    output_file(args.file, "FILE")
     from ..sweep import export_store
 
     done = export_store(args.dir, args.file)
@@ -246,12 +271,12 @@ def register(subparsers: Any) -> None:
                     "--dask-local N starts a local one (pip install 'rftheory[cluster]').")
     run.add_argument("file", help="sweep file (TOML): [sweep] cell/seeds, [grid] axes, [fixed]")
     where = run.add_mutually_exclusive_group()
-    where.add_argument("--workers", type=int, metavar="N",
+    where.add_argument("--workers", type=integer_type(), metavar="N",
                        help="local worker processes, at most the CPUs available (default: all "
                             "of them)")
     where.add_argument("--dask-scheduler", metavar="ADDRESS",
                        help="address of a dask scheduler, e.g. tcp://10.0.0.5:8786")
-    where.add_argument("--dask-local", type=int, metavar="N",
+    where.add_argument("--dask-local", type=integer_type(), metavar="N",
                        help="start a dask LocalCluster with N worker processes (at most the "
                             "CPUs available)")
     run.add_argument("--out", metavar="DIR",

@@ -11,8 +11,9 @@ import sys
 from pathlib import Path
 
 from ..errors import RFTheoryError
-from ._common import (_check_writable, _refuse_system, add_limit_options, at_least, deadline,
-                      limits, output_dir, produced_by, progress_lines)
+from ._common import (add_limit_options, at_least, deadline, limits, output_dir, output_file,
+                      produced_by, progress_lines)
+from ._rules import integer_type
 
 
 def register(subparsers) -> None:
@@ -28,7 +29,7 @@ def register(subparsers) -> None:
                       help="the claim's larger run where it has one (law: the d x n grid through "
                            "a resumable sweep store under --out, ~80 min on 2 cores; headline: "
                            "n = 100, a GPU's job); others run their default")
-    p.add_argument("--seed", type=int, default=0, help="base seed (default 0)")
+    p.add_argument("--seed", type=integer_type(), default=0, help="base seed (default 0)")
     p.add_argument("--out", default=None, metavar="DIR",
                    help="directory for results and figures (default: results; its parent must "
                         "exist, DIR itself is created)")
@@ -173,18 +174,8 @@ def _dry_run(args, modules, configs, guard) -> int:
 
 
 def _check_baseline_file(text: str) -> None:
-    """``--update-baseline FILE``: the package's output-path rule (``_common``) for one file."""
-    option = "--update-baseline"
-    if not str(text).strip():
-        raise RFTheoryError(f"{option}: empty file name")
-    path = Path(text)
-    shown = repr(str(path))
-    if path.is_dir():
-        raise RFTheoryError(f"{option} {shown}: is a directory; give a file name in it")
-    if not path.parent.is_dir():
-        raise RFTheoryError(f"{option}: directory {str(path.parent)!r} does not exist")
-    _refuse_system(path.parent, option, shown)
-    _check_writable(path.parent, option, shown)
+    """``--update-baseline FILE``: the package's output-path rule (``_common.output_file``)."""
+    output_file(text, "--update-baseline")
 
 
 def _report_baseline(args, results) -> int:

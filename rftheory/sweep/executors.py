@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from typing import Iterator
 
 from ..errors import RFTheoryError
+from ..processes import available_cpus, check_workers
 
 __all__ = ["ExecutorHandle", "check_executor_choice", "open_executor", "limit_blas_threads"]
 
@@ -72,10 +73,7 @@ class ExecutorHandle:
 
 
 def _cpu_count() -> int:
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:  # pragma: no cover - not Linux
-        return os.cpu_count() or 1
+    return available_cpus()
 
 
 def check_executor_choice(*, workers: int | None = None, dask_scheduler: str | None = None,
@@ -101,15 +99,9 @@ def check_executor_choice(*, workers: int | None = None, dask_scheduler: str | N
     rftheory.errors.RFTheoryError
         If more than one is given, a count is below 1 or above the CPUs, or dask is missing.
     """
-    cpus = _cpu_count()
     for name, value in (("--workers", workers), ("--dask-local", dask_local)):
-        if value is not None and (isinstance(value, bool) or not isinstance(value, int)
-                                  or value < 1):
-            raise RFTheoryError(f"{name} must be an integer >= 1, got {value!r}")
-        if value is not None and value > cpus:
-            raise RFTheoryError(f"{name} {value} is more than the {cpus} CPUs this process may "
-                                f"use; give at most {name} {cpus} (cells are CPU-bound: more "
-                                "workers than CPUs only slow each one down)")
+        if value is not None:
+            check_workers(value, name)  # the package's one rule (rftheory.processes)
     chosen = [n for n, v in (("--workers", workers), ("--dask-scheduler", dask_scheduler),
                              ("--dask-local", dask_local)) if v is not None]
     if len(chosen) > 1:

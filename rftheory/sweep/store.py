@@ -89,6 +89,50 @@ CREATE TABLE IF NOT EXISTS cells (
 """
 
 
+#: The first 16 bytes of every SQLite database file.
+_SQLITE_HEADER = b"SQLite format 3\x00"
+
+
+def _foreign_file(path: Path) -> str | None:
+    """What the file ``path`` is when it cannot be a sweep store — ``"an empty file (0 bytes)"``,
+    ``"not an SQLite database (it starts with …)"`` — or None (no file, or an SQLite file whose
+    tables are checked once it is open). An empty file whose write-ahead log holds data is a
+    store whose writer died before its first checkpoint: None too."""
+    try:
+        size = path.stat().st_size
+    except FileNotFoundError:
+        return None
+    if size == 0:
+        wal = path.with_name(path.name + "-wal")
+        if wal.is_file() and wal.stat().st_size > 0:
+            return None
+        return "an empty file (0 bytes)"
+    with open(path, "rb") as fh:
+        head = fh.read(len(_SQLITE_HEADER))
+    if head != _SQLITE_HEADER:
+        return f"not an SQLite database (it starts with {head!r})"
+    return None
+
+
+def _foreign_tables(db: sqlite3.Connection) -> str | None:
+    """What an open SQLite database is when it holds no sweep store: None for a store (its
+    ``meta`` table has a schema version)."""
+    names = sorted(row[0] for row in db.execute(
+        "SELECT name FROM sqlite_master WHERE type = 'table'"))
+    if "meta" in names and db.execute(
+            "SELECT 1 FROM meta WHERE key = 'schema_version'").fetchone() is not None:
+        return None
+    if not names:
+        return "an SQLite database without tables"
+    listed = ", ".join(names[:5]) + (f", … ({len(names)} tables)" if len(names) > 5 else "")
+    return f"an SQLite database of something else (its tables: {listed})"
+
+
+def _refuse_foreign(path: Path, what: str) -> None:
+    raise SweepStoreError(f"{path} is {what}, not a sweep store; move it aside, or choose "
+                          "another --out")
+
+
 def _current_v_definition() -> str:
     from ..features import V_DEFINITION
 
@@ -235,9 +279,19 @@ class SweepStore:
             raise SweepStoreError(f"another process is writing the sweep store in {directory} "
                                   "(only one collecting process may write it)") from None
         try:
-            db = sqlite3.connect(directory / STORE_FILE, isolation_level=None, timeout=60)
+            path = directory / STORE_FILE
+            existed = path.exists()
+            foreign = _foreign_file(path)
+            if foreign is not None:
+                _refuse_foreign(path, foreign)
+            db = sqlite3.connect(path, isolation_level=None, timeout=60)
             store = cls(directory, db, lock)
             store._check_integrity()
+            if existed:  # never write our tables into someone else's database
+                foreign = _foreign_tables(db)
+                if foreign is not None:
+                    db.close()
+                    _refuse_foreign(path, foreign)
             db.execute("PRAGMA journal_mode=WAL")
             db.execute("PRAGMA synchronous=FULL")  # a commit is on disk before the next cell
             db.executescript(_SCHEMA)
@@ -264,12 +318,19 @@ class SweepStore:
         path = directory / STORE_FILE
         if not path.is_file():
             raise SweepStoreError(f"no sweep store in {directory} (expected {path})")
+        foreign = _foreign_file(path)
+        if foreign is not None:
+            _refuse_foreign(path, foreign)
         _recover_wal_if_no_writer(directory, path)
         try:
             db = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True,
                                  isolation_level=None, timeout=60)
             store = cls(directory, db)
             store._check_integrity()
+            foreign = _foreign_tables(db)
+            if foreign is not None:
+                db.close()
+                _refuse_foreign(path, foreign)
             if store.meta("schema_version") != str(SCHEMA_VERSION):
                 raise SweepStoreError(f"{path}: not a sweep store of this rftheory version")
         except sqlite3.DatabaseError as exc:
@@ -349,6 +410,8 @@ class SweepStore:
 
     @contextlib.contextmanager
     def _transaction(self) -> Iterator[None]:
+        if self._db.in_transaction:  # an interrupt (SIGTERM) landed between BEGIN and its try:
+            self._db.execute("ROLLBACK")  # that transaction wrote nothing; close it
         self._db.execute("BEGIN IMMEDIATE")
         try:
             yield
