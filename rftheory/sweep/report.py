@@ -102,9 +102,9 @@ def sweep_report(out_dir: str | Path, metrics: Iterable[str] | None = None) -> d
                 math.isfinite(stored.result["rho_abs"]):
             # every reconstruction classified: success, spurious interpolant (loss at the
             # tolerance, ρ large) or unfinished descent (loss above it) — rftheory.metrics
-            kind = run_kind(stored.result)
+            outcome = run_kind(stored.result)
             counts = group.setdefault("kinds", dict.fromkeys(FAILURE_KINDS, 0))
-            counts[kind] += 1
+            counts[outcome] += 1
         for name, value in stored.result.items():
             # numbers only (bools count 0/1); parameters echoed back by the cell are not results
             if isinstance(value, (int, float)) and name not in TIMING_KEYS \
