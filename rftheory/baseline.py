@@ -16,8 +16,8 @@ Key numbers. Each claim's are declared in one table, :data:`CLAIM_KEYS` (at the 
 module), as a tuple of :class:`Key`, e.g. ::
 
     "law": (
-        Key("per_grid[d,n].data.abs.p_star_over_dn", factor=2.5, reason="..."),
-        Key("verdict.*", reason="the verdict: any change is a finding"),
+        Key("per_grid[d,n].data.abs.p_star_over_dn", interval="interval_over_dn", reason="..."),
+        Key("verdict.supported", reason="the verdict: any change is a finding"),
     ),
 
 A :class:`Key`'s path walks the result dict: ``a.b`` takes a field, ``a.*`` every entry of a dict
@@ -39,8 +39,10 @@ get its own tolerance. Each entry records its value's type, and ``--baseline`` p
 key numbers it compared exactly and which within a tolerance. A number passes when
 ``|new − old| ≤ atol + rtol·|old|`` (numpy's ``isclose``, the rule of pytest-regressions'
 ``num_regression``), or, with ``factor``, when ``old/factor ≤ new ≤ old·factor`` (thresholds on a
-geometric grid of p, where one seed flipping moves the crossing by up to a grid step).
-Lists compare elementwise. NaN equals NaN. The tolerance and its
+geometric grid of p, where one seed flipping moves the crossing by up to a grid step), or, with
+``interval`` (fitted thresholds and exponents), when ``lo ≤ new ≤ hi`` for the confidence
+interval [lo, hi] the recorded run gave with the number (stored in the file as the tolerance,
+``{"interval": [lo, hi]}``). Lists compare elementwise. NaN equals NaN. The tolerance and its
 reason are written into the baseline file next to each value and the comparison reads them from
 the file, so a reviewer sees why a number may move, and loosening one is a reviewed change of
 the file (``--update-baseline`` writes the declared ones again).
@@ -138,6 +140,11 @@ class Key:
         Absolute and relative tolerance of numbers (``|new − old| ≤ atol + rtol·|old|``).
     factor : float, optional
         Multiplicative tolerance (``old/factor ≤ new ≤ old·factor``), > 1; replaces atol/rtol.
+    interval : str, optional
+        The name of a sibling field (in the same dict as the number) holding the number's
+        confidence interval ``[lo, hi]``: the recorded run's interval becomes the tolerance
+        (``lo ≤ new ≤ hi``), so a fitted threshold may move as far as its own uncertainty and
+        no further; replaces atol/rtol/factor.
     reason : str
         Why the number may move that much (written into the baseline file).
     """
@@ -147,6 +154,7 @@ class Key:
     rtol: float = 0.0
     factor: float | None = None
     reason: str = ""
+    interval: str | None = None
 
     def __post_init__(self) -> None:
         if not isinstance(self.path, str) or not self.path:
@@ -249,7 +257,8 @@ class Difference:
     def describe(self) -> str:
         """One line naming the number, both values, the tolerance and its reason."""
         tol = self.tolerance if isinstance(self.tolerance, str) else \
-            ", ".join(f"{k} {v:g}" for k, v in self.tolerance.items())
+            ", ".join(f"{k} {_show(_restore(v))}" if isinstance(v, list) else f"{k} {v:g}"
+                      for k, v in self.tolerance.items())
         why = f" — {self.reason}" if self.reason else ""
         return (f"{self.claim}: {self.name}: {self.problem}: baseline {_show(self.baseline)}, "
                 f"this run {_show(self.obtained)} (tolerance {tol}){why}")
@@ -427,6 +436,9 @@ def _within(old: Any, new: Any, tolerance: Any) -> bool:
         return old == new
     if tolerance == "exact":
         return old == new
+    if "interval" in tolerance:  # the recorded run's confidence interval
+        lo, hi = (float(x) if x is not None else math.nan for x in _restore(tolerance["interval"]))
+        return lo <= new <= hi
     if "factor" in tolerance:
         if old == 0 or new == 0:
             return old == new
@@ -505,9 +517,22 @@ def key_numbers(result: Mapping[str, Any], keys: Iterable[Key]) -> dict[str, Key
         except KeyError as exc:
             raise RFTheoryError(f"key number {key.path!r}: {exc.args[0]} is not in the result") \
                 from None
+        bounds: dict[str, Any] = {}
+        if key.interval is not None:  # the sibling field holding each number's interval
+            try:
+                _walk(result, _parse_path(key.path)[:-1] + [(key.interval, None)], "", bounds)
+            except KeyError as exc:
+                raise RFTheoryError(f"key number {key.path!r}: interval {exc.args[0]} is not in "
+                                    "the result") from None
         for name, value in found.items():
             for leaf_name, leaf in _leaves(name, _plain(value)):
-                out[leaf_name] = _key_number(key, leaf_name, leaf)
+                number = _key_number(key, leaf_name, leaf)
+                if key.interval is not None and leaf_name == name and _has_numbers(leaf):
+                    sibling = (name.rpartition(".")[0] + "." + key.interval if "." in name
+                               else key.interval)
+                    number = KeyNumber(leaf_name, leaf,
+                                       {"interval": _encode(_plain(bounds[sibling]))}, key.reason)
+                out[leaf_name] = number
     return out
 
 
@@ -749,8 +774,8 @@ def read_baseline(path: str | Path, *, for_update: bool = False) -> dict[str, An
     return data
 
 
-_TOLERANCE_SHAPE = ('"exact", {"atol": number >= 0, "rtol": number >= 0} or '
-                    '{"factor": number > 1}')
+_TOLERANCE_SHAPE = ('"exact", {"atol": number >= 0, "rtol": number >= 0}, '
+                    '{"factor": number > 1} or {"interval": [lo, hi]}')
 _TYPES = ("bool", "int", "float", "str", "null", "list")
 
 
@@ -767,6 +792,16 @@ def _real(value: Any) -> bool:
 
 def _check_tolerance(tol: Any, where: str, source: str) -> None:
     if tol == "exact":
+        return
+    if isinstance(tol, dict) and set(tol) == {"interval"}:  # a fitted number's recorded interval
+        bounds = tol["interval"]
+        ends = [float(b) if b in ("inf", "-inf", "nan") else b
+                for b in bounds] if isinstance(bounds, list) else []
+        if (len(ends) != 2 or not all(isinstance(b, (int, float)) and not isinstance(b, bool)
+                                      for b in ends)
+                or ends[0] > ends[1]):  # NaN (a side the fit could not give) compares False
+            raise _fail(source, f"{where}.interval", "[lo, hi] with lo <= hi (numbers, or "
+                        '"-inf"/"inf" for an open side, "nan" for an unknown one)', bounds)
         return
     if not isinstance(tol, dict) or not tol or not (set(tol) <= {"atol", "rtol"}
                                                      or set(tol) == {"factor"}):
@@ -1096,15 +1131,25 @@ CLAIM_KEYS: dict[str, tuple[Key, ...]] = {
     "law": (
         Key("per_grid[d,n].label.p_star_over_n", reason="the residual jumps by >= 8 decades between "
             "p = n - 1 and p = n: no machine moves it"),
-        Key("per_grid[d,n].data.abs.p_star_over_dn", factor=2.5, reason=_ONE_SEED + "; one seed "
-            "flipping moves the interpolated crossing by at most one grid step (x2.5 on the quick grid)"),
-        Key("per_grid[d,n].data.sign_invariant.p_star_over_dn", factor=2.5,
+        Key("per_grid[d,n].data.abs.p_star_over_dn", interval="interval_over_dn",
+            reason="fitted threshold (probit MLE of every run): it may move within the recorded "
+            "run's 95 % profile-likelihood interval — " + _ONE_SEED),
+        Key("per_grid[d,n].data.sign_invariant.p_star_over_dn", interval="interval_over_dn",
             reason="as the official threshold"),
-        Key("per_grid[d,n].data.abs.status", reason="whether a crossing exists inside the grid"),
-        Key("per_grid[d,n].rows[p].success_abs", atol=0.34, reason=_ONE_SEED + "; one seed of the "
-            "quick run's 3 (1/4 of the full run's 4) may flip"),
-        Key("verdict.*", factor=2.5, reason="the claim's verdict: booleans exactly (any change is a "
-            "finding); the spreads are ratios of thresholds, one grid step each"),
+        Key("pooled.abs.p_star_over_dn", interval="interval_over_dn",
+            reason="the law's constant p*/(dn), one fit of every run of every (d, n): within the "
+            "recorded run's 95 % profile-likelihood interval"),
+        Key("per_grid[d,n].data.abs.located", reason="whether the grid locates the threshold"),
+        Key("verdict.supported", reason="the claim's verdict: any change is a finding"),
+        Key("verdict.label_threshold_is_n", reason="part of the verdict"),
+        Key("verdict.fails_at_p_equal_n", reason="part of the verdict"),
+        Key("verdict.succeeds_at_largest_ratio", reason="part of the verdict"),
+        Key("verdict.data_thresholds_located", reason="part of the verdict"),
+        Key("verdict.collapse_in_dn", reason="part of the verdict"),
+        Key("verdict.exponent_d", interval="exponent_d_interval",
+            reason="exponent of d in the fitted p* ∝ d^b n^c: within the recorded run's 95 % interval"),
+        Key("verdict.exponent_n", interval="exponent_n_interval",
+            reason="exponent of n, as that of d"),
     ),
     "nhat": (
         Key("rows[n_hat].min_covered", atol=1, reason=_RUNS),

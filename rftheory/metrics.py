@@ -20,6 +20,18 @@ Three costs c are offered (``variant``):
     ‖|x|−|y|‖ ≤ ‖x ∓ y‖.
 
 On the √d-sphere the normalisation makes a per-sample error of 1 mean "as far as the origin".
+
+Failure kinds (:func:`failure_kind`). A run that does not recover the data (ρ ≥ the success
+level) is one of two things, and only the first bears on the theory:
+
+``"spurious"``
+    a *spurious interpolant*: the loss reached the optimiser's tolerance (a zero of the
+    projection loss, up to it) far from the training set — a second zero, evidence against
+    uniqueness (Theorem 1 says there is none once p ≳ dn);
+``"unfinished"``
+    an *unfinished descent*: the loss is still above the tolerance when the run stopped (step
+    budget, deadline or stall) — a failure of the optimiser, not evidence about the landscape's
+    zeros.
 """
 
 from __future__ import annotations
@@ -35,7 +47,8 @@ from scipy.spatial.distance import cdist
 from .backend import to_host
 from .errors import RFTheoryError, ShapeError
 
-__all__ = ["VARIANTS", "Matching", "match", "rho"]
+__all__ = ["VARIANTS", "Matching", "match", "rho", "FAILURE_KINDS", "LOSS_TOL", "RHO_SUCCESS",
+           "failure_kind", "run_kind", "count_kinds"]
 
 #: Accepted values of ``variant``; the first is the paper's official ρ.
 VARIANTS = ("abs", "signed", "sign_invariant")
@@ -201,3 +214,114 @@ def rho(X: Any, X_hat: Any, variant: str = "abs") -> float:
     (2.0, 0.0, 0.0)
     """
     return match(X, X_hat, variant).rho
+
+
+#: Kinds of :func:`failure_kind`: a success, then the two kinds of failure.
+FAILURE_KINDS = ("success", "spurious", "unfinished")
+#: The reconstruction's default loss tolerance (:func:`rftheory.reconstruct.reconstruct`'s
+#: ``tol``): a run whose loss is at or below it stopped at a zero of the loss, up to it.
+LOSS_TOL = 1e-10
+#: ρ below this counts as a successful reconstruction (the law's threshold, with its measured
+#: reasons in :data:`rftheory.claims.law.RHO_SUCCESS`).
+RHO_SUCCESS = 0.1
+
+
+def failure_kind(rho: float, loss: float, *, tol: float = LOSS_TOL,
+                 rho_success: float = RHO_SUCCESS) -> str:
+    """Classify one reconstruction: ``"success"``, ``"spurious"`` or ``"unfinished"``.
+
+    Parameters
+    ----------
+    rho : float
+        Its reconstruction error ρ (any variant).
+    loss : float
+        Its final projection loss.
+    tol : float
+        The loss tolerance the run was given (default :data:`LOSS_TOL`, 1e-10).
+    rho_success : float
+        ρ below which the run succeeded (default :data:`RHO_SUCCESS`, 0.1).
+
+    Returns
+    -------
+    str
+        ``"success"`` when ρ < rho_success; otherwise ``"spurious"`` when loss ≤ tol (a second
+        zero of the loss) and ``"unfinished"`` when loss > tol (or is NaN).
+
+    Notes
+    -----
+    Exact comparisons of the inputs; the classification is only as good as ``tol``: with the
+    default 1e-10 a run at loss ≤ tol has its residual ‖P⊥θ‖ ≤ 1e-5‖θ‖, a zero to the accuracy
+    the optimiser was asked for.
+
+    Examples
+    --------
+    >>> failure_kind(1e-5, 1e-14), failure_kind(0.4, 1e-13), failure_kind(0.4, 3e-6)
+    ('success', 'spurious', 'unfinished')
+    """
+    if rho < rho_success:
+        return "success"
+    return "spurious" if loss <= tol else "unfinished"
+
+
+def run_kind(cell: dict, variant: str = "abs", *, rho_success: float = RHO_SUCCESS) -> str:
+    """:func:`failure_kind` of a reconstruction cell (``rho_<variant>``, ``final_loss``).
+
+    The cell's ``converged`` flag (loss ≤ the tolerance it ran with) decides spurious against
+    unfinished when the cell has one; otherwise its ``final_loss`` is compared with the cell's
+    ``tol`` (default :data:`LOSS_TOL`).
+
+    Parameters
+    ----------
+    cell : dict
+        A reconstruction cell (:func:`rftheory.pipeline.reconstruction_cell`).
+    variant : str
+        The ρ that decides success (default the official one).
+    rho_success : float
+        ρ below which the run succeeded.
+
+    Returns
+    -------
+    str
+        One of :data:`FAILURE_KINDS`.
+
+    Examples
+    --------
+    >>> run_kind({"rho_abs": 0.5, "final_loss": 1e-12, "converged": True})
+    'spurious'
+    """
+    rho = cell[f"rho_{variant}"]
+    if rho < rho_success:
+        return "success"
+    if "converged" in cell:
+        return "spurious" if bool(cell["converged"]) else "unfinished"
+    return failure_kind(rho, cell["final_loss"], tol=cell.get("tol", LOSS_TOL),
+                        rho_success=rho_success)
+
+
+def count_kinds(cells: Any, variant: str = "abs", *,
+                rho_success: float = RHO_SUCCESS) -> dict[str, int]:
+    """How many cells are of each kind of :data:`FAILURE_KINDS`.
+
+    Parameters
+    ----------
+    cells : iterable of dict
+        Reconstruction cells.
+    variant : str
+        The ρ that decides success.
+    rho_success : float
+        ρ below which a run succeeded.
+
+    Returns
+    -------
+    dict
+        ``{"success": k, "spurious": k, "unfinished": k}``.
+
+    Examples
+    --------
+    >>> count_kinds([{"rho_abs": 0.5, "final_loss": 1e-3}, {"rho_abs": 1e-6, "final_loss": 0.0}])
+    {'success': 1, 'spurious': 0, 'unfinished': 1}
+    """
+    out = dict.fromkeys(FAILURE_KINDS, 0)
+    for cell in cells:
+        out[run_kind(cell, variant, rho_success=rho_success)] += 1
+    return out

@@ -271,15 +271,18 @@ class EmpiricalLaw:
         p*_label/n: the smallest grid p from which every seed's train residual is below 1e-6
         (:func:`rftheory.claims.law.label_threshold`), over n; NaN if none.
     data_threshold_over_dn, data_threshold_sign_invariant_over_dn : float
-        p*_data/(dn), where P(ρ < 0.1) crosses 1/2 (:func:`rftheory.claims.law.crossing`), for
-        the official and the sign-invariant ρ; NaN when it never does.
+        p*_data/(dn), the fitted success curve's location (:func:`rftheory.thresholds.fit_threshold`
+        on every run), for the official and the sign-invariant ρ; NaN when not located.
     data_threshold_status : str
-        ``"ok"``, ``"below_grid"`` or ``"above_grid"`` (official ρ).
+        :data:`rftheory.thresholds.STATUSES` (official ρ): ``"ok"``, ``"step"`` (width not
+        identified), ``"open"``, ``"below_grid"`` or ``"above_grid"``.
     recovered, flipped : int
         Recovered points (within 0.1 up to sign) and how many of them came back as −x_i, over
         the reconstructions with p ≥ dn.
     cells : tuple of dict
         Every run (seed, p, residual, ρ, steps, stop reason, seconds).
+    data_threshold_interval_over_dn : tuple of float
+        The 95 % profile-likelihood interval of ``data_threshold_over_dn``.
     """
 
     d: int
@@ -294,6 +297,7 @@ class EmpiricalLaw:
     recovered: int
     flipped: int
     cells: tuple
+    data_threshold_interval_over_dn: tuple = (math.nan, math.nan)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -557,7 +561,8 @@ def _median(values: Sequence[float]) -> float | None:
 
 
 def _empirical_law(size: CardSize, cells: Sequence[dict[str, Any]]) -> EmpiricalLaw:
-    from .claims.law import crossing, label_threshold
+    from .claims.law import label_threshold
+    from .thresholds import fit_threshold
 
     d, n, seeds = size.law_d, size.law_n, size.law_seeds
     ps = sorted({c["p"] for c in cells})
@@ -583,8 +588,11 @@ def _empirical_law(size: CardSize, cells: Sequence[dict[str, Any]]) -> Empirical
             median_steps=_median([c["steps"] for c in rec])))
     rec_points = [pt for pt in points if pt.success_abs is not None]
     p_rec = [pt.p for pt in rec_points]
-    star, status = crossing(p_rec, [pt.success_abs for pt in rec_points])
-    star_si, _ = crossing(p_rec, [pt.success_sign_invariant for pt in rec_points])
+    runs = [c for c in cells if c["kind"] == "reconstruction"]
+    fit = fit_threshold([c["p"] for c in runs], [c["rho_abs"] < RHO_SUCCESS for c in runs])
+    fit_si = fit_threshold([c["p"] for c in runs],
+                           [c["rho_sign_invariant"] < RHO_SUCCESS for c in runs])
+    star, status, star_si = fit.location, fit.status, fit_si.location
     above = [pt for pt in rec_points if pt.p_over_dn >= 1.0]
     return EmpiricalLaw(
         d=d, n=n, seeds=seeds, max_steps=size.max_steps, points=tuple(points),
@@ -592,6 +600,7 @@ def _empirical_law(size: CardSize, cells: Sequence[dict[str, Any]]) -> Empirical
         data_threshold_over_dn=star / (d * n),
         data_threshold_sign_invariant_over_dn=star_si / (d * n),
         data_threshold_status=status,
+        data_threshold_interval_over_dn=tuple(x / (d * n) for x in fit.interval),
         recovered=sum(pt.recovered for pt in above), flipped=sum(pt.flipped for pt in above),
         cells=tuple(sorted(cells, key=lambda c: (c["p"], c["seed_index"]))))
 
@@ -814,6 +823,7 @@ def card_numbers(card: ActivationCard) -> dict[str, Any]:
         "concentration_slope_se": c["slope_standard_error"],
         "label_threshold_over_n": card.law.label_threshold_over_n,
         "data_threshold_over_dn": card.law.data_threshold_over_dn,
+        "data_threshold_interval_over_dn": list(card.law.data_threshold_interval_over_dn),
         "data_threshold_sign_invariant_over_dn": card.law.data_threshold_sign_invariant_over_dn,
         "seconds": card.cost["seconds"]["total"],
     }

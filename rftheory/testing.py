@@ -13,7 +13,7 @@ so per seed at small (d, n).
 :func:`assert_verdict`                  a theorem condition (Lipschitz, non-linear, parity, sign) holds
 :func:`assert_kernel_concentrates`      ‖ΦΦᵀ/p − K‖_op decays as p^slope (−1/2)
 :func:`assert_reconstruction_succeeds`  the training set is recovered at a given p/(dn)
-:func:`assert_reconstruction_fails`     ... and is not below the count (p < dn)
+:func:`assert_reconstruction_fails`     ... and is not: a second zero of the loss (or any failure)
 ======================================  ===============================================================
 
 The default tolerances are in one table, :data:`TOLERANCES` (by precision: float64, float32,
@@ -428,13 +428,16 @@ def _reconstructions(activation: str, d: int, n: int, p_over_dn: float, seeds: A
 
 
 def _runs_table(cells: Sequence[dict], variant: str, rho: float) -> str:
+    from .metrics import run_kind
     from .output import format_table
 
     return format_table(
-        ["seed", f"ρ_{variant}", "ρ_abs", "ρ_sign-inv", "loss", "steps", "stop", f"ρ < {rho:g}"],
+        ["seed", f"ρ_{variant}", "ρ_abs", "ρ_sign-inv", "loss", "steps", "stop", f"ρ < {rho:g}",
+         "kind"],
         [(c["seed"], f"{c[f'rho_{variant}']:.2e}", f"{c['rho_abs']:.2e}",
           f"{c['rho_sign_invariant']:.2e}", f"{c['final_loss']:.1e}", c["steps"],
-          c["stop_reason"], "yes" if c[f"rho_{variant}"] < rho else "no") for c in cells])
+          c["stop_reason"], "yes" if c[f"rho_{variant}"] < rho else "no",
+          run_kind(c, variant, rho_success=rho)) for c in cells])
 
 
 def assert_reconstruction_succeeds(activation: str, *, d: int, n: int, p_over_dn: float,
@@ -491,15 +494,26 @@ def assert_reconstruction_succeeds(activation: str, *, d: int, n: int, p_over_dn
     return cells
 
 
+#: Values of ``kind`` in :func:`assert_reconstruction_fails`.
+FAIL_KINDS = ("spurious", "unfinished", "any")
+
+
 def assert_reconstruction_fails(activation: str, *, d: int, n: int, p_over_dn: float,
                                 seeds: Any = (0, 1, 2), rho: float | None = None,
                                 variant: str = "abs", max_successes: int = 0,
+                                kind: str = "spurious",
                                 max_steps: int | None = None) -> list[dict]:
-    """Assert that the training set is *not* recovered at p = round(p_over_dn·dn) (below dn).
+    """Assert that the training set is *not* recovered at p = round(p_over_dn·dn), and how.
 
-    Below the count (p < dn) the projection loss has zero-loss solutions far from the training
-    set, and the optimiser finds one of them: ρ stays large. Arguments as in
-    :func:`assert_reconstruction_succeeds`; at most ``max_successes`` seeds may succeed.
+    A failure is classified (:func:`rftheory.metrics.run_kind`): a **spurious interpolant**
+    (the loss reached the optimiser's tolerance with ρ ≥ ``rho``: a second zero of the loss)
+    or an **unfinished descent** (the loss is still above the tolerance when the run stopped:
+    a failure of the optimiser, which says nothing about the zeros). With the default
+    ``kind="spurious"`` the assertion passes only when every failed run found a second zero, so
+    an attack that does nothing (or stops early) cannot pass it. Below the count (p < dn) the
+    projection loss has zero-loss solutions far from the training set, and the optimiser finds
+    them. Arguments as in :func:`assert_reconstruction_succeeds`; at most ``max_successes``
+    seeds may succeed.
 
     Parameters
     ----------
@@ -517,6 +531,9 @@ def assert_reconstruction_fails(activation: str, *, d: int, n: int, p_over_dn: f
         Which ρ decides success.
     max_successes : int, default 0
         Successes allowed.
+    kind : {"spurious", "unfinished", "any"}, default "spurious"
+        What every failed run must be: a second zero of the loss, an unfinished descent, or
+        either.
     max_steps : int, optional
         Optimiser budget (default: the optimiser's).
 
@@ -528,21 +545,34 @@ def assert_reconstruction_fails(activation: str, *, d: int, n: int, p_over_dn: f
     Raises
     ------
     TheoryAssertionError
-        When more than ``max_successes`` seeds succeed, with a table of the runs.
+        When more than ``max_successes`` seeds succeed, or a failed run is not of ``kind``,
+        with a table of the runs (their kinds included).
 
     Examples
     --------
     >>> cells = assert_reconstruction_fails("relu+tanh", d=3, n=3, p_over_dn=0.5, seeds=2)
-    >>> [c["rho_abs"] > 0.1 for c in cells]
-    [True, True]
+    >>> [(c["rho_abs"] > 0.1, c["final_loss"] <= 1e-10) for c in cells]
+    [(True, True), (True, True)]
     """
     __tracebackhide__ = True
-    p, rho, cells, success = _reconstructions(activation, d, n, p_over_dn, seeds, max_steps,
-                                              variant, rho)
+    from .metrics import run_kind
+
+    if kind not in FAIL_KINDS:
+        raise RFTheoryError(f"kind must be one of {', '.join(FAIL_KINDS)}, got {kind!r}")
     if isinstance(max_successes, bool) or not isinstance(max_successes, int) or max_successes < 0:
         raise RFTheoryError(f"max_successes must be an integer >= 0, got {max_successes!r}")
+    p, rho, cells, success = _reconstructions(activation, d, n, p_over_dn, seeds, max_steps,
+                                              variant, rho)
+    where = f"reconstruction of {activation} at p/(dn) = {p_over_dn:g} (d = {d}, n = {n}, p = {p})"
     if sum(success) > max_successes:
-        _fail(f"reconstruction of {activation} at p/(dn) = {p_over_dn:g} (d = {d}, n = {n}, "
-              f"p = {p}) succeeded for {sum(success)} of {len(cells)} seeds, expected at most "
+        _fail(f"{where} succeeded for {sum(success)} of {len(cells)} seeds, expected at most "
               f"{max_successes} (success: ρ_{variant} < {rho:g}):\n{_runs_table(cells, variant, rho)}")
+    kinds = [run_kind(c, variant, rho_success=rho) for c in cells]
+    wrong = [k for k in kinds if k != "success" and kind != "any" and k != kind]
+    if wrong:
+        what = ("a second zero of the loss (loss at the optimiser's tolerance, ρ large)"
+                if kind == "spurious" else "an unfinished descent (loss above the tolerance)")
+        _fail(f"{where}: {len(wrong)} of {len(cells)} failed runs are not {what}; a "
+              f"{'failure of the optimiser is no evidence of a spurious zero' if kind == 'spurious' else 'run that reached a zero is not unfinished'} "
+              f"(kind={kind!r}; pass kind='any' to accept either):\n{_runs_table(cells, variant, rho)}")
     return cells

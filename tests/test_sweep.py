@@ -207,6 +207,35 @@ def test_run_report_and_figure(tmp_path):
     assert [p.suffix for p in written] == [".png", ".pdf"] and all(p.stat().st_size for p in written)
 
 
+def test_report_counts_failure_kinds_of_reconstructions(tmp_path):
+    # d = n = 3: below the count (p = 0.5·dn) every run reaches a spurious zero of the loss;
+    # with a 3-step budget at 10·dn the descent is unfinished (loss far above 1e-10)
+    spec = load_spec(write(tmp_path, """
+[sweep]
+cell = "reconstruct"
+name = "kinds"
+seeds = 2
+
+[grid]
+activation = ["relu+tanh"]
+p_mult = [0.5, 10.0]
+max_steps = [3, 2000]
+
+[fixed]
+d = 3
+n = 3
+"""))
+    out = tmp_path / "out"
+    run_sweep(spec, out, executor=threads_executor())
+    report = sweep_report(out)
+    kinds = {(g["params"]["p"] > 9, g["params"]["max_steps"]): g["kinds"] for g in report["groups"]}
+    assert kinds[(False, 2000)] == {"success": 0, "spurious": 2, "unfinished": 0}
+    assert kinds[(True, 3)]["unfinished"] == 2
+    assert kinds[(True, 2000)]["success"] == 2
+    written = plot_sweep_report(report, tmp_path / "fig.png")
+    assert all(p.stat().st_size for p in written)
+
+
 def test_report_does_not_depend_on_the_order_cells_finished(tmp_path):
     # Three seeds so that a mean has two additions whose order could change its last bit.
     spec = load_spec(write(tmp_path, SMALL.replace("seeds = 2", "seeds = 3")))

@@ -157,6 +157,38 @@ def test_reconstruction_failure_assertion_fails_when_it_succeeds():
         assert_reconstruction_fails("relu+tanh", d=3, n=3, p_over_dn=10, seeds=1)
 
 
+def test_an_attack_that_does_nothing_cannot_pass_the_failure_assertion(monkeypatch):
+    # A do-nothing attack: the candidates stay at their random start, the loss far above the
+    # tolerance. It "fails to reconstruct", but that is no second zero of the loss, so the
+    # default kind="spurious" must reject it; kind="unfinished"/"any" accept it as what it is.
+    import rftheory.pipeline as pipeline
+
+    def idle(**kwargs):
+        return {"seed": kwargs["seed"], "rho_abs": 0.6, "rho_signed": 1.1,
+                "rho_sign_invariant": 0.9, "final_loss": 0.4, "steps": 0, "converged": False,
+                "stop_reason": "budget"}
+
+    monkeypatch.setattr(pipeline, "reconstruction_cell", idle)
+    with pytest.raises(TheoryAssertionError, match="not a second zero of the loss"):
+        assert_reconstruction_fails("relu+tanh", d=3, n=3, p_over_dn=0.5, seeds=2)
+    assert len(assert_reconstruction_fails("relu+tanh", d=3, n=3, p_over_dn=0.5, seeds=2,
+                                           kind="unfinished")) == 2
+    assert_reconstruction_fails("relu+tanh", d=3, n=3, p_over_dn=0.5, seeds=2, kind="any")
+    with pytest.raises(RFTheoryError, match="kind"):
+        assert_reconstruction_fails("relu+tanh", d=3, n=3, p_over_dn=0.5, kind="some")
+
+
+def test_a_budget_limited_run_is_an_unfinished_descent():
+    # The real optimiser stopped after 3 steps: the loss is far above the tolerance, so the
+    # failure is classified unfinished and the default assertion refuses it.
+    with pytest.raises(TheoryAssertionError, match="not a second zero") as exc:
+        assert_reconstruction_fails("relu+tanh", d=3, n=3, p_over_dn=0.5, seeds=1, max_steps=3)
+    assert "unfinished" in str(exc.value)
+    cells = assert_reconstruction_fails("relu+tanh", d=3, n=3, p_over_dn=0.5, seeds=1,
+                                        max_steps=3, kind="unfinished")
+    assert cells[0]["final_loss"] > 1e-10 and not cells[0]["converged"]
+
+
 def test_reconstruction_variant_and_min_successes():
     # ReLU with the sign-invariant ρ; one success of two is enough when asked for one
     assert_reconstruction_succeeds("relu", d=3, n=3, p_over_dn=10, seeds=2,

@@ -51,6 +51,7 @@ import numpy as np
 
 from rftheory.claims._common import ClaimConfig, check_activations, main_for, source_digests
 from rftheory.deadline import TIME_LIMIT_REACHED, Deadline
+from rftheory.metrics import run_kind
 from rftheory.errors import ResourceLimitError, RFTheoryError
 from rftheory.output import format_table, save_figure
 
@@ -227,6 +228,12 @@ def run(config: Config = FULL, *, progress: Callable[[str], None] | None = None,
                 sign_flips=int(run_.matchings["sign_invariant"].n_flipped),
                 loss=float(run_.loss), steps=int(run_.result.steps),
                 stop_reason=str(run_.result.stop_reason),
+                # success, or which failure (rftheory.metrics): a spurious zero of the loss or
+                # an unfinished descent (loss above the tolerance at the budget)
+                kind=run_kind({"rho_abs": float(run_.matchings["abs"].rho),
+                               "final_loss": float(run_.loss),
+                               "converged": bool(run_.result.converged)},
+                              rho_success=RHO_SUCCESS),
                 fit_seconds=fit_seconds, reconstruct_seconds=run_.reconstruct_seconds,
                 seconds_per_step=run_.reconstruct_seconds / max(1, run_.result.steps),
                 shown=[int(i) for i in shown],
@@ -319,7 +326,8 @@ def summary(result: dict[str, Any]) -> str:
             continue
         rows.append(head + [_g(r["train_residual"]), _g(r["rho"]["abs"]),
                             _g(r["rho"]["sign_invariant"]), _g(r["rho"]["signed"]),
-                            f"{r['steps']} ({r['stop_reason']})", PAPER_RHO[r["multiple"]],
+                            f"{r['steps']} ({r['stop_reason']}"
+                            + (f", {r['kind']})" if "kind" in r else ")"), PAPER_RHO[r["multiple"]],
                             f"{r['fit_seconds'] + r['reconstruct_seconds']:.0f} s"])
     headers = ["φ", "p", "value", "train residual", "ρ official", "ρ up to sign", "ρ signed",
                "steps", "paper ρ", "time"]

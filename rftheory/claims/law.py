@@ -17,29 +17,39 @@ with fewer features than candidates there is no reconstruction to try). From the
 
 * p*_label — the smallest p of the grid from which every seed's train residual is below
   :data:`LABEL_TOL` (the grid holds p = n − 1 and p = n, so this brackets the threshold exactly);
-* p*_data — where the success probability P(ρ < :data:`RHO_SUCCESS`) crosses 1/2, interpolated
-  linearly in log p between the grid points around the crossing, with a percentile bootstrap
-  interval over seeds (seeds resampled jointly across p: the cells of one seed share their data,
-  labels and nested V).
+* p*_data — fitted by maximum likelihood from every run at every p
+  (:func:`rftheory.thresholds.fit_threshold`: P(ρ < :data:`RHO_SUCCESS`) = Φ((log p − log p*)/σ)),
+  with its 95 % profile-likelihood interval; when every failure lies below every success the
+  width is not identified (status ``"step"``) and the interval is that of a step anywhere in the
+  gap; with no run on one side the threshold is *not located*. The older crossing rule (linear
+  interpolation of the success fraction in log p) is kept as a labelled secondary number. The
+  same fit on every run of every (d, n) in x = p/(dn) gives the pooled constant p*/(dn).
 
-If the law holds, p*_label/n ≈ 1 and p*_data/(dn) is the same O(1) constant for every (d, n): the
-curves of ρ against p/(dn) collapse.
+Each failed run is classified (:func:`rftheory.metrics.run_kind`): a *spurious interpolant* (loss
+at the optimiser's tolerance, ρ large: a second zero of the loss) or an *unfinished descent* (loss
+above the tolerance at the budget); both are counted per p.
+
+If the law holds, p*_label/n ≈ 1 and p*_data/(dn) is the same O(1) constant for every (d, n).
 
 Verdict (falsifiable), for every (d, n) of the grid: (i) p*_label = n exactly; (ii) the
-reconstruction fails at p = n (success probability < 1/2) and succeeds at the largest ratio
-(≥ 1/2); (iii) the collapse: max/min of p*_data/(dn) over the grid is at most
-:data:`COLLAPSE_FACTOR`.
+reconstruction fails at p = n (success fraction < 1/2) and succeeds at the largest ratio
+(≥ 1/2); (iii) every p*_data is located; (iv) the collapse in dn, decided by comparing models:
+log p*_data = a + b·log d + c·log n is fitted to the thresholds and their intervals
+(:func:`rftheory.thresholds.power_law_fit`), and the 95 % intervals of b and of c must each
+contain 1 and exclude 1/2. The log-likelihoods (AIC) of p* ∝ n, p* ∝ d and p* ∝ dn are reported
+next to it. Every shipped grid varies d and n each by at least 4×, so that p* ∝ n or ∝ d would
+give exponents far from 1.
 
 Run: ``python -m rftheory.claims.law [--quick]``, ``rftheory verify law`` or ``rftheory demo``.
 
 Notes
 -----
 p*_data is the threshold *of the optimiser at its step budget* (``max_steps``): near p ≈ dn the
-landscape is hard and a budget-limited run may stop before it finds the training set, so the
-measured p*_data is an upper bound on the information-theoretic threshold; it moves left with a
-larger budget. The success probability at each p is an average over few seeds (4 by default), so
-it is coarse (steps of 1/4) and the bootstrap interval is wide; the interpolation in log p is a
-convention, not a model.
+landscape is hard and a budget-limited run may stop before it finds the training set (an
+unfinished descent), so the measured p*_data is an upper bound on the information-theoretic
+threshold; it moves left with a larger budget. The fit assumes independent runs, while the runs
+of one seed at several p share data, labels and nested V; the interval's coverage is that of the
+profile likelihood on few runs (near nominal on synthetic data, tests/test_thresholds.py).
 """
 
 from __future__ import annotations
@@ -58,7 +68,9 @@ from rftheory.deadline import Deadline
 from rftheory.claims._common import (ClaimConfig, TaskProgress, check_activations, default_workers,
                                      main_for, run_tasks, source_digests)
 from rftheory.errors import RFTheoryError
+from rftheory.metrics import FAILURE_KINDS, run_kind
 from rftheory.output import format_table, save_figure
+from rftheory.thresholds import crossing  # noqa: F401 - the secondary rule, kept importable here
 
 CLAIM = "law"
 
@@ -70,16 +82,14 @@ RHO_SUCCESS = 0.1
 #: 1e-16–5e-11 for p ≥ n (largest at p = n, where ΦΦᵀ is worst conditioned), ≥ 2e-2 for p < n,
 #: so the threshold does not depend on this choice over many decades.
 LABEL_TOL = 1e-6
-#: (iii) of the verdict: the largest allowed max/min of p*_data/(dn) over the grid. A threshold
-#: scaling as n instead would differ by the ratio of the d's of the grid (2 by default) — so the
-#: default grid also reports the spread of p*_data/n to compare.
-COLLAPSE_FACTOR = 2.0
+#: (iv) of the verdict: the law's exponents of d and n (p* ∝ dn), which each exponent's interval
+#: must contain, and the alternative each interval must exclude (halfway to p* ∝ n or ∝ d).
+LAW_EXPONENT = 1.0
+REJECTED_EXPONENT = 0.5
+#: Confidence level of every interval of the claim (thresholds and exponents).
+LEVEL = 0.95
 #: ρ variants, the paper's official one first (see :mod:`rftheory.metrics`).
 VARIANTS = ("abs", "signed", "sign_invariant")
-#: Bootstrap resamples for the interval of p*_data.
-BOOTSTRAP = 2000
-#: Tag of the bootstrap's random stream (its generator is seeded by (seed, tag)).
-_BOOTSTRAP_STREAM = 0x4C4157
 
 
 @dataclasses.dataclass(frozen=True)
@@ -104,8 +114,6 @@ class Config(ClaimConfig):
     success_variant : {"abs", "signed", "sign_invariant"}
         The ρ that defines success for the verdict (default the official one); thresholds of all
         three are reported.
-    resamples : int
-        Bootstrap resamples of the interval of p*_data (its stream is seeded by ``seed``).
     compare : tuple of str
         Further activations run on the same grid and analysed the same way (thresholds, collapse,
         scaling fit), reported next to ``activation`` but not part of the verdict — e.g.
@@ -121,13 +129,12 @@ class Config(ClaimConfig):
         (:func:`sweep_document` writes it as a sweep file's axes).
     """
 
-    grid: tuple[tuple[int, int], ...] = ((5, 10), (10, 10), (5, 20))
-    ratios: tuple[float, ...] = (0.05, 0.1, 0.25, 0.5, 0.75, 1.0, 1.5, 2.0, 3.0, 5.0, 10.0)
-    seeds: int = 3
+    grid: tuple[tuple[int, int], ...] = ((4, 3), (16, 3), (4, 12))
+    ratios: tuple[float, ...] = (0.5, 0.9, 1.0, 1.05, 1.1, 1.15, 1.2, 1.3, 1.4, 1.5, 2.0, 3.0)
+    seeds: int = 2
     max_steps: int = 3000
     activation: str = "relu+tanh"
     success_variant: str = "abs"
-    resamples: int = BOOTSTRAP
     compare: tuple[str, ...] = ()
     compare_seeds: int | None = None
     compare_grid: tuple[tuple[int, int], ...] | None = None
@@ -144,10 +151,6 @@ class Config(ClaimConfig):
         if self.success_variant not in VARIANTS:
             raise RFTheoryError(f"success_variant must be one of {', '.join(VARIANTS)}, "
                                 f"got {self.success_variant!r}")
-        if isinstance(self.resamples, bool) or int(self.resamples) != self.resamples \
-                or self.resamples < 1:
-            raise RFTheoryError(f"resamples must be a positive integer, got {self.resamples!r}")
-        self._set("resamples", int(self.resamples))
         compare = (self.compare,) if isinstance(self.compare, str) else self.compare
         compare = tuple(str(a) for a in compare)
         if self.activation in compare or len(set(compare)) != len(compare):
@@ -319,50 +322,9 @@ def _run_points(tasks: list[dict[str, Any]], workers: int,
 # Thresholds
 # ---------------------------------------------------------------------------------------------
 
-def crossing(p: Sequence[float], success: Sequence[float], level: float = 0.5) -> tuple[float, str]:
-    """Where a success-probability curve crosses ``level``, interpolated linearly in log p.
-
-    The crossing is taken after the *last* grid point below ``level`` (so a curve that dips again
-    at large p is not credited with an early threshold).
-
-    Parameters
-    ----------
-    p : sequence of float
-        The grid, sorted increasing, positive.
-    success : sequence of float
-        Success probability at each p.
-    level : float
-        The level crossed (default 1/2).
-
-    Returns
-    -------
-    (p_star, status)
-        ``status`` is ``"ok"``, ``"below_grid"`` (already ≥ level at the smallest p; p_star is then
-        that p, an upper bound) or ``"above_grid"`` (never reaches level after its last dip;
-        p_star is NaN).
-
-    Examples
-    --------
-    >>> p_star, status = crossing([10, 100], [0.0, 1.0])    # halfway in log p: √(10·100)
-    >>> round(p_star, 6), status
-    (31.622777, 'ok')
-    """
-    p = np.asarray(p, dtype=np.float64)
-    s = np.asarray(success, dtype=np.float64)
-    below = np.flatnonzero(s < level)
-    if below.size == 0:
-        return float(p[0]), "below_grid"
-    j = int(below[-1])
-    if j == len(p) - 1:
-        return math.nan, "above_grid"
-    s_a, s_b = s[j], s[j + 1]
-    t = (level - s_a) / (s_b - s_a)
-    return float(math.exp(math.log(p[j]) + t * (math.log(p[j + 1]) - math.log(p[j])))), "ok"
-
-
-def data_threshold(p: Sequence[int], success: np.ndarray, *, rng: np.random.Generator,
-                   resamples: int = BOOTSTRAP, keep_draws: bool = False) -> dict[str, Any]:
-    """p*_data of one (d, n) and its percentile bootstrap interval over seeds.
+def data_threshold(p: Sequence[int], success: np.ndarray, *,
+                   level: float = LEVEL) -> dict[str, Any]:
+    """p*_data of one (d, n): the fitted success curve of every seed at every p.
 
     Parameters
     ----------
@@ -370,34 +332,29 @@ def data_threshold(p: Sequence[int], success: np.ndarray, *, rng: np.random.Gene
         Reconstruction grid (sorted).
     success : numpy.ndarray of bool, shape (seeds, m)
         Success of each seed at each p.
-    rng : numpy.random.Generator
-        Drives the resampling.
-    resamples : int
-        Bootstrap resamples (default :data:`BOOTSTRAP`, 2000).
-    keep_draws : bool
-        Also return ``draws``, the resampled p* (NaN where undefined), e.g. to carry the
-        bootstrap into a fit over several (d, n) (:func:`scaling_fit`).
+    level : float
+        Confidence level of the interval (default :data:`LEVEL`).
 
     Returns
     -------
     dict
-        ``p_star``, ``status`` (see :func:`crossing`), ``success_probability`` (per p),
-        ``interval`` (2.5 % and 97.5 % percentiles of the resampled p*, over the resamples where
-        it is defined), ``undefined_fraction`` (resamples whose curve never crosses).
+        :meth:`rftheory.thresholds.ThresholdFit.as_dict` with ``p_star`` (the fitted location),
+        ``success_probability`` (the fraction per p) and ``located``.
+
+    Examples
+    --------
+    >>> th = data_threshold([10, 20, 40], np.array([[0, 0, 1], [0, 1, 1], [0, 0, 1]], bool))
+    >>> th["status"], 10 < th["p_star"] < 40, th["interval"][0] < th["p_star"] < th["interval"][1]
+    ('ok', True, True)
     """
-    success = np.asarray(success, dtype=np.float64)
-    prob = success.mean(axis=0)
-    p_star, status = crossing(p, prob)
-    seeds = success.shape[0]
-    draws = rng.integers(0, seeds, size=(resamples, seeds))
-    stars = np.array([crossing(p, success[idx].mean(axis=0))[0] for idx in draws])
-    finite = stars[np.isfinite(stars)]
-    interval = ([float(np.percentile(finite, 2.5)), float(np.percentile(finite, 97.5))]
-                if finite.size else [math.nan, math.nan])
-    out = {"p_star": p_star, "status": status, "success_probability": prob.tolist(),
-           "interval": interval, "undefined_fraction": float(1 - finite.size / resamples)}
-    if keep_draws:
-        out["draws"] = stars
+    from rftheory.thresholds import fit_threshold
+
+    success = np.asarray(success, dtype=bool)
+    grid = np.broadcast_to(np.asarray(p, dtype=np.float64), success.shape)
+    fit = fit_threshold(grid.ravel(), success.ravel(), level=level)
+    out = fit.as_dict()
+    out.update(p_star=fit.location, located=fit.located,
+               success_probability=success.mean(axis=0).tolist())
     return out
 
 
@@ -460,28 +417,39 @@ def _check_grid(grid: Sequence[Sequence[int]], ratios: Sequence[float], seeds: i
     return grid, ratios
 
 
+#: The ratios p/(dn) of the shipped grids near the transition: the measured transition of the
+#: attack sits near 1.1·dn, so steps of 0.05 there and coarser further out.
+TRANSITION_RATIOS = (0.9, 1.0, 1.05, 1.1, 1.15, 1.2, 1.3, 1.4, 1.5, 2.0)
 #: The default sweep (the package's main job, ``rftheory demo``, ``rftheory verify law``):
-#: (5, 10) vs (10, 10) varies d at fixed n, (5, 10) vs (5, 20) varies n at fixed d, and two of
-#: them share dn = 100; 3 seeds. Measured 2026-12-01 on 2 free cores: 50 s for ``rftheory demo``
-#: (88 s of CPU, 78 s of it in the cells); the cells at p = dn, where the optimiser runs to its
-#: budget, take 60 % of it (4 seeds took 65 s, over the main job's one minute).
+#: (4, 3) vs (16, 3) varies d by 4× at fixed n, (4, 3) vs (4, 12) varies n by 4× at fixed d (so
+#: p* ∝ n, ∝ d and ∝ dn give exponents 0 or 1 far apart), p/(dn) in
+#: :data:`TRANSITION_RATIOS` plus 0.5 and 3, 2 seeds: 3 seeds measured 174 s of CPU (2 workers),
+#: over the demo's minute on 2 cores; 2 seeds cost 2/3 of it. Cost and intervals in
+#: ``paper_notes/law.md``.
 FULL = Config()
-#: ``--quick``: two (d, n) differing in d, three seeds, a coarser grid.
-QUICK = Config(grid=((4, 8), (8, 8)), ratios=(0.1, 0.5, 1.0, 2.0, 4.0, 10.0), seeds=3,
-               max_steps=2000)
+#: ``--quick``: the same shape smaller — (3, 3), (12, 3), (3, 12) — a coarser transition grid,
+#: a smaller budget.
+QUICK = Config(grid=((3, 3), (12, 3), (3, 12)),
+               ratios=(0.5, 1.0, 1.1, 1.2, 1.3, 1.4, 1.5, 2.0, 4.0),
+               seeds=3, max_steps=2000)
 #: ``--large``: the law over a real grid — d ∈ {10, 20, 40, 80} × n ∈ {4, 8, 16} (d over 8×, n
-#: over 4×, dn from 40 to 1280), p/(dn) from 0.25 to 10 plus p = n/2, n − 1, n, relu + tanh with
-#: 5 seeds (the verdict's), relu compared with 3 seeds at n ∈ {4, 8} (its n = 16 cut to fit the
-#: run in about 90 minutes on 2 cores), run through the sweep machinery (resumable), one store
-#: per activation. The same cells as ``examples/law_grid.toml`` and
-#: ``examples/law_grid_relu.toml`` (a test keeps them equal), so stores made by ``rftheory sweep
-#: run`` on those files are analysed by this run without recomputing anything. ``max_steps`` is
-#: the one budget of every cell: the failing cells (p ≈ dn) all spend it, so it sets most of the
-#: run's time (see ``paper_notes/law.md`` for the measured costs).
+#: over 4×, dn from 40 to 1280), p/(dn) in :data:`TRANSITION_RATIOS` plus 0.5, 3 and 5, plus
+#: p = n/2, n − 1, n, relu + tanh with 5 seeds (the verdict's), relu compared with 3 seeds at
+#: n ∈ {4, 8}, run through the sweep machinery (resumable), one store per activation. The same
+#: cells as ``examples/law_grid.toml`` and ``examples/law_grid_relu.toml`` (a test keeps them
+#: equal), so stores made by ``rftheory sweep run`` on those files are analysed by this run
+#: without recomputing anything. ``max_steps`` is the one budget of every cell: the failing
+#: cells (p ≈ dn) all spend it, so it sets most of the run's time.
 LARGE = Config(grid=tuple((d, n) for d in (10, 20, 40, 80) for n in (4, 8, 16)),
-              ratios=(0.25, 0.5, 0.75, 1.0, 1.25, 1.5, 2.0, 3.0, 5.0, 10.0), seeds=5,
+              ratios=(0.5,) + TRANSITION_RATIOS + (3.0, 5.0), seeds=5,
               max_steps=3000, compare=("relu",), compare_seeds=3,
               compare_grid=tuple((d, n) for d in (10, 20, 40, 80) for n in (4, 8)), sweep=True)
+#: The grid of the shipped exports (``examples/law_grid_cells.jsonl.gz``,
+#: ``examples/law_grid_relu_cells.jsonl.gz``): :data:`LARGE` as it was when they were run, with
+#: p/(dn) ∈ {0.25, 0.5, 0.75, 1, 1.25, 1.5, 2, 3, 5, 10} — before the resolving ratios. They were
+#: not rerun on the new grid (80 minutes on 2 free cores); :func:`result_from_export` reads them
+#: with this configuration.
+LARGE_EXPORTED = LARGE.replace(ratios=(0.25, 0.5, 0.75, 1.0, 1.25, 1.5, 2.0, 3.0, 5.0, 10.0))
 
 #: Directory of the sweep store of a sweep-backed run, under the run's output directory (that of
 #: ``activation``; each compared activation's is ``law_sweep_<name>``, see :func:`sweep_dir`).
@@ -550,7 +518,7 @@ def sweep_document(config: Config, activation: str | None = None) -> dict[str, A
                             f"{', '.join(config.activations)}")
     grid = config.grid_of(activation)
     ds, ns = sorted({d for d, _ in grid}), sorted({n for _, n in grid})
-    name = "law-grid" if config == LARGE else "law"
+    name = "law-grid" if config in (LARGE, LARGE_EXPORTED) else "law"
     if activation != config.activation:
         name += "-" + sweep_dir(config, activation).removeprefix(SWEEP_DIR + "_")
     return {
@@ -693,7 +661,7 @@ def analyse(cells: Sequence[dict[str, Any]], config: Config) -> dict[str, Any]:
 
     Every cell of ``config``'s grid must be there and have succeeded (a missing or failed cell
     raises :class:`RFTheoryError`: resume the run first). Cells outside the grid are ignored.
-    The bootstrap is seeded by ``config.seed`` alone, so the same cells give the same result.
+    Every fit is deterministic, so the same cells give the same result.
 
     Parameters
     ----------
@@ -728,17 +696,16 @@ def analyse(cells: Sequence[dict[str, Any]], config: Config) -> dict[str, Any]:
                             f"or failed ({len(failed)} failed, e.g. {example}); run it again to "
                             "resume (a sweep-backed run recomputes only those)")
     kept = [dict(by_key[k], seed_index=k[4] - seed) for k in sorted(by_key)]
-    rng = np.random.default_rng([seed, _BOOTSTRAP_STREAM])
     by_activation = {}
     for name in config.activations:
         mine = [c for c in kept if c["activation"] == name]
-        per_grid = _per_grid(mine, config, rng, name)
+        per_grid = _per_grid(mine, config, name)
+        fits = {v: scaling_fit(per_grid, v) for v in VARIANTS}
         by_activation[name] = {"per_grid": per_grid, "seeds": config.seeds_of(name),
-                               "verdict": _verdict(per_grid, config.success_variant),
-                               "fits": {v: scaling_fit(per_grid, v) for v in VARIANTS}}
-        for g in per_grid:  # the draws served the fits; they are not part of the result
-            for th in g["data"].values():
-                th.pop("draws", None)
+                               "pooled": {v: pooled_threshold(mine, v) for v in VARIANTS},
+                               "verdict": _verdict(per_grid, config.success_variant,
+                                                   fits[config.success_variant]),
+                               "fits": fits}
     primary = by_activation[config.activation]
     return {
         "claim": CLAIM,
@@ -752,8 +719,10 @@ def analyse(cells: Sequence[dict[str, Any]], config: Config) -> dict[str, Any]:
         "compare_grid": ([list(g) for g in config.grid_of(config.compare[0])]
                          if config.compare else None),
         "sweep": config.sweep, "rho_success": RHO_SUCCESS, "label_tol": LABEL_TOL,
-        "success_variant": config.success_variant, "collapse_factor": COLLAPSE_FACTOR,
-        "bootstrap_resamples": config.resamples, "per_grid": primary["per_grid"],
+        "success_variant": config.success_variant, "level": LEVEL,
+        "law_exponent": LAW_EXPONENT, "rejected_exponent": REJECTED_EXPONENT,
+        "per_grid": primary["per_grid"], "pooled": primary["pooled"],
+        "failure_kinds": {v: _kind_totals(primary["per_grid"], v) for v in VARIANTS},
         "fits": primary["fits"], "verdict": primary["verdict"],
         "by_activation": {k: v for k, v in by_activation.items() if k != config.activation},
         "cells": kept,
@@ -770,7 +739,7 @@ def _grid_ps(config: Config, d: int, n: int) -> list[int]:
     return sorted({p_from_expression(t, d=d, n=n) for t in sweep_document(config)["grid"]["p"]})
 
 
-def _per_grid(mine: list[dict[str, Any]], config: Config, rng: np.random.Generator,
+def _per_grid(mine: list[dict[str, Any]], config: Config,
               activation: str) -> list[dict[str, Any]]:
     """Thresholds per (d, n) of one activation's cells (see the module docstring)."""
     seeds, per_grid = config.seeds_of(activation), []
@@ -789,19 +758,22 @@ def _per_grid(mine: list[dict[str, Any]], config: Config, rng: np.random.Generat
         label = label_threshold(ps_all, table("train_residual", ps_all))
         rho = {v: table(f"rho_{v}", ps_rec) for v in VARIANTS}
         loss, steps = table("final_loss", ps_rec), table("steps", ps_rec)
+        recs = [c for c in here if c["kind"] == "reconstruction"]
         rows = [{"p": p, "p_over_dn": p / (d * n), "p_over_n": p / n,
                  **{f"median_rho_{v}": float(np.median(rho[v][:, j])) for v in VARIANTS},
                  **{f"success_{v}": float(np.mean(rho[v][:, j] < RHO_SUCCESS)) for v in VARIANTS},
+                 **{f"kinds_{v}": _kinds([c for c in recs if c["p"] == p], v) for v in VARIANTS},
                  "median_final_loss": float(np.median(loss[:, j])),
                  "median_steps": float(np.median(steps[:, j]))}
                 for j, p in enumerate(ps_rec)]
         thresholds = {}
         for v in VARIANTS:
-            th = data_threshold(ps_rec, rho[v] < RHO_SUCCESS, rng=rng,
-                                resamples=config.resamples, keep_draws=True)
+            th = data_threshold(ps_rec, rho[v] < RHO_SUCCESS)
             th["p_star_over_dn"] = th["p_star"] / (d * n)
             th["p_star_over_n"] = th["p_star"] / n
             th["interval_over_dn"] = [x / (d * n) for x in th["interval"]]
+            th["gap_over_dn"] = [x / (d * n) for x in th["gap"]]
+            th["crossing_over_dn"] = th["crossing"] / (d * n)
             thresholds[v] = th
         per_grid.append({
             "d": d, "n": n, "dn": d * n, "p_grid": ps_all, "p_reconstruction": ps_rec,
@@ -812,69 +784,97 @@ def _per_grid(mine: list[dict[str, Any]], config: Config, rng: np.random.Generat
     return per_grid
 
 
-def scaling_fit(per_grid: Sequence[dict[str, Any]], variant: str = "abs") -> dict[str, Any]:
-    """Least squares of log p*_data = a + b·log d + c·log n over the grid, with intervals.
+def _kinds(cells: Sequence[dict[str, Any]], variant: str) -> dict[str, int]:
+    """Counts of :data:`rftheory.metrics.FAILURE_KINDS` among reconstruction cells."""
+    out = dict.fromkeys(FAILURE_KINDS, 0)
+    for c in cells:
+        out[run_kind(c, variant, rho_success=RHO_SUCCESS)] += 1
+    return out
 
-    The law predicts b = c = 1 (p* ∝ dn); a threshold set by n alone would give b = 0.
+
+def _kind_totals(per_grid: Sequence[dict[str, Any]], variant: str) -> dict[str, int]:
+    """The failure kinds of every reconstruction of the grid, summed."""
+    out = dict.fromkeys(FAILURE_KINDS, 0)
+    for g in per_grid:
+        for row in g["rows"]:
+            for k, v in row[f"kinds_{variant}"].items():
+                out[k] += v
+    return out
+
+
+def pooled_threshold(cells: Sequence[dict[str, Any]], variant: str = "abs") -> dict[str, Any]:
+    """The law's constant: one success curve fitted to every run of every (d, n) in p/(dn).
+
+    If p*_data ∝ dn, every (d, n)'s curve is the same function of p/(dn), and this fit of all
+    runs at once (:func:`rftheory.thresholds.fit_threshold` on x = p/(dn)) estimates the common
+    p*/(dn) with the interval of all the runs; when the thresholds differ between (d, n) its
+    width absorbs the spread (read it with the per-(d, n) thresholds and the scaling fit).
+
+    Parameters
+    ----------
+    cells : sequence of dict
+        Cells of one activation (label-fit cells are skipped).
+    variant : str
+        The ρ that decides success.
+
+    Returns
+    -------
+    dict
+        :meth:`~rftheory.thresholds.ThresholdFit.as_dict` in units of dn, with
+        ``p_star_over_dn`` (the location) and ``interval_over_dn``.
+
+    Examples
+    --------
+    >>> cells = [{"kind": "reconstruction", "p": p, "d": 2, "n": 5, "rho_abs": r}
+    ...          for p, r in ((9, 0.5), (10, 0.4), (11, 1e-6), (12, 1e-6), (10, 1e-6), (9, 0.3))]
+    >>> th = pooled_threshold(cells)
+    >>> th["status"], 0.9 < th["p_star_over_dn"] < 1.1
+    ('ok', True)
+    """
+    from rftheory.thresholds import fit_threshold
+
+    recs = [c for c in cells if c.get("kind") == "reconstruction"]
+    x = [c["p"] / (c["d"] * c["n"]) for c in recs]
+    fit = fit_threshold(x, [c[f"rho_{variant}"] < RHO_SUCCESS for c in recs], level=LEVEL)
+    out = fit.as_dict()
+    out.update(p_star_over_dn=fit.location, interval_over_dn=list(fit.interval),
+               located=fit.located)
+    return out
+
+
+def scaling_fit(per_grid: Sequence[dict[str, Any]], variant: str = "abs") -> dict[str, Any]:
+    """log p*_data = a + b·log d + c·log n over the grid, with intervals and the alternatives.
+
+    The law predicts b = c = 1 (p* ∝ dn); a threshold set by n alone would give b = 0, by d
+    alone c = 0. The fit is :func:`rftheory.thresholds.power_law_fit` on every located (d, n)'s
+    fitted p*_data and its interval (an open interval leaves that (d, n) out).
 
     Parameters
     ----------
     per_grid : sequence of dict
-        Per (d, n): ``d``, ``n``, ``data`` (per ρ variant, :func:`data_threshold`'s result with
-        its ``draws``) and ``label`` (:func:`label_threshold`'s result).
+        Per (d, n): ``d``, ``n``, ``data`` (per ρ variant, :func:`data_threshold`'s result) and
+        ``label`` (:func:`label_threshold`'s result).
     variant : str
         The ρ variant whose p*_data is fit (default ``"abs"``).
 
     Returns
     -------
     dict
-        ``exponents`` {"d": b, "n": c}, ``prefactor`` e^a, ``points`` (how many (d, n) had a
-        defined threshold), ``residual_rms`` (of log p*), and two 95 % intervals for b and c:
-        ``bootstrap`` — percentiles of the fit over the bootstrap resamples of every (d, n)'s
-        p*_data (:func:`data_threshold`'s draws, independent across (d, n), resamples where one
-        is undefined left out) — and ``ols`` — the classical t interval from the residuals
-        (assumes independent, equal-variance errors in log p*, which the grid's interpolation
-        does not quite give: read the bootstrap first). NaN where the grid does not vary both d
-        and n or fewer than 4 thresholds are defined. Also ``label_exponents``: the same fit of
-        log p*_label (the law predicts d⁰ n¹).
+        :meth:`~rftheory.thresholds.PowerLawFit.as_dict` (``exponents``, ``intervals``,
+        ``prefactor``, ``scale``, ``models`` with each alternative's log-likelihood and AIC,
+        ``points``) with ``variant``, ``best_model`` (lowest AIC; None without a fit) and
+        ``label_exponents`` (the same least squares of log p*_label, the law predicts d⁰ n¹).
     """
-    from scipy import stats
+    from rftheory.thresholds import power_law_fit
 
-    nan2 = [math.nan, math.nan]
-    ok = [g for g in per_grid if g["data"][variant]["status"] == "ok"]
-    out: dict[str, Any] = {"variant": variant, "points": len(ok),
-                           "exponents": {"d": math.nan, "n": math.nan}, "prefactor": math.nan,
-                           "residual_rms": math.nan,
-                           "bootstrap": {"d": nan2, "n": nan2, "resamples_used": 0},
-                           "ols": {"d": nan2, "n": nan2},
-                           "label_exponents": {"d": math.nan, "n": math.nan}}
-    if len(ok) < 4 or len({g["d"] for g in ok}) < 2 or len({g["n"] for g in ok}) < 2:
-        return out
-    A = np.column_stack([np.ones(len(ok)), np.log([g["d"] for g in ok]),
-                         np.log([g["n"] for g in ok])])
-    y = np.log([g["data"][variant]["p_star"] for g in ok])
-    coef, *_ = np.linalg.lstsq(A, y, rcond=None)
-    resid = y - A @ coef
-    dof = len(ok) - 3
-    out.update(exponents={"d": float(coef[1]), "n": float(coef[2])},
-               prefactor=float(math.exp(coef[0])),
-               residual_rms=float(np.sqrt(np.mean(resid**2))))
-    if dof > 0:
-        cov = float(resid @ resid / dof) * np.linalg.inv(A.T @ A)
-        t = stats.t.ppf(0.975, dof)
-        out["ols"] = {k: [float(coef[i] - t * math.sqrt(cov[i, i])),
-                          float(coef[i] + t * math.sqrt(cov[i, i]))] for k, i in (("d", 1), ("n", 2))}
-    draws = np.array([g["data"][variant].get("draws", np.full(0, np.nan)) for g in ok])
-    if draws.ndim == 2 and draws.shape[1]:
-        usable = np.all(np.isfinite(draws) & (draws > 0), axis=0)
-        if usable.any():
-            fits, *_ = np.linalg.lstsq(A, np.log(draws[:, usable]), rcond=None)
-            out["bootstrap"] = {k: [float(np.percentile(fits[i], 2.5)),
-                                    float(np.percentile(fits[i], 97.5))]
-                                for k, i in (("d", 1), ("n", 2))}
-            out["bootstrap"]["resamples_used"] = int(usable.sum())
+    fit = power_law_fit([g["d"] for g in per_grid], [g["n"] for g in per_grid],
+                        [g["data"][variant]["p_star"] for g in per_grid],
+                        [g["data"][variant]["interval"] for g in per_grid], level=LEVEL)
+    out = {"variant": variant, **fit.as_dict(),
+           "best_model": min(fit.models, key=lambda m: fit.models[m]["aic"]) if fit.models else None,
+           "label_exponents": {"d": math.nan, "n": math.nan}}
     labels = [g for g in per_grid if math.isfinite(g["label"]["p_star"])]
-    if len(labels) >= 3:
+    if len(labels) >= 3 and len({g["d"] for g in labels}) > 1 and len({g["n"] for g in labels}) > 1:
         B = np.column_stack([np.ones(len(labels)), np.log([g["d"] for g in labels]),
                              np.log([g["n"] for g in labels])])
         lc, *_ = np.linalg.lstsq(B, np.log([g["label"]["p_star"] for g in labels]), rcond=None)
@@ -889,7 +889,9 @@ def result_from_export(path: str | Path | Sequence[str | Path],
     repository (``examples/law_grid_cells.jsonl.gz`` for relu + tanh and
     ``examples/law_grid_relu_cells.jsonl.gz`` for relu, one export per store).
 
-    ``config`` defaults to :data:`LARGE` restricted to what the exports hold: the (d, n) of
+    ``config`` defaults to :data:`LARGE` (or, if the exports do not hold its cells,
+    :data:`LARGE_EXPORTED`, the grid the shipped exports were run on) restricted to what the
+    exports hold: the (d, n) of
     its activation's cells, and, if there are cells of its compared activation, their (d, n)
     (else no comparison). So the export of a part of the grid (e.g. d ∈ {10, 20}, n ∈ {4, 8},
     run first to check the machinery) is analysed the same way; every other setting (ratios,
@@ -925,15 +927,52 @@ def result_from_export(path: str | Path | Sequence[str | Path],
         if not grid:
             raise RFTheoryError(f"{shown} holds no cell of the law for {LARGE.activation}")
         compared = pairs(LARGE.compare)
-        config = (LARGE.replace(grid=grid, compare_grid=compared) if compared and
-                  set(compared) <= set(grid) else LARGE.replace(grid=grid, compare=(),
-                                                                compare_grid=None))
+        configs = [base.replace(grid=grid, compare_grid=compared) if compared and
+                   set(compared) <= set(grid) else base.replace(grid=grid, compare=(),
+                                                                compare_grid=None)
+                   for base in (LARGE, LARGE_EXPORTED)]
+        try:  # the current grid; else the grid the shipped exports were run on
+            result = analyse(cells, configs[0])
+        except RFTheoryError as first:
+            try:
+                result = analyse(cells, configs[1])
+            except RFTheoryError:
+                raise first from None
+        result["from_export"] = shown
+        return result
     result = analyse(cells, config)
     result["from_export"] = shown
     return result
 
 
-def _verdict(per_grid: list[dict[str, Any]], variant: str) -> dict[str, Any]:
+def collapse_in_dn(fit: dict[str, Any]) -> bool:
+    """(iv) of the verdict: the intervals of b and of c each contain 1 and exclude 1/2.
+
+    Parameters
+    ----------
+    fit : dict
+        A :func:`scaling_fit` result.
+
+    Returns
+    -------
+    bool
+        False when the grid gave no fit.
+
+    Examples
+    --------
+    >>> collapse_in_dn({"intervals": {"d": [0.8, 1.2], "n": [0.7, 1.1]}})
+    True
+    >>> collapse_in_dn({"intervals": {"d": [0.4, 1.2], "n": [0.7, 1.1]}})  # 1/2 not excluded
+    False
+    """
+    def holds(lo: float, hi: float) -> bool:
+        return (_finite(lo) and _finite(hi) and lo <= LAW_EXPONENT <= hi
+                and not lo <= REJECTED_EXPONENT <= hi)
+
+    return all(holds(*fit["intervals"][k]) for k in ("d", "n"))
+
+
+def _verdict(per_grid: list[dict[str, Any]], variant: str, fit: dict[str, Any]) -> dict[str, Any]:
     label_exact = all(g["label"]["p_star"] == g["n"] and g["label"]["p_below"] == g["n"] - 1
                       for g in per_grid)
     fails_at_n = all(row[f"success_{variant}"] < 0.5
@@ -941,22 +980,27 @@ def _verdict(per_grid: list[dict[str, Any]], variant: str) -> dict[str, Any]:
     succeeds_top = all(g["rows"][-1][f"success_{variant}"] >= 0.5 for g in per_grid)
     over_dn = [g["data"][variant]["p_star_over_dn"] for g in per_grid]
     over_n = [g["data"][variant]["p_star_over_n"] for g in per_grid]
-    defined = all(g["data"][variant]["status"] == "ok" for g in per_grid)
-    spread_dn = max(over_dn) / min(over_dn) if defined else math.nan
-    spread_n = max(over_n) / min(over_n) if defined else math.nan
-    collapse = defined and spread_dn <= COLLAPSE_FACTOR
+    located = all(g["data"][variant]["located"] for g in per_grid)
+    spread_dn = max(over_dn) / min(over_dn) if located else math.nan
+    spread_n = max(over_n) / min(over_n) if located else math.nan
+    collapse = located and collapse_in_dn(fit)
     return {
         "supported": bool(label_exact and fails_at_n and succeeds_top and collapse),
         "label_threshold_is_n": bool(label_exact),
         "fails_at_p_equal_n": bool(fails_at_n),
         "succeeds_at_largest_ratio": bool(succeeds_top),
-        "data_thresholds_defined": bool(defined),
+        "data_thresholds_located": bool(located),
         "collapse_in_dn": bool(collapse),
+        "exponent_d": fit["exponents"]["d"], "exponent_d_interval": fit["intervals"]["d"],
+        "exponent_n": fit["exponents"]["n"], "exponent_n_interval": fit["intervals"]["n"],
+        "best_model": fit["best_model"],
         "spread_p_star_over_dn": spread_dn,
         "spread_p_star_over_n": spread_n,
         "criterion": (f"for every (d, n): residual ≥ {LABEL_TOL:g} at p = n − 1 and < {LABEL_TOL:g} "
                       f"from p = n; P(ρ_{variant} < {RHO_SUCCESS}) < 1/2 at p = n and ≥ 1/2 at the "
-                      f"largest ratio; max/min of p*_data/(dn) ≤ {COLLAPSE_FACTOR:g}"),
+                      f"largest ratio; p*_data located; in log p* = a + b log d + c log n the "
+                      f"{LEVEL:.0%} intervals of b and c each contain {LAW_EXPONENT:g} and exclude "
+                      f"{REJECTED_EXPONENT:g}"),
     }
 
 
@@ -979,30 +1023,55 @@ def _threshold_table(name: str, per_grid: list[dict[str, Any]], variant: str) ->
         th = g["data"][variant]
         lo, hi = th["interval_over_dn"]
         status = "" if th["status"] == "ok" else f" ({th['status']})"
-        si = g["data"]["sign_invariant"]
+        kinds = _kind_totals([g], variant)
         rows.append([g["d"], g["n"], _fmt(g["label"]["p_star_over_n"]),
-                     _fmt(th["p_star_over_dn"]) + status, f"[{_fmt(lo)}, {_fmt(hi)}]",
-                     _fmt(si["p_star_over_dn"]),
-                     f"{g['rows'][0]['median_rho_abs']:.2g}", f"{g['rows'][-1]['median_rho_abs']:.1e}",
+                     _fmt(th["p_star_over_dn"], ".3f") + status,
+                     f"[{_fmt(lo, '.3f')}, {_fmt(hi, '.3f')}]", _fmt(th["width"], ".3f"),
+                     _fmt(th["crossing_over_dn"], ".3f"),
+                     _fmt(g["data"]["sign_invariant"]["p_star_over_dn"], ".3f"),
+                     f"{kinds['spurious']}/{kinds['unfinished']}",
                      f"{g['seconds']:.0f}"])
-    headers = ["d", "n", "p*_label/n", f"p*_data/(dn)", "95% bootstrap", "(sign-inv ρ)",
-               "ρ at p=n", "ρ at top", "Σ cell s"]
+    headers = ["d", "n", "p*_label/n", "p*_data/(dn) fit", f"{LEVEL:.0%} profile", "width σ",
+               "crossing", "(sign-inv ρ)", "spurious/unfinished", "Σ cell s"]
     return f"φ = {name}\n" + format_table(headers, rows)
+
+
+def _kinds_table(per_grid: list[dict[str, Any]], variant: str) -> str:
+    """Per (d, n), the failure kinds at each p/(dn): ``s`` spurious, ``u`` unfinished."""
+    ratios = sorted({round(r["p_over_dn"], 3) for g in per_grid for r in g["rows"]})
+    rows = []
+    for g in per_grid:
+        cells = {round(r["p_over_dn"], 3): r[f"kinds_{variant}"] for r in g["rows"]}
+        rows.append([f"({g['d']}, {g['n']})"] + [
+            (f"{k['success']}✓ {k['spurious']}s {k['unfinished']}u" if (k := cells.get(x)) else "")
+            for x in ratios])
+    return ("runs per p/(dn): ✓ success, s spurious interpolant (loss ≤ tol, ρ large), "
+            "u unfinished descent (loss > tol)\n"
+            + format_table(["(d, n)"] + [f"{x:g}" for x in ratios], rows))
 
 
 def _fit_line(fit: dict[str, Any]) -> str:
     if not _finite(fit["exponents"]["d"]):
-        return f"fit of log p*_data (ρ_{fit['variant']}): not enough (d, n) with a threshold"
-    e, b, o = fit["exponents"], fit["bootstrap"], fit["ols"]
+        return f"fit of log p*_data (ρ_{fit['variant']}): not enough located (d, n)"
+    e, iv, m = fit["exponents"], fit["intervals"], fit["models"]
+    aic = ", ".join(f"p* ∝ {k}: {m[k]['aic']:.1f}" for k in ("dn", "n", "d") if k in m)
     return (f"fit p*_data ∝ d^b n^c (ρ_{fit['variant']}, {fit['points']} points): "
-            f"b = {e['d']:.2f} [{_fmt(b['d'][0])}, {_fmt(b['d'][1])}], "
-            f"c = {e['n']:.2f} [{_fmt(b['n'][0])}, {_fmt(b['n'][1])}] (95% bootstrap; OLS "
-            f"[{_fmt(o['d'][0])}, {_fmt(o['d'][1])}], [{_fmt(o['n'][0])}, {_fmt(o['n'][1])}]); "
-            f"the law predicts 1 and 1")
+            f"b = {e['d']:.2f} [{_fmt(iv['d'][0])}, {_fmt(iv['d'][1])}], "
+            f"c = {e['n']:.2f} [{_fmt(iv['n'][0])}, {_fmt(iv['n'][1])}] ({fit['level']:.0%}, "
+            f"errors ×{fit['scale']:.2f}); AIC {aic} (free fit {m['free']['aic']:.1f}; lowest: "
+            f"{fit['best_model']}); the law predicts b = c = 1")
+
+
+def _pooled_line(pooled: dict[str, Any], variant: str) -> str:
+    th = pooled[variant]
+    lo, hi = th["interval_over_dn"]
+    return (f"pooled over every (d, n): p*/(dn) = {_fmt(th['p_star_over_dn'], '.3f')} "
+            f"[{_fmt(lo, '.3f')}, {_fmt(hi, '.3f')}] ({th['status']}, width σ = "
+            f"{_fmt(th['width'], '.3f')}; crossing rule {_fmt(th['crossing'], '.3f')})")
 
 
 def summary(result: dict[str, Any]) -> str:
-    """Thresholds per (d, n), the spread and scaling fit, and the verdict, as tables.
+    """Thresholds per (d, n), failure kinds, the scaling fit and the verdict, as tables.
 
     Parameters
     ----------
@@ -1019,34 +1088,35 @@ def summary(result: dict[str, Any]) -> str:
     lines = [
         f"law of data reconstruction — {result['seeds']} seeds, "
         f"p/(dn) in {min(result['ratios']):g}..{max(result['ratios']):g}, "
-        f"success = ρ_{variant} < {result['rho_success']} (median ρ_abs shown), "
+        f"success = ρ_{variant} < {result['rho_success']} (p*_data: probit fit of every run, "
+        f"profile-likelihood interval; crossing: the interpolation rule, secondary), "
         f"optimiser budget {result['max_steps']} steps"
         + (f" (from {result['from_export']})" if result.get("from_export") else ""),
         _threshold_table(result["activation"], result["per_grid"], variant),
+        _pooled_line(result["pooled"], variant),
+        _kinds_table(result["per_grid"], variant),
         f"spread of p*_data over the grid: max/min of p*/(dn) = {_fmt(v['spread_p_star_over_dn'])}, "
         f"of p*/n = {_fmt(v['spread_p_star_over_n'])}",
+        _fit_line(result["fits"][variant]),
     ]
-    if "fits" in result:
-        lines.append(_fit_line(result["fits"][variant]))
     for name, other in result.get("by_activation", {}).items():
-        ov = other["verdict"]
         lines += [f"compared: φ = {name}, {other.get('seeds', result['seeds'])} seeds",
                   _threshold_table(name, other["per_grid"], variant),
-                  f"spread of p*_data/(dn) = {_fmt(ov['spread_p_star_over_dn'])} (official ρ), "
-                  f"{_fmt(_spread(other['per_grid'], 'sign_invariant'))} (sign-invariant ρ); "
-                  f"compared, not part of the verdict",
-                  _fit_line(other["fits"][variant]), _fit_line(other["fits"]["sign_invariant"])]
+                  _pooled_line(other["pooled"], "sign_invariant") + " (sign-invariant ρ)",
+                  _fit_line(other["fits"][variant]), _fit_line(other["fits"]["sign_invariant"]),
+                  "compared, not part of the verdict"]
     lines.append(
         f"verdict ({result['activation']}): {'SUPPORTED' if v['supported'] else 'NOT SUPPORTED'} "
         f"— label threshold at n: {v['label_threshold_is_n']}; fails at p = n: "
         f"{v['fails_at_p_equal_n']}; succeeds at the top: {v['succeeds_at_largest_ratio']}; "
-        f"collapse in dn: {v['collapse_in_dn']}")
+        f"thresholds located: {v['data_thresholds_located']}; collapse in dn (b, c ∋ 1, ∌ 1/2): "
+        f"{v['collapse_in_dn']}")
     return "\n".join(lines)
 
 
 def _spread(per_grid: list[dict[str, Any]], variant: str) -> float:
     values = [g["data"][variant]["p_star_over_dn"] for g in per_grid
-              if g["data"][variant]["status"] == "ok"]
+              if g["data"][variant]["located"]]
     return max(values) / min(values) if len(values) == len(per_grid) and values else math.nan
 
 
@@ -1099,13 +1169,14 @@ def _median_rho(g: dict[str, Any], variant: str, x: str) -> tuple[list[float], l
 def plot(result: dict[str, Any], stem: str | Path) -> list[Path]:
     """The claim's figures (PNG + PDF each), drawn in the package's style.
 
-    ``<stem>``: three panels — median ρ against p/(dn) (seeds as dots), P(ρ < 0.1) against
-    p/(dn) with p*_data and its 95 % percentile-bootstrap interval, train residual against p/n.
+    ``<stem>``: three panels — median ρ against p/(dn) (seeds: dots succeed, × spurious
+    interpolants, open circles unfinished descents), P(ρ < 0.1) against p/(dn) with the fitted
+    p*_data and its 95 % profile-likelihood interval (a square: a step, width not identified),
+    train residual against p/n.
     ``<stem>_collapse``: the data collapse — median ρ of every (d, n) against p/(dn) (left, the
     curves fall on one another if the threshold scales as dn) and against p/n (right, where they
     spread by the range of d). For a compared activation, ``<stem>_<name>`` and
-    ``<stem>_<name>_collapse`` in the sign-invariant ρ. Log axes; no error bars below zero
-    (bootstrap percentiles only).
+    ``<stem>_<name>_collapse`` in the sign-invariant ρ. Log axes.
 
     Parameters
     ----------
@@ -1166,17 +1237,28 @@ def _plot_thresholds(result: dict[str, Any], name: str, per_grid: list[dict[str,
         st = styles[(g["d"], g["n"])]
         mine = [c for c in cells if c["d"] == g["d"] and c["n"] == g["n"]]
         rec = [c for c in mine if c["kind"] == "reconstruction"]
-        ax_rho.scatter([c["p_over_dn"] for c in rec],
-                       [max(c[f"rho_{variant}"], _RHO_FLOOR) for c in rec],
-                       s=3, alpha=0.25, color=st["color"], lw=0)
+        # seeds by kind: dots succeed, × spurious interpolants (a second zero), ○ unfinished
+        for kind, marker, face in (("success", "o", st["color"]), ("spurious", "x", st["color"]),
+                                   ("unfinished", "o", "none")):
+            mine_k = [c for c in rec if run_kind(c, variant, rho_success=RHO_SUCCESS) == kind]
+            ax_rho.scatter([c["p_over_dn"] for c in mine_k],
+                           [max(c[f"rho_{variant}"], _RHO_FLOOR) for c in mine_k],
+                           s=3 if kind == "success" else 9, alpha=0.25 if kind == "success" else 0.6,
+                           marker=marker, facecolors=face if marker == "o" else None,
+                           edgecolors=st["color"] if marker == "o" else None,
+                           color=st["color"] if marker == "x" else None, lw=0.6)
         ax_rho.plot(*_median_rho(g, variant, "p_over_dn"), **st)
         th = g["data"][variant]
         ax_succ.plot([r["p_over_dn"] for r in g["rows"]], th["success_probability"], **st)
-        if th["status"] == "ok":
+        if th["located"]:
             lo, hi = th["interval_over_dn"]
             centre = th["p_star_over_dn"]
-            ax_succ.errorbar([centre], [0.5], xerr=[[centre - lo], [hi - centre]], fmt="none",
-                             ecolor=st["color"], elinewidth=0.8, capsize=1.5)
+            span = ax_succ.get_xlim()
+            lo = lo if math.isfinite(lo) else min(span[0], centre)
+            hi = hi if math.isfinite(hi) else max(span[1], centre)
+            ax_succ.errorbar([centre], [0.5], xerr=[[centre - lo], [hi - centre]],
+                             fmt="o" if th["status"] == "ok" else "s", ms=2.5,
+                             color=st["color"], elinewidth=0.8, capsize=1.5)
         med: dict[int, list[float]] = {}
         for c in mine:
             med.setdefault(c["p"], []).append(max(c["train_residual"], floor))
@@ -1189,11 +1271,11 @@ def _plot_thresholds(result: dict[str, Any], name: str, per_grid: list[dict[str,
     ax_rho.set_yscale("log")
     ax_rho.axhline(result["rho_success"], color="k", lw=0.6, ls="--")
     ax_rho.set_ylabel(_rho_label(variant))
-    ax_rho.set_title("median over seeds (dots: seeds)")
+    ax_rho.set_title("median; seeds: · success, × spurious, ○ unfinished")
     ax_succ.axhline(0.5, color="k", lw=0.6, ls="--")
     ax_succ.set_ylim(-0.03, 1.03)
     ax_succ.set_ylabel(rf"$P(\rho < {result['rho_success']:g})$")
-    ax_succ.set_title(r"bar: $p^*_{\rm data}$, 95% bootstrap")
+    ax_succ.set_title(r"bar: fitted $p^*_{\rm data}$, 95% profile (■: step)")
     ax_res.set_xscale("log")
     ax_res.set_yscale("log")
     ax_res.axvline(1.0, color="0.6", lw=0.6, ls=":")

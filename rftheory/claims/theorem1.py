@@ -393,6 +393,18 @@ def kernel_gap(activation: str, X: Any, eps: float, *, starts: int = 10, seed: i
 # Zero-loss uniqueness
 # ---------------------------------------------------------------------------------------------
 
+def _kinds(runs: list[dict[str, Any]]) -> dict[str, int]:
+    """Counts of :data:`rftheory.metrics.FAILURE_KINDS` among the runs of one p (success: the
+    training set, ρ ≤ :data:`RHO_SAME`)."""
+    from rftheory.metrics import FAILURE_KINDS, failure_kind
+
+    out = dict.fromkeys(FAILURE_KINDS, 0)
+    for r in runs:
+        out[failure_kind(r["rho"], r["loss"], tol=ZERO_LOSS,
+                         rho_success=math.nextafter(RHO_SAME, math.inf))] += 1
+    return out
+
+
 def zero_loss_search(features: RandomFeatures, X: np.ndarray, theta: Any, *, local_starts: int,
                      reconstruct_starts: int, seed: int = 0,
                      max_steps: int = 2000) -> list[dict[str, Any]]:
@@ -491,6 +503,9 @@ def run(config: Config = FULL, *, progress: Callable[[str], None] | None = None)
                "zero_loss_count": len(zeros),
                "spurious_count": sum(r["rho"] > RHO_SAME for r in zeros),
                "max_rho_zero_loss": max((r["rho"] for r in zeros), default=None),
+               # every run classified (rftheory.metrics.failure_kind): success = the training
+               # set; a failure is a spurious zero (loss <= ZERO_LOSS) or an unfinished descent
+               "failure_kinds": _kinds(runs),
                "min_loss": min(r["loss"] for r in runs),
                "seconds": time.perf_counter() - t0}
         uniqueness.append(row)
@@ -700,12 +715,13 @@ def summary(result: dict[str, Any]) -> str:
     """
     d, n = result["d"], result["n"]
     rows = [[r["p"], f"{r['p_over_dn']:g}", f"{r['zero_loss_count']}/{len(r['runs'])}",
-             r["spurious_count"], _fmt(r["max_rho_zero_loss"]), _fmt(r["min_loss"])]
+             r["spurious_count"], r.get("failure_kinds", {}).get("unfinished", "—"),
+             _fmt(r["max_rho_zero_loss"]), _fmt(r["min_loss"])]
             for r in result["uniqueness"]]
     lines = [f"{result['activation']}, d = {d}, n = {n} (dn = {d * n}, n + d = {n + d})",
              "zero-loss uniqueness:",
-             format_table(["p", "p/(dn)", "zero-loss", "spurious", "max rho (zero-loss)",
-                           "min loss"], rows)]
+             format_table(["p", "p/(dn)", "zero-loss", "spurious", "unfinished (loss > tol)",
+                           "max rho (zero-loss)", "min loss"], rows)]
     eps = result["epsilons"]
     rows = [[r["p"], r["p_minus_n_minus_d"], f"{r['p_over_dn']:.3g}"]
             + [_fmt(g, ".3e") for g in r["gap"]] + [_fmt(r["residual_floor"], ".1e")]

@@ -19,9 +19,9 @@ def register(subparsers) -> None:
         "demo", help="the main job: the law of data reconstruction (label vs data threshold)",
         description="Sweep p over multiples of n and dn, reconstruct the training data of the RF "
                     "model at every point, and report the label-fitting threshold p*_label/n and "
-                    "the reconstruction threshold p*_data/(dn) with bootstrap intervals "
-                    "(same as `rftheory verify law`). 50 s on 2 free cores (88 s of CPU, measured "
-                    "2026-12-01), longer when other jobs share them.")
+                    "the reconstruction threshold p*_data/(dn), fitted with profile-likelihood "
+                    "intervals (same as `rftheory verify law`). About a minute on 2 free cores "
+                    "(110 s of CPU, measured 2026-12-01), longer when other jobs share them.")
     p.add_argument("--out", default=None, metavar="DIR",
                    help="directory for law.json and the figures (default: results; its parent "
                         "must exist, DIR itself is created)")

@@ -54,6 +54,9 @@ def report_table(report: dict) -> str:
     keys = list(report["line_keys"])
     headers = keys + (["p", x["label"].strip("$").replace("\\", "")] if x else []) + ["seeds"]
     headers += [f"{m} (median [min, max])" for m in report["metrics"]]
+    with_kinds = any(g.get("kinds") for g in report["groups"])
+    if with_kinds:  # failed reconstructions by kind (rftheory.metrics.FAILURE_KINDS)
+        headers.append("spurious/unfinished")
     with_errors = any(g["errors"] for g in report["groups"])
     if with_errors:
         headers.append("failed")
@@ -67,6 +70,9 @@ def report_table(report: dict) -> str:
             stats = group["stats"].get(metric)
             row.append("—" if not stats or not stats.get("finite") else
                        f"{_number(stats['median'])} [{_number(stats['min'])}, {_number(stats['max'])}]")
+        if with_kinds:
+            k = group.get("kinds") or {}
+            row.append(f"{k.get('spurious', 0)}/{k.get('unfinished', 0)}" if k else "")
         if with_errors:
             row.append(group["errors"])
         rows.append(row)

@@ -9,6 +9,7 @@ from typing import Any, Iterable, Mapping
 
 from ..errors import RFTheoryError
 from ..features import V_DEFINITION
+from ..metrics import FAILURE_KINDS, run_kind
 from .cells import CELL_KINDS
 from .spec import canonical_json
 from .store import SweepStore
@@ -61,7 +62,9 @@ def sweep_report(out_dir: str | Path, metrics: Iterable[str] | None = None) -> d
         ``store``, ``name``, ``cell``, ``spec``, the counts (``total_cells``, ``ok``,
         ``errors``, ``corrupt``, ``pending``), ``versions``, ``v_definition``, ``x``,
         ``metrics`` (with their labels and log flags), ``varying``, ``line_keys``, ``groups``
-        (per group: ``params``, ``line``, ``x``, ``seeds``, ``errors``, ``stats``),
+        (per group: ``params``, ``line``, ``x``, ``seeds``, ``errors``, ``stats``, and
+        ``kinds`` — for reconstruction cells the count of each of
+        :data:`rftheory.metrics.FAILURE_KINDS` among its seeds, else None),
         ``error_samples`` and ``runs``.
 
     Raises
@@ -94,6 +97,14 @@ def sweep_report(out_dir: str | Path, metrics: Iterable[str] | None = None) -> d
                 error_samples.append({"params": stored.params, "error": stored.result.get("error")})
             continue
         group["seeds"].append(stored.seed)
+        if {"rho_abs", "final_loss"} <= set(stored.result) and \
+                isinstance(stored.result["rho_abs"], (int, float)) and \
+                math.isfinite(stored.result["rho_abs"]):
+            # every reconstruction classified: success, spurious interpolant (loss at the
+            # tolerance, ρ large) or unfinished descent (loss above it) — rftheory.metrics
+            outcome = run_kind(stored.result)
+            counts = group.setdefault("kinds", dict.fromkeys(FAILURE_KINDS, 0))
+            counts[outcome] += 1
         for name, value in stored.result.items():
             # numbers only (bools count 0/1); parameters echoed back by the cell are not results
             if isinstance(value, (int, float)) and name not in TIMING_KEYS \
@@ -112,6 +123,7 @@ def sweep_report(out_dir: str | Path, metrics: Iterable[str] | None = None) -> d
         x = x_of(params) if x_of is not None and {"p", "d", "n"} <= set(params) else None
         rows.append({"params": params, "line": {k: params.get(k) for k in line_keys}, "x": x,
                      "seeds": len(group["seeds"]), "errors": group["errors"],
+                     "kinds": group.get("kinds"),
                      "stats": {name: _stats(v) for name, v in sorted(group["values"].items())}})
     rows.sort(key=lambda r: (canonical_json(r["line"]), r["x"] if r["x"] is not None else 0.0,
                              canonical_json(r["params"])))
@@ -193,8 +205,16 @@ def plot_sweep_report(report: Mapping[str, Any], path: str | Path) -> list[Path]
                 spread = [[s["median"] - s["min"] for s in stats],
                           [s["max"] - s["median"] for s in stats]]
                 label = ", ".join(f"{k}={v}" for k, v in rows[0]["line"].items()) or None
-                ax.errorbar([r["x"] for r in rows], centre, yerr=spread, marker="o", ms=3,
-                            capsize=2, label=label)
+                bars = ax.errorbar([r["x"] for r in rows], centre, yerr=spread, marker="o", ms=3,
+                                   capsize=2, label=label)
+                if metric.startswith("rho"):  # failures by kind: × spurious, ○ unfinished
+                    colour = bars[0].get_color()
+                    for r, c in zip(rows, centre):
+                        k = r.get("kinds") or {}
+                        if k.get("spurious"):
+                            ax.plot(r["x"], c, "x", color=colour, ms=6, mew=0.8)
+                        if k.get("unfinished"):
+                            ax.plot(r["x"], c, "o", mfc="none", mec=colour, ms=7, mew=0.6)
             ax.axvline(1.0, color="0.6", ls="--", lw=0.8)
             ax.set_xscale("log", base=2)
             ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
@@ -203,7 +223,8 @@ def plot_sweep_report(report: Mapping[str, Any], path: str | Path) -> list[Path]
                 ax.set_yscale("log")
             ax.set_xlabel(report["x"]["label"])
             ax.set_ylabel(report["metric_labels"].get(metric, metric))
-            ax.set_title("median, min–max over seeds")
+            ax.set_title("median, min–max over seeds"
+                         + ("; × spurious, ○ unfinished runs" if metric.startswith("rho") else ""))
             if ax.get_legend_handles_labels()[0] and len(lines) > 1:
                 ax.legend()
         seeds = max(r["seeds"] for r in points)
