@@ -27,8 +27,10 @@ from ._common import (add_limit_options, at_least, figure_paths, finite_at_least
 
 #: Seconds between ρ evaluations for the progress bar (a Hungarian matching on the host).
 PROGRESS_RHO_INTERVAL = 1.0
-#: Megabytes of V kept in memory between optimiser steps (saves redrawing V every step).
-DEFAULT_V_CACHE_MB = 1024
+#: ``--v-cache-mb`` when not given: None, i.e. :func:`rftheory.features.default_v_cache_bytes`
+#: (a quarter of the memory available at the start, at least 1024 MB). The cache keeps V in
+#: memory between optimiser steps (saves redrawing V every step); it never changes results.
+DEFAULT_V_CACHE_MB = None
 
 
 def register(subparsers: Any) -> None:
@@ -58,7 +60,8 @@ def register(subparsers: Any) -> None:
     parser.add_argument("--max-steps", type=int, help="optimiser iteration budget")
     parser.add_argument("--tol", type=float, help="target loss")
     parser.add_argument("--v-cache-mb", type=int, default=DEFAULT_V_CACHE_MB,
-                        help=f"keep V in memory if it fits (default {DEFAULT_V_CACHE_MB} MB)")
+                        help="keep V in memory if it fits in this many MB (default: a quarter "
+                             "of the memory available at the start, at least 1024 MB)")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
     parser.add_argument("--json", action="store_true", help="machine-readable output")
     parser.add_argument("--plot", metavar="FILE", help="write a figure (PNG and PDF)")
@@ -80,7 +83,11 @@ def handle(args: argparse.Namespace) -> int:
     d = None if args.d is None else at_least(args.d, "d")
     max_steps = None if args.max_steps is None else at_least(args.max_steps, "max-steps")
     tol = None if args.tol is None else finite_at_least(args.tol, "tol")
-    v_cache_mb = at_least(args.v_cache_mb, "v-cache-mb", 0)
+    if args.v_cache_mb is None:
+        from ..features import default_v_cache_bytes
+        v_cache_bytes = default_v_cache_bytes()
+    else:
+        v_cache_bytes = at_least(args.v_cache_mb, "v-cache-mb", 0) * 2**20
     if args.method is not None and args.method not in METHODS:
         raise RFTheoryError(f"--method must be one of {', '.join(METHODS)}, got {args.method!r}")
     if args.p_mult is not None and not (math.isfinite(args.p_mult) and args.p_mult > 0):
@@ -92,10 +99,10 @@ def handle(args: argparse.Namespace) -> int:
                             "features span R^p and the loss is identically 0")
     resolved = _optimiser_options(tol, max_steps)
     steps = {"max_steps": resolved["max_steps"]} if isinstance(resolved["max_steps"], int) else {}
-    check_reconstruct(d=d, n=n, p=p, n_hat=n_hat, v_cache_bytes=v_cache_mb * 2**20, **steps,
+    check_reconstruct(d=d, n=n, p=p, n_hat=n_hat, v_cache_bytes=v_cache_bytes, **steps,
                       method=args.method, **limits(args))
     fitted = fit_model(activation=args.activation, n=n, d=d, p=p, seed=seed, data=args.data,
-                       labels=args.labels, device=args.device, v_cache_bytes=v_cache_mb * 2**20)
+                       labels=args.labels, device=args.device, v_cache_bytes=v_cache_bytes)
     bar = _ProgressBar(fitted.X, resolved["max_steps"]) if progress_bar_wanted(args) else None
     try:
         run = recover_training_set(fitted, n_hat, method=args.method, tol=tol,
