@@ -79,6 +79,7 @@ from .features import FeatureMap, RandomFeatures, check_data
 from .backend import to_host
 from .data import to_sphere
 from .projection import projection_loss
+from .spectral_init import spectral_init
 from .varpro import HOP_ANGLE, SOLVERS, Problem, loss_passes, minimise, random_points
 
 __all__ = ["ReconstructionResult", "reconstruct", "STOP_REASONS", "METHODS"]
@@ -91,6 +92,9 @@ METHODS = ("varpro", "lbfgs")
 #: Stream tag of the random candidates: ``default_rng([seed, tag])`` never coincides with the
 #: streams of V's blocks (``[seed, b]``, b < 2**40) nor with rftheory.data's tags (2**40 + 1..4).
 _STREAM_CANDIDATES = 2**40 + 100
+#: Whether ``method="varpro"`` without ``X_init`` starts its first walk from
+#: :func:`rftheory.spectral_init.spectral_init` (random features only; see :func:`reconstruct`).
+SPECTRAL_START = True
 
 
 @dataclass(frozen=True)
@@ -449,6 +453,11 @@ def reconstruct(features: FeatureMap, theta: Any, n_hat: int, *, method: str = "
     if method == "varpro":
         theta2 = theta if theta.ndim == 2 else theta[:, None]
         problem = Problem(features, theta2, xp, dev, solver)
+        if X_init is None and SPECTRAL_START and isinstance(features, RandomFeatures):
+            # The random points above are still drawn, so the rest of the stream is the same.
+            init = spectral_init(features, theta2, n_hat, seed=seed)
+            current = init.X
+            problem.passes += init.passes
         with _blas_threads_for(xp, n_hat, d):
             out = minimise(problem, current, rng, tol=tol, max_steps=max_steps,
                            max_rounds=max_rounds, patience=patience, hop_angle=hop_angle,

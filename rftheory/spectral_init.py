@@ -15,7 +15,7 @@ reveal the training points without any optimisation: T_2 is a d × d matrix of r
 range is span{u_i}, and T_3 restricted to that span is a symmetric tensor whose rank-one
 components are the u_i themselves (Jennrich's algorithm: two random contractions
 M_α = T_3(·, ·, α) = W diag(λ_i⟨w_i, α⟩) Wᵀ are simultaneously diagonalised by the
-eigenvectors of M_α M_β⁻¹). :func:`spectral_init` computes them in three streams over V and
+eigenvectors of M_α M_β⁻¹). :func:`spectral_init` computes them in about twenty streams over V (no d × d matrix) and
 returns n starting points for the attack.
 
 Notes
@@ -69,6 +69,14 @@ __all__ = ["SpectralInit", "usable_orders", "spectral_init"]
 
 #: A Hermite coefficient counts as zero below this times √E[φ²].
 ZERO_COEFFICIENT = 1e-8
+#: Passes of the Richardson iteration that removes the degree-0/1 part of θ (error factor
+#: ~(d/p) per pass: at p ≥ 4d, 6 passes leave < 1e-3 of it).
+DEFLATION_SWEEPS = 6
+#: Random contraction pairs tried by Jennrich's algorithm (the one whose points have the lowest
+#: projection loss is kept: one pair's eigenvalue gaps can be small).
+JENNRICH_TRIALS = 3
+#: Subspace-iteration passes for the top eigenvectors of T_2.
+SUBSPACE_SWEEPS = 12
 
 
 @dataclass(frozen=True)
@@ -196,9 +204,11 @@ def spectral_init(features: FeatureMap, theta: Any, n: int, *, seed: int = 0) ->
 
     Notes
     -----
-    Three streams over V (least squares on [1, g]; T_2; the projections h = U_sᵀg), then host
-    work on p × s and s × s arrays, and n + 1 loss evaluations for the signs. Memory: a d × d
-    matrix and p × s projections. Accuracy: see the module Notes (statistical, O(√(d/p))).
+    About 20 streams over V, each costing about what a loss evaluation with 2n + 8 candidates
+    costs (:data:`DEFLATION_SWEEPS` for the least squares on [1, g], :data:`SUBSPACE_SWEEPS` + 1
+    for T_2's subspace iteration, one for the projections h = U_sᵀg), then host work on p × s
+    and s × s arrays, and JENNRICH_TRIALS·(n + 1) loss evaluations for the signs. Memory: d × (2n + 8) and p × s
+    arrays, never d × d. Accuracy: see the module Notes (statistical, O(√(d/p))).
 
     Examples
     --------
@@ -233,23 +243,19 @@ def spectral_init(features: FeatureMap, theta: Any, n: int, *, seed: int = 0) ->
             G = Vh.reshape(-1, d) * sr
             yield start, G
 
-    # Pass 1: least squares of θ on [1, g] (degree 0 and 1 removed: they are noise for T_2).
-    A1A1 = np.zeros((d + 1, d + 1))
-    A1t = np.zeros((d + 1, k_out))
-    for start, G in stream():
-        t = th_all[start:start + G.shape[0]]
-        sg = G.sum(axis=0)
-        A1A1[0, 0] += G.shape[0]
-        A1A1[0, 1:] += sg
-        A1A1[1:, 0] += sg
-        A1A1[1:, 1:] += G.T @ G
-        A1t[0] += t.sum(axis=0)
-        A1t[1:] += G.T @ t
-    passes += 1
-    try:
-        coef = np.linalg.solve(A1A1, A1t) if p > 2 * (d + 1) else np.zeros_like(A1t)
-    except np.linalg.LinAlgError:
-        coef = np.zeros_like(A1t)
+    # Degree 0 and 1 removed (they are noise for T_2): least squares of θ on [1, g] by
+    # Richardson iteration preconditioned with p·I (AᵀA/p = I + O(√(d/p)) for A = [1, g]),
+    # one pass over V each, no d × d matrix.
+    coef = np.zeros((d + 1, k_out))
+    if p > 2 * (d + 1):
+        for _ in range(DEFLATION_SWEEPS):
+            step = np.zeros_like(coef)
+            for start, G in stream():
+                r = th_all[start:start + G.shape[0]] - coef[0] - G @ coef[1:]
+                step[0] += r.sum(axis=0)
+                step[1:] += G.T @ r
+            passes += 1
+            coef += step / p
 
     def deflated(start: int, G: np.ndarray) -> np.ndarray:
         return th_all[start:start + G.shape[0]] - coef[0] - G @ coef[1:]
@@ -261,23 +267,37 @@ def spectral_init(features: FeatureMap, theta: Any, n: int, *, seed: int = 0) ->
         span_order = 2   # the span is all of R^d: nothing to estimate
         notes.append("span: all of R^d (n ≥ d)")
     elif 2 in orders:
-        # Pass 2: T_2 = (1/p) Σ_j θ'_j (g_j g_jᵀ − I) for each output.
-        T2 = np.zeros((k_out, d, d))
-        tsum = np.zeros(k_out)
-        for start, G in stream():
-            t = deflated(start, G)
-            for c in range(k_out):
-                T2[c] += (G * t[:, c:c + 1]).T @ G
-            tsum += t.sum(axis=0)
-        passes += 1
-        T2 = (T2 - tsum[:, None, None] * np.eye(d)[None]) / p
+        # T_2 = (1/p) Σ_j θ'_j (g_j g_jᵀ − I), one per output; its top-s eigenvectors (by |λ|;
+        # with k outputs, of Σ_c T_2,c²) by subspace iteration on q = min(d, 2s + 8) columns.
+        q = min(d, 2 * s + 8)
+        Q = np.linalg.qr(rng.standard_normal((d, q)))[0]
+        for it in range(SUBSPACE_SWEEPS + 1):
+            TQ = np.zeros((k_out, d, q))
+            tsum = np.zeros(k_out)
+            for start, G in stream():
+                t = deflated(start, G)
+                GQ = G @ Q
+                for c in range(k_out):
+                    TQ[c] += G.T @ (GQ * t[:, c:c + 1])
+                tsum += t.sum(axis=0)
+            passes += 1
+            TQ = (TQ - tsum[:, None, None] * Q[None]) / p
+            if it == SUBSPACE_SWEEPS:
+                break
+            if k_out == 1:
+                Q = np.linalg.qr(TQ[0])[0]
+            else:   # Σ_c T_c² Q needs a second product: use Σ_c T_c Q (T_c Qᵀ T_c Q) instead
+                Q = np.linalg.qr(sum(T @ (Q.T @ T) for T in TQ))[0]
+        # Rayleigh–Ritz on the final subspace.
         if k_out == 1:
-            ev, vec = np.linalg.eigh(0.5 * (T2[0] + T2[0].T))
-            basis = vec[:, np.argsort(-np.abs(ev))[:s]]
+            R = Q.T @ TQ[0]
+            ev, vec = np.linalg.eigh(0.5 * (R + R.T))
+            order = np.argsort(-np.abs(ev))[:s]
         else:
-            S = sum(0.5 * (T + T.T) @ (0.5 * (T + T.T)) for T in T2)
-            ev, vec = np.linalg.eigh(S)
-            basis = vec[:, np.argsort(-ev)[:s]]
+            R = sum((Q.T @ T).T @ (Q.T @ T) for T in TQ)
+            ev, vec = np.linalg.eigh(0.5 * (R + R.T))
+            order = np.argsort(-ev)[:s]
+        basis = Q @ vec[:, order]
         span_order = 2
         notes.append("span: order 2")
     else:
@@ -309,23 +329,33 @@ def spectral_init(features: FeatureMap, theta: Any, n: int, *, seed: int = 0) ->
                 A2 = np.hstack([np.ones((p, 1)), H, Q])
                 c2, *_ = np.linalg.lstsq(A2, th, rcond=None)
                 th = th - A2 @ c2
-            W = _jennrich(H, th, point_k, rng)
             point_order = point_k
-            notes.append(f"points: order {point_k} (Jennrich)"
+            notes.append(f"points: order {point_k} (Jennrich, best of {JENNRICH_TRIALS})"
                          + (", μ_3 = 0" if point_k == 4 else ""))
+
+    def loss(Y: np.ndarray) -> float:
+        return projection_loss(features, Y, th_all, gradient=False).loss
+
+    if basis is None:
+        pass
+    elif point_order is None:
         X = to_sphere((basis @ W).T)
-        if point_order is not None:
-            # Signs: greedy, by the projection loss (φ is not even).
-            def loss(Y: np.ndarray) -> float:
-                return projection_loss(features, Y, th_all, gradient=False).loss
-            best = loss(X)
+    else:
+        # Jennrich with JENNRICH_TRIALS random pairs of contractions; each result's signs chosen
+        # greedily by the projection loss (φ is not even); the lowest loss is kept.
+        best = math.inf
+        for _ in range(JENNRICH_TRIALS):
+            Xt = to_sphere((basis @ _jennrich(H, th, point_order, rng)).T)
+            value = loss(Xt)
             passes += 1
             for i in range(n):
-                Y = X.copy()
+                Y = Xt.copy()
                 Y[i] = -Y[i]
-                value = loss(Y)
+                flipped = loss(Y)
                 passes += 1
-                if value < best:
-                    X, best = Y, value
+                if flipped < value:
+                    Xt, value = Y, flipped
+            if value < best:
+                X, best = Xt, value
     return SpectralInit(X=X, basis=basis, span_order=span_order, point_order=point_order,
                         passes=passes, note="; ".join(notes))
