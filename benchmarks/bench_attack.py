@@ -138,14 +138,19 @@ def twolayer_problem(data: str, loss: str, k: int, ratio: float, seed: int):
     return trained.features(), trained.theta, X
 
 
-def run_seed(case: str, seed: int, method: str, reference: str | None = None) -> dict:
-    """One seed of one case; ``method="ref"``: the reference tree's default, in a child process."""
+def run_seed(case: str, seed: int, method: str, reference: str | None = None,
+             max_steps: int | None = None) -> dict:
+    """One seed of one case; ``method="ref"``: the reference tree's default, in a child process.
+
+    ``max_steps``: the budget (None: reconstruct's default)."""
     if method == "ref":
         if not reference:
             raise SystemExit("bench_attack.py: method 'ref' needs --reference DIR")
         env = dict(os.environ, PYTHONPATH=os.path.abspath(reference))
         out = subprocess.run([sys.executable, os.path.abspath(__file__), "--one", case,
-                              str(seed), "default"], env=env, check=True,
+                              str(seed), "default"]
+                             + ([] if max_steps is None else ["--max-steps", str(max_steps)]),
+                             env=env, check=True,
                              capture_output=True, text=True).stdout
         return json.loads(out.strip().splitlines()[-1])
     parts = case.split(":")
@@ -159,6 +164,8 @@ def run_seed(case: str, seed: int, method: str, reference: str | None = None) ->
         features, theta, X = rf_problem(parts[0], int(parts[1]), int(parts[2]),
                                         float(parts[3]), seed)
     kwargs = {} if method == "default" else {"method": method}
+    if max_steps is not None:
+        kwargs["max_steps"] = max_steps
     t, c = time.perf_counter(), time.process_time()
     res = reconstruct(features, theta, X.shape[0], seed=seed, **kwargs)
     wall, cpu = time.perf_counter() - t, time.process_time() - c
@@ -290,11 +297,15 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--first-seed", type=int, default=0)
     ap.add_argument("--threshold", type=float, default=0.01, help="success: ρ below this")
     ap.add_argument("--quiet", action="store_true", help="no per-seed lines")
+    ap.add_argument("--max-steps", type=int, default=None,
+                    help="iteration budget (default: reconstruct's, 20 000); a smaller one "
+                         "screens ideas quickly, but the targets are for the default")
     ap.add_argument("--one", nargs=3, metavar=("CASE", "SEED", "METHOD"), help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     if args.one:   # a child of method 'ref': one seed, one JSON line
         case, seed, method = args.one
-        print(json.dumps(run_seed(case, int(seed), method)), flush=True)
+        print(json.dumps(run_seed(case, int(seed), method, max_steps=args.max_steps)),
+              flush=True)
         return 0
     if args.init_table:
         init_table(min(args.seeds, 4))
@@ -314,7 +325,7 @@ def main(argv: list[str] | None = None) -> int:
         for method in args.methods.split(","):
             rows = []
             for seed in range(args.first_seed, args.first_seed + args.seeds):
-                r = run_seed(case, seed, method, args.reference)
+                r = run_seed(case, seed, method, args.reference, args.max_steps)
                 rows.append(r)
                 if not args.quiet:
                     print(f"{case} [{method}] seed={seed:<3} ρ={r['rho']:.1e} loss={r['loss']:.1e} "
