@@ -1,4 +1,4 @@
-"""Issues #14/#26's targets: success rate, iterations, passes over V, wall and CPU time of the attack.
+"""Issues #14/#26's targets: success, iterations, passes over V, wall and CPU time of the attack.
 
 For each case and seed s the model is the one of ``bench_reconstruct_success.py``: data
 X = ``sphere_data(n, d, s)`` (or 5 digits images), labels from seed s, V seeded by s, θ* = Φ⁺Y;

@@ -9,6 +9,10 @@ Notes
 Algorithm ``method="varpro"`` (default): Levenberg–Marquardt on the variable-projection form of
 L (the linear weights eliminated, Kaufman's Jacobian, dense or matrix-free Gauss–Newton systems)
 with monotonic basin hopping, grow/exchange rounds and restarts; see :mod:`rftheory.varpro`.
+Its first walk starts from the spectral initialisation of :mod:`rftheory.spectral_init` (issue
+#26): the span of the training points from the second Hermite moment of θ*, the points from the
+third (fourth for ReLU) by Jennrich's algorithm. It helps where p ≫ dn (d = 100, n = 4, 10dn:
+11 iterations) and is no better than a random start near p = dn (``paper_notes/attack.md``).
 Measured with ``python benchmarks/bench_attack.py`` (sphere data, Gaussian labels, relu+tanh,
 default options, 10 seeds, success = paper's ρ < 0.01; 2026-12-01): 10/10 at p = 1.5dn and
 1.25dn for d = n = 10, 10/10 at 1.5dn and 9/10 at 1.25dn for (d, n) = (20, 10) — where the
@@ -328,6 +332,10 @@ def reconstruct(features: FeatureMap, theta: Any, n_hat: int, *, method: str = "
         Seed of the random initial candidates (and of the basin-hopping perturbations).
     X_init : array, shape (n_hat, d), optional
         Starting rows (projected onto the sphere). ``"lbfgs"`` adds random ones to form the pool.
+        Default: random rows for ``"lbfgs"``; for ``"varpro"`` on :class:`RandomFeatures`, the
+        spectral points of :func:`rftheory.spectral_init.spectral_init` (Hermite moments of θ*;
+        random rows in the directions the activation's coefficients leave undetermined, e.g.
+        tanh's μ_2 = 0), their passes over V counted in ``passes``.
     tol : float
         Target loss; the run stops as soon as the n̂ returned rows reach it.
     max_steps : int
@@ -359,8 +367,9 @@ def reconstruct(features: FeatureMap, theta: Any, n_hat: int, *, method: str = "
         LM runs.
     patience : int
         ``"varpro"`` only: rounds in a row that do not lower a basin-hopping walk's best loss by
-        more than 10 % before the walk is abandoned for a fresh random start (the best point of
-        all walks is returned; the run itself ends at ``tol``, ``max_steps`` or ``max_rounds``).
+        more than 10 % before the walk is abandoned for a fresh random start (a walk also ends
+        after :data:`rftheory.varpro.RETURNS` rounds in a row that come back to its best loss;
+        the best point of all walks is returned; the run itself ends at ``tol``, ``max_steps`` or ``max_rounds``).
     solver : {"auto", "dense", "cg"}
         ``"varpro"`` only: how the LM system is solved — dense Gauss–Newton matrix, or matrix-free
         preconditioned CG; ``"auto"`` picks dense for small n̂·d (see

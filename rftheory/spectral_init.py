@@ -15,8 +15,8 @@ reveal the training points without any optimisation: T_2 is a d × d matrix of r
 range is span{u_i}, and T_3 restricted to that span is a symmetric tensor whose rank-one
 components are the u_i themselves (Jennrich's algorithm: two random contractions
 M_α = T_3(·, ·, α) = W diag(λ_i⟨w_i, α⟩) Wᵀ are simultaneously diagonalised by the
-eigenvectors of M_α M_β⁻¹). :func:`spectral_init` computes them in about twenty streams over V (no d × d matrix) and
-returns n starting points for the attack.
+eigenvectors of M_α M_β⁻¹). :func:`spectral_init` computes them in about twenty streams over V
+(no d × d matrix) and returns n starting points for the attack.
 
 Notes
 -----
@@ -207,8 +207,8 @@ def spectral_init(features: FeatureMap, theta: Any, n: int, *, seed: int = 0) ->
     About 20 streams over V, each costing about what a loss evaluation with 2n + 8 candidates
     costs (:data:`DEFLATION_SWEEPS` for the least squares on [1, g], :data:`SUBSPACE_SWEEPS` + 1
     for T_2's subspace iteration, one for the projections h = U_sᵀg), then host work on p × s
-    and s × s arrays, and JENNRICH_TRIALS·(n + 1) loss evaluations for the signs. Memory: d × (2n + 8) and p × s
-    arrays, never d × d. Accuracy: see the module Notes (statistical, O(√(d/p))).
+    and s × s arrays, and JENNRICH_TRIALS·(n + 1) loss evaluations for the signs. Memory:
+    d × (2n + 8) and p × s arrays, never d × d. Accuracy: see the module Notes (statistical, O(√(d/p))).
 
     Examples
     --------
