@@ -9,10 +9,9 @@ Notes
 Algorithm ``method="varpro"`` (default): Levenberg–Marquardt on the variable-projection form of
 L (the linear weights eliminated, Kaufman's Jacobian, dense or matrix-free Gauss–Newton systems)
 with monotonic basin hopping, grow/exchange rounds and restarts; see :mod:`rftheory.varpro`.
-Its first walk starts from the spectral initialisation of :mod:`rftheory.spectral_init` (issue
-#26): the span of the training points from the second Hermite moment of θ*, the points from the
-third (fourth for ReLU) by Jennrich's algorithm. It helps where p ≫ dn (d = 100, n = 4, 10dn:
-11 iterations) and is no better than a random start near p = dn (``paper_notes/attack.md``).
+A spectral start from the Hermite moments of θ* (:mod:`rftheory.spectral_init`, issue #26) is
+available through ``X_init``; it is not the default: it starts close only where p ≫ dn, and on
+6 seeds at (100, 20), 10dn it saved no iterations (``paper_notes/attack.md``).
 Measured with ``python benchmarks/bench_attack.py`` (sphere data, Gaussian labels, relu+tanh,
 default options, 10 seeds, success = paper's ρ < 0.01; 2026-12-01): 10/10 at p = 1.5dn and
 1.25dn for d = n = 10, 10/10 at 1.5dn and 9/10 at 1.25dn for (d, n) = (20, 10) — where the
@@ -97,8 +96,11 @@ METHODS = ("varpro", "lbfgs")
 #: streams of V's blocks (``[seed, b]``, b < 2**40) nor with rftheory.data's tags (2**40 + 1..4).
 _STREAM_CANDIDATES = 2**40 + 100
 #: Whether ``method="varpro"`` without ``X_init`` starts its first walk from
-#: :func:`rftheory.spectral_init.spectral_init` (random features only; see :func:`reconstruct`).
-SPECTRAL_START = True
+#: :func:`rftheory.spectral_init.spectral_init` (random features only). Off: measured on 6 seeds
+#: (paper_notes/attack.md, issue #26) it gave no gain at (100, 20), 10dn, relu+tanh (median 51
+#: iterations either way), cost more for relu (median 148 against 121 from random starts) and
+#: starts no closer than a random point near p = dn. Pass ``X_init=spectral_init(...).X`` to use it.
+SPECTRAL_START = False
 
 
 @dataclass(frozen=True)
@@ -332,10 +334,9 @@ def reconstruct(features: FeatureMap, theta: Any, n_hat: int, *, method: str = "
         Seed of the random initial candidates (and of the basin-hopping perturbations).
     X_init : array, shape (n_hat, d), optional
         Starting rows (projected onto the sphere). ``"lbfgs"`` adds random ones to form the pool.
-        Default: random rows for ``"lbfgs"``; for ``"varpro"`` on :class:`RandomFeatures`, the
-        spectral points of :func:`rftheory.spectral_init.spectral_init` (Hermite moments of θ*;
-        random rows in the directions the activation's coefficients leave undetermined, e.g.
-        tanh's μ_2 = 0), their passes over V counted in ``passes``.
+        Default: random rows. The spectral points of
+        :func:`rftheory.spectral_init.spectral_init` (Hermite moments of θ*) are a start to pass
+        here; they are not the default (:data:`SPECTRAL_START`, measured no better).
     tol : float
         Target loss; the run stops as soon as the n̂ returned rows reach it.
     max_steps : int
