@@ -64,6 +64,8 @@ __all__ = [
     "stream_memory",
     "train_memory",
     "features_memory",
+    "available_memory_bytes",
+    "default_v_cache_bytes",
 ]
 
 #: Rows of V per generated block; also the unit of every reduction over p.
@@ -667,6 +669,55 @@ def _itemsize(dtype: Any) -> int:
 
 #: _itemsize's memo.
 _ITEMSIZES: dict[tuple, int] = {}
+
+
+#: Fraction of the memory available when a model is built that :func:`default_v_cache_bytes`
+#: lets the V cache use. An iterative method may hold V in float64 and, for the matrix-free
+#: products, in float32 too (1.5× the float64 size), so a quarter keeps both under 40 %.
+V_CACHE_FRACTION = 0.25
+#: Smallest default V cache (the earlier fixed default, 1 GiB), used when the available memory
+#: cannot be read.
+V_CACHE_FLOOR = 2**30
+
+
+def available_memory_bytes() -> int | None:
+    """Memory available to a new allocation now, in bytes (None where the platform does not say).
+
+    The one memory probe of the package, :func:`rftheory.budget.available_memory`
+    (``MemAvailable`` capped by a cgroup limit), as an integer.
+
+    Returns
+    -------
+    int or None
+        Bytes.
+    """
+    from .budget import available_memory
+
+    available = available_memory()
+    return None if available is None else int(available)
+
+
+def default_v_cache_bytes() -> int:
+    """The default ``v_cache_bytes``: :data:`V_CACHE_FRACTION` of the memory available now.
+
+    At least :data:`V_CACHE_FLOOR` (also the value when the available memory is unknown). The
+    cache changes speed only, never results, so a value that depends on the machine's state is
+    safe to default to.
+
+    Returns
+    -------
+    int
+        Bytes.
+
+    Examples
+    --------
+    >>> default_v_cache_bytes() >= V_CACHE_FLOOR
+    True
+    """
+    available = available_memory_bytes()
+    if available is None:
+        return V_CACHE_FLOOR
+    return max(V_CACHE_FLOOR, int(V_CACHE_FRACTION * available))
 
 
 def available_cores() -> int:

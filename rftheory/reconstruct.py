@@ -9,6 +9,9 @@ Notes
 Algorithm ``method="varpro"`` (default): Levenberg–Marquardt on the variable-projection form of
 L (the linear weights eliminated, Kaufman's Jacobian, dense or matrix-free Gauss–Newton systems)
 with monotonic basin hopping, grow/exchange rounds and restarts; see :mod:`rftheory.varpro`.
+A spectral start from the Hermite moments of θ* (:mod:`rftheory.spectral_init`, issue #26) is
+available through ``X_init``; it is not the default: it starts close only where p ≫ dn, and on
+6 seeds at (100, 20), 10dn it saved no iterations (``paper_notes/attack.md``).
 Measured with ``python benchmarks/bench_attack.py`` (sphere data, Gaussian labels, relu+tanh,
 default options, 10 seeds, success = paper's ρ < 0.01; 2026-12-01): 10/10 at p = 1.5dn and
 1.25dn for d = n = 10, 10/10 at 1.5dn and 9/10 at 1.25dn for (d, n) = (20, 10) — where the
@@ -81,6 +84,7 @@ from .backend import to_host
 from .data import to_sphere
 from .deadline import NO_DEADLINE, TIME_LIMIT_REACHED, Deadline
 from .projection import projection_loss
+from .spectral_init import spectral_init
 from .varpro import HOP_ANGLE, SOLVERS, Problem, loss_passes, minimise, random_points
 
 __all__ = ["ReconstructionResult", "reconstruct", "memory", "STOP_REASONS", "METHODS"]
@@ -93,6 +97,12 @@ METHODS = ("varpro", "lbfgs")
 #: Stream tag of the random candidates: ``default_rng([seed, tag])`` never coincides with the
 #: streams of V's blocks (``[seed, b]``, b < 2**40) nor with rftheory.data's tags (2**40 + 1..4).
 _STREAM_CANDIDATES = 2**40 + 100
+#: Whether ``method="varpro"`` without ``X_init`` starts its first walk from
+#: :func:`rftheory.spectral_init.spectral_init` (random features only). Off: measured on 6 seeds
+#: (paper_notes/attack.md, issue #26) it gave no gain at (100, 20), 10dn, relu+tanh (median 51
+#: iterations either way), cost more for relu (median 148 against 121 from random starts) and
+#: starts no closer than a random point near p = dn. Pass ``X_init=spectral_init(...).X`` to use it.
+SPECTRAL_START = False
 
 
 @dataclass(frozen=True)
@@ -326,6 +336,9 @@ def reconstruct(features: FeatureMap, theta: Any, n_hat: int, *, method: str = "
         Seed of the random initial candidates (and of the basin-hopping perturbations).
     X_init : array, shape (n_hat, d), optional
         Starting rows (projected onto the sphere). ``"lbfgs"`` adds random ones to form the pool.
+        Default: random rows. The spectral points of
+        :func:`rftheory.spectral_init.spectral_init` (Hermite moments of θ*) are a start to pass
+        here; they are not the default (:data:`SPECTRAL_START`, measured no better).
     tol : float
         Target loss; the run stops as soon as the n̂ returned rows reach it.
     max_steps : int
@@ -357,8 +370,9 @@ def reconstruct(features: FeatureMap, theta: Any, n_hat: int, *, method: str = "
         LM runs.
     patience : int
         ``"varpro"`` only: rounds in a row that do not lower a basin-hopping walk's best loss by
-        more than 10 % before the walk is abandoned for a fresh random start (the best point of
-        all walks is returned; the run itself ends at ``tol``, ``max_steps`` or ``max_rounds``).
+        more than 10 % before the walk is abandoned for a fresh random start (a walk also ends
+        after :data:`rftheory.varpro.RETURNS` rounds in a row that come back to its best loss;
+        the best point of all walks is returned; the run itself ends at ``tol``, ``max_steps`` or ``max_rounds``).
     solver : {"auto", "dense", "cg"}
         ``"varpro"`` only: how the LM system is solved — dense Gauss–Newton matrix, or matrix-free
         preconditioned CG; ``"auto"`` picks dense for small n̂·d (see
@@ -457,6 +471,11 @@ def reconstruct(features: FeatureMap, theta: Any, n_hat: int, *, method: str = "
     if method == "varpro":
         theta2 = theta if theta.ndim == 2 else theta[:, None]
         problem = Problem(features, theta2, xp, dev, solver)
+        if X_init is None and SPECTRAL_START and isinstance(features, RandomFeatures):
+            # The random points above are still drawn, so the rest of the stream is the same.
+            init = spectral_init(features, theta2, n_hat, seed=seed)
+            current = init.X
+            problem.passes += init.passes
         with _blas_threads_for(xp, n_hat, d):
             out = minimise(problem, current, rng, tol=tol, max_steps=max_steps,
                            max_rounds=max_rounds, patience=patience, hop_angle=hop_angle,

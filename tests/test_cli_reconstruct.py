@@ -26,7 +26,11 @@ def test_end_to_end_with_the_real_optimiser(capsys, method):
     assert out["p"] == 60 and out["p_over_dn"] == 4 and out["n_hat"] == 3
     # p = 20n ≫ n: labels are interpolated (Gram solve in float64, condition ≲ 1e3).
     assert out["train_residual"] < 1e-10
-    assert out["steps"] == len(out["history"]) and 0.0 <= out["loss"] <= 1.0
+    # varpro: an exchange's iterations on the grown set count in steps but not in the history.
+    exact = out["method"] == "lbfgs"
+    assert (out["steps"] == len(out["history"])) if exact else \
+        (0 < len(out["history"]) <= out["steps"])
+    assert 0.0 <= out["loss"] <= 1.0
     assert out["rho"]["abs"] <= out["rho"]["sign_invariant"] <= out["rho"]["signed"]
     assert np.mean(out["per_sample_rho"]) == pytest.approx(out["rho"]["abs"], rel=1e-12)
     # p = 4dn is past the reconstruction threshold for relu+tanh: the (tiny) training set is

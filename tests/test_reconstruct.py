@@ -217,6 +217,28 @@ def test_recovers_at_one_and_a_quarter_dn():
         assert res.converged and _rho_abs(X, res.X_hat) < 0.01
 
 
+def test_recovers_at_one_point_one_dn():
+    # Issue #26: at p = 1.1dn, 10 % above the counting limit, on fixed seeds (~1 s each).
+    for s in range(2):
+        rf, X, theta = _problem(d=6, n=4, ratio=1.1, data_seed=700 + s)
+        res = reconstruct(rf, theta, 4, seed=s)
+        assert res.converged and _rho_abs(X, res.X_hat) < 0.01, (s, res.loss, res.steps)
+
+
+@pytest.mark.parametrize("d, dense", [(12, True), (100, False)])
+def test_auto_solver_switch_by_size_recovers_on_both_sides(d, dense):
+    # solver="auto" picks the dense Gauss–Newton matrix for n̂d = 48 and matrix-free CG for
+    # n̂d = 400 at p = 10dn (p·(n̂d)² = 6.4e8 > DENSE_FLOPS); each side recovers the data.
+    from rftheory.varpro import Problem
+
+    rf, X, theta = _problem(d=d, n=4, ratio=10.0, data_seed=800 + d)
+    assert Problem(rf, np.asarray(theta)[:, None], np, "cpu").dense_for(4) is dense
+    res = reconstruct(rf, theta, 4, seed=0)
+    assert res.converged and _rho_abs(X, res.X_hat) < 0.01
+    forced = reconstruct(rf, theta, 4, seed=0, solver="cg" if dense else "dense")
+    assert forced.converged and _rho_abs(X, forced.X_hat) < 0.01
+
+
 #: Issue #14's targets near the information limit, (d, n, p/(dn), success rate), relu+tanh,
 #: default options; 5 seeds each here (benchmarks/bench_attack.py measures 10 on other seeds).
 NEAR_LIMIT_TARGETS = [

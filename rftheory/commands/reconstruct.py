@@ -28,8 +28,10 @@ from ._rules import expression, integer_type
 
 #: Seconds between ρ evaluations for the progress bar (a Hungarian matching on the host).
 PROGRESS_RHO_INTERVAL = 1.0
-#: Megabytes of V kept in memory between optimiser steps (saves redrawing V every step).
-DEFAULT_V_CACHE_MB = 1024
+#: ``--v-cache-mb`` when not given: None, i.e. :func:`rftheory.features.default_v_cache_bytes`
+#: (a quarter of the memory available at the start, at least 1024 MB). The cache keeps V in
+#: memory between optimiser steps (saves redrawing V every step); it never changes results.
+DEFAULT_V_CACHE_MB = None
 
 
 def register(subparsers: Any) -> None:
@@ -63,7 +65,8 @@ def register(subparsers: Any) -> None:
     parser.add_argument("--max-steps", type=integer_type(), help="optimiser iteration budget")
     parser.add_argument("--tol", type=float, help="target loss")
     parser.add_argument("--v-cache-mb", type=integer_type(), default=DEFAULT_V_CACHE_MB,
-                        help=f"keep V in memory if it fits (default {DEFAULT_V_CACHE_MB} MB)")
+                        help="keep V in memory if it fits in this many MB (default: a quarter "
+                             "of the memory available at the start, at least 1024 MB)")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
     parser.add_argument("--json", action="store_true", help="machine-readable output")
     parser.add_argument("--plot", metavar="FILE", help="write a figure (PNG and PDF)")
@@ -87,7 +90,7 @@ def handle(args: argparse.Namespace) -> int:
     d = None if args.d is None else at_least(args.d, "d")
     max_steps = None if args.max_steps is None else at_least(args.max_steps, "max-steps")
     tol = None if args.tol is None else finite_at_least(args.tol, "tol")
-    v_cache_mb = at_least(args.v_cache_mb, "v-cache-mb", 0)
+    v_cache_mb = None if args.v_cache_mb is None else at_least(args.v_cache_mb, "v-cache-mb", 0)
     if args.method is not None and args.method not in METHODS:
         raise RFTheoryError(f"--method must be one of {', '.join(METHODS)}, got {args.method!r}")
     if args.p_mult is not None and not (math.isfinite(args.p_mult) and args.p_mult > 0):
@@ -97,6 +100,9 @@ def handle(args: argparse.Namespace) -> int:
                             "candidates' features span R^p and the loss is identically 0")
     guard = limits(args)
     from ..data import dataset_dimension  # numpy, not yet sympy
+    from ..features import default_v_cache_bytes
+
+    v_cache_bytes = default_v_cache_bytes() if v_cache_mb is None else v_cache_mb * 2**20
 
     d = dataset_dimension(args.data, d)
     from ..budget import check
@@ -111,11 +117,11 @@ def handle(args: argparse.Namespace) -> int:
         raise RFTheoryError("--time-probe goes with --dry-run")
     resolved = _optimiser_options(tol, max_steps)
     need = check(reconstruction_memory(d=d, n=n, p=p, n_hat=n_hat, method=args.method,
-                                       v_cache_bytes=v_cache_mb * 2**20), **guard)
+                                       v_cache_bytes=v_cache_bytes), **guard)
     sizes = {"d": d, "n": n, "p": p, "n_hat": n_hat, "seed": seed, "labels": args.labels,
              **resolved}
     fit_options = dict(activation=args.activation, n=n, d=d, p=p, seed=seed, data=args.data,
-                       labels=args.labels, device=args.device, v_cache_bytes=v_cache_mb * 2**20)
+                       labels=args.labels, device=args.device, v_cache_bytes=v_cache_bytes)
     if args.dry_run:
         return _dry_run(args, need, sizes, fit_options)
     fitted = fit_model(**fit_options)
