@@ -15,6 +15,7 @@ PyTorch, and f(x) = ⟨head, body(x)⟩.
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 from typing import Any
@@ -24,7 +25,7 @@ import numpy as np
 from ..errors import RFTheoryError, ShapeError
 from .backend import float64, require_jax, seed_from
 
-__all__ = ["ResNet", "SPATIAL"]
+__all__ = ["ResNet", "SPATIAL", "IM2COL_MAX"]
 
 #: Side of the stem's output map (7×7, as the official network on 32×32 inputs).
 SPATIAL = 7
@@ -45,11 +46,15 @@ class ResNet:
     blocks : int
         Residual blocks (4 in the official network).
     conv : {"im2col", "lax"}
-        How convolutions are computed: ``"im2col"`` (shifted views and one ``einsum``, the
-        default) or ``"lax"`` (``jax.lax.conv_general_dilated``). Both give the same numbers up to
-        rounding (``tests/test_deep.py``). im2col is the default because XLA's CPU compiler took
-        13 s of CPU to compile one float64 gradient of the lax version at w = 5 (2 s at w = 1 or
-        8, 1.7 s in float32; measured with jax 0.10.2), and a claim compiles one per width.
+        How convolutions are computed: ``"im2col"`` (the default: products with a constant 0/1
+        shift tensor, then with the kernel — two ``einsum``; the stem falls back to lax when its
+        tensor would exceed :data:`IM2COL_MAX` entries, i.e. at large H) or ``"lax"``
+        (``jax.lax.conv_general_dilated``). Both give the same numbers up to
+        rounding (``tests/test_deep.py``). im2col is the default on these small inputs because
+        XLA's CPU compiler took 13.5 s of CPU to compile one float64 output VJP of the lax
+        version at w = 5 (4.8 s at w = 3, 1.7 s at w = 21; jax 0.10.2), and a claim compiles
+        its functions once per width. Inputs are still 2-D; slices of padded views (the first
+        im2col tried) made the VJP slow to compile too (6.5 s at w = 1).
 
     Examples
     --------
@@ -166,18 +171,39 @@ class ResNet:
             return np.asarray(self.body(params, np.asarray(X, dtype=np.float64)))
 
 
+#: Largest shift tensor (entries) of the im2col path; above it (the stem at large H) lax is used.
+IM2COL_MAX = 2**22
+
+
+@functools.lru_cache(maxsize=16)
+def _shifts(side: int, k: int) -> np.ndarray:
+    """S[q, s, t] = 1 where output pixel t reads input pixel s through kernel tap q (padding 1)."""
+    out = side + 3 - k
+    S = np.zeros((k * k, side * side, out * out))
+    for i in range(k):
+        for j in range(k):
+            for x in range(out):
+                for y in range(out):
+                    u, v = x + i - 1, y + j - 1
+                    if 0 <= u < side and 0 <= v < side:
+                        S[i * k + j, u * side + v, x * out + y] = 1.0
+    return S
+
+
 def _conv(jax: Any, how: str, h: Any, w: Any) -> Any:
     """Stride-1 convolution with padding 1 (NCHW, OIHW), at the highest precision (no TF32)."""
-    if how == "im2col":
+    side, k = h.shape[2], w.shape[2]
+    if how == "im2col" and k * k * side * side * (side + 3 - k) ** 2 <= IM2COL_MAX:
         jnp = jax.numpy
-        n, c, side, _ = h.shape
-        out_ch, _, k, _ = w.shape
-        out = side + 2 - k + 1
-        hp = jnp.pad(h, ((0, 0), (0, 0), (1, 1), (1, 1)))
-        cols = jnp.stack([hp[:, :, i:i + out, j:j + out] for i in range(k) for j in range(k)],
-                         axis=2)  # (n, c, k², out, out)
-        return jnp.einsum("ncqxy,ocq->noxy", cols, jnp.reshape(w, (out_ch, c, k * k)),
+        n, c = h.shape[:2]
+        out_ch = w.shape[0]
+        out = side + 3 - k
+        S = jnp.asarray(_shifts(side, k), h.dtype)  # (k², side², out²) 0/1
+        cols = jnp.einsum("ncs,qst->ncqt", jnp.reshape(h, (n, c, side * side)), S,
                           precision=jax.lax.Precision.HIGHEST)
+        y = jnp.einsum("ncqt,ocq->not", cols, jnp.reshape(w, (out_ch, c, k * k)),
+                       precision=jax.lax.Precision.HIGHEST)
+        return jnp.reshape(y, (n, out_ch, out, out))
     return jax.lax.conv_general_dilated(h, w, (1, 1), ((1, 1), (1, 1)),
                                         dimension_numbers=("NCHW", "OIHW", "NCHW"),
                                         precision=jax.lax.Precision.HIGHEST)
