@@ -163,7 +163,7 @@ class Config(ClaimConfig):
     seeds: int = 3
     datasets: tuple[str, ...] = tuple(DATASETS)
     fraction: float = 0.1
-    span_tol: float = 0.05
+    span_tol: float = 0.05  # rftheory.deep.train.SPAN_TOL (not imported: the claim module loads without JAX)
     method: str = "lm"
     max_steps: int = 200
     rounds: int = 2
@@ -220,10 +220,16 @@ def run(config: Config = FULL, *, progress: Callable[[str], None] | None = None,
     >>> deep_law.QUICK.ratios, deep_law.QUICK.ns, deep_law.QUICK.seeds
     ((0.5, 1.0, 4.0, 16.0), (2,), 3)
     """
-    from rftheory.deep import require_jax
+    import importlib.util
+    import sys
 
-    require_jax()  # one clear error before any worker starts
+    if importlib.util.find_spec("jax") is None:  # one clear error before any worker starts
+        raise RFTheoryError("deep_law needs JAX: pip install 'rftheory[deep]'")
     workers = default_workers(workers)
+    if "jax" in sys.modules:
+        # this process has JAX loaded (and maybe its runtime threads started): a forked worker
+        # could deadlock, so the cells run here (results do not depend on the workers)
+        workers = 1
     seeds = tuple(config.seed + s for s in range(config.seeds))
     options = {"fraction": config.fraction, "span_tol": config.span_tol, "method": config.method,
                "max_steps": config.max_steps, "rounds": config.rounds}
@@ -245,14 +251,7 @@ def run(config: Config = FULL, *, progress: Callable[[str], None] | None = None,
     cases = [c for cell in results for c in cell]
     summary_ = _aggregate(cases, config.ratios)
     top = max(config.ratios)
-    per_key = {}
-    for key, entry in summary_.items():
-        below = [row for row in entry["rows"] if row["ratio_nominal"] <= 1.0]
-        at_top = [row for row in entry["rows"] if row["ratio_nominal"] == top]
-        fails_below = bool(below) and all(row["success_rate"] < 0.5 for row in below)
-        succeeds_top = bool(at_top) and all(row["success_rate"] >= 0.5 for row in at_top)
-        per_key[key] = {"fails_at_or_below_dn": fails_below, "succeeds_at_largest_ratio": succeeds_top,
-                        "law_holds": fails_below and succeeds_top, "threshold": entry["threshold"]}
+    per_key = judge(summary_, top)
     return {
         "claim": CLAIM,
         "statement": ("The official ResNet trained by small-step GD obeys the law of data "
@@ -272,6 +271,40 @@ def run(config: Config = FULL, *, progress: Callable[[str], None] | None = None,
         },
         "sweep_seconds": round(time.perf_counter() - t0, 1),
     }
+
+
+def judge(summary_: dict[str, Any], top: float) -> dict[str, dict[str, Any]]:
+    """The verdict per (data set, n) from the aggregated rows (see the module docstring).
+
+    Parameters
+    ----------
+    summary_ : dict
+        ``result["summary"]``: per key, ``rows`` with ``ratio_nominal`` and ``success_rate``,
+        and the ``threshold``.
+    top : float
+        The largest ratio of the grid.
+
+    Returns
+    -------
+    dict
+        Per key: ``fails_at_or_below_dn``, ``succeeds_at_largest_ratio``, ``law_holds``,
+        ``threshold``. A grid without ratios ≤ 1 (or without ``top``) cannot confirm the law.
+
+    Examples
+    --------
+    >>> rows = [{"ratio_nominal": 0.5, "success_rate": 1.0}, {"ratio_nominal": 16.0, "success_rate": 1.0}]
+    >>> judge({"sphere/n=2": {"rows": rows, "threshold": 0.5}}, 16.0)["sphere/n=2"]["law_holds"]
+    False
+    """
+    out = {}
+    for key, entry in summary_.items():
+        below = [row for row in entry["rows"] if row["ratio_nominal"] <= 1.0]
+        at_top = [row for row in entry["rows"] if row["ratio_nominal"] == top]
+        fails_below = bool(below) and all(row["success_rate"] < 0.5 for row in below)
+        succeeds_top = bool(at_top) and all(row["success_rate"] >= 0.5 for row in at_top)
+        out[key] = {"fails_at_or_below_dn": fails_below, "succeeds_at_largest_ratio": succeeds_top,
+                    "law_holds": fails_below and succeeds_top, "threshold": entry["threshold"]}
+    return out
 
 
 def _aggregate(cases: list[dict[str, Any]], ratios: tuple[float, ...]) -> dict[str, Any]:
