@@ -38,12 +38,13 @@ T = TypeVar("T")
 
 #: Claims in the order ``rftheory verify all`` runs them.
 CLAIMS = ("kernel_concentration", "law", "theorem1", "theorem2", "single_sample", "sign", "nhat",
-          "twolayer_law", "headline")
+          "twolayer_law", "headline", "deep_law")
 #: Claims ``rftheory verify all`` runs: every claim but ``headline``, the paper's headline table at
 #: d = 3072, a demonstration of scale rather than a check (its default n = 10 takes hours on a
 #: CPU, its ``--quick`` minutes; run it by name).
-ALL = tuple(c for c in CLAIMS if c != "headline")
-_ALIASES = {"twolayer": "twolayer_law", "kernel": "kernel_concentration"}
+#: ``deep_law`` (the ResNet, needs the optional JAX extra ``rftheory[deep]``) also runs by name.
+ALL = tuple(c for c in CLAIMS if c not in ("headline", "deep_law"))
+_ALIASES = {"twolayer": "twolayer_law", "kernel": "kernel_concentration", "deep": "deep_law"}
 
 #: Modules whose code decides a reconstruction's numbers (the optimiser is still being tuned).
 SOURCE_MODULES = ("pipeline", "reconstruct", "varpro", "projection", "features", "gram",

@@ -144,6 +144,7 @@ def run_case(dataset: str, setup: str, ratio: float, seed: int, *, activation: s
     from rftheory.data import load_dataset
     from rftheory.metrics import rho
     from rftheory.projection import projection_loss
+    from rftheory.rank import numerical_rank, singular_values
     from rftheory.reconstruct import reconstruct
     from rftheory.twolayer import train_two_layer
 
@@ -164,6 +165,10 @@ def run_case(dataset: str, setup: str, ratio: float, seed: int, *, activation: s
             seed=seed, last_layer_init=cfg["last_layer_init"],
             n_classes=k if cfg["loss"] == "cross_entropy" else None)
         features, theta = trained.features(), trained.theta
+        # r = numerical rank of θ ∈ R^{width×k} (singular values above max(width, k)·eps·σ_max,
+        # the SVD's rounding level): the count gives r(p − n) equations, not k(p − n)
+        theta_sv = singular_values(np.asarray(theta))
+        theta_rank = numerical_rank(np.asarray(theta))
         # How far ΔW₂ is from the span at the true data: the loss the attack can reach at best.
         span_residual = projection_loss(features, X, theta, gradient=False).loss
         rec = reconstruct(features, theta, n, seed=seed, max_steps=max_steps,
@@ -177,6 +182,8 @@ def run_case(dataset: str, setup: str, ratio: float, seed: int, *, activation: s
         "train_first_layer": cfg["train_first_layer"], "activation": activation,
         "d": d, "n": n, "k": k, "width": width, "p_last": p_last,
         "ratio": p_last / (d * n), "ratio_nominal": ratio, "seed": seed,
+        "theta_rank": theta_rank, "theta_singular_values": [float(v) for v in theta_sv],
+        "rank_ratio": theta_rank * width / (d * n),
         "train_steps": trained.steps, "train_loss": trained.train_loss,
         "train_accuracy": trained.train_accuracy, "train_stop": trained.stop_reason,
         "first_layer_change": trained.first_layer_change, "span_residual": span_residual,

@@ -21,8 +21,9 @@ def register(subparsers) -> None:
     p = subparsers.add_parser("verify", help="check a claim of the paper (writes results/<claim>.json + figures)",
                        description="Run the verification of one claim of the paper, or all of them.")
     p.add_argument("claim", help="kernel_concentration, law, theorem1, theorem2, single_sample, "
-                                 "sign, nhat, twolayer_law, headline, or all (every claim "
-                                 "but headline, which runs by name)")
+                                 "sign, nhat, twolayer_law, headline, deep_law, or all (every "
+                                 "claim but headline and deep_law, which run by name; deep_law "
+                                 "needs rftheory[deep])")
     size = p.add_mutually_exclusive_group()
     size.add_argument("--quick", action="store_true", help="small, fast version (minutes on 2 cores)")
     size.add_argument("--large", action="store_true",

@@ -1,0 +1,335 @@
+"""Reconstruction of a deep network's training set through its body (JAX).
+
+Given the trained body and θ = head − head(0), find X̂ (n̂ rows on the √d-sphere) minimising
+the package's projection loss
+
+    L(X̂) = ‖P⊥_{Φ̂} θ‖²/‖θ‖²,   Φ̂ = body(X̂) ∈ R^{n̂×p^(L)} (one batched pass).
+
+Two methods:
+
+``"lm"`` (default)
+    Levenberg–Marquardt on the variable-projection residual r(X̂) = P⊥_{Φ̂}θ/‖θ‖ with Kaufman's
+    Jacobian J[V] = −P⊥_{Φ̂}(∂Φ̂[V])ᵀa/‖θ‖ (a = G⁺Φ̂θ), restricted to the tangent space of the
+    spheres. J and Jᵀ are matrix free — ``jax.linearize`` of the body gives the JVP and
+    ``jax.linear_transpose`` the VJP — and the damped normal equations (JᵀJ + μI)δ = −Jᵀr are
+    solved by conjugate gradients; the step is retracted onto the spheres and accepted when
+    it lowers L (μ shrinks by 3, else grows by 4).
+``"adam"``
+    The first-order baseline: Adam on the Riemannian gradient 2Jᵀr, with the same retraction.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+import time
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from ..errors import RFTheoryError, ShapeError
+from .backend import float64, require_jax, seed_from
+from .projection import jax_projection
+
+__all__ = ["DeepReconstruction", "METHODS", "projection_loss", "reconstruct"]
+
+#: Attack methods (see the module docstring).
+METHODS = ("lm", "adam")
+_STREAM_START = 2**42 + 30
+#: An LM round stalls when L fell by less than this fraction over the last STALL_WINDOW accepted
+#: steps: with a trained body the loss stops at the span residual (θ is only nearly in the span),
+#: which it approaches linearly, and later steps no longer move X̂ measurably.
+STALL_DECREASE = 1e-3
+STALL_WINDOW = 10
+
+
+@dataclass(frozen=True, eq=False)
+class DeepReconstruction:
+    """Result of :func:`reconstruct`.
+
+    Attributes
+    ----------
+    X_hat : numpy.ndarray, shape (n̂, d)
+        The best candidates found (rows on the √d-sphere).
+    loss : float
+        L(X̂).
+    steps : int
+        Steps taken over all rounds (LM: accepted and rejected).
+    rounds : int
+        Starts tried.
+    stop_reason : str
+        ``"tol"``, ``"stalled"`` or ``"max_steps"`` (of the best round).
+    method : str
+    seconds : float
+    """
+
+    X_hat: np.ndarray
+    loss: float
+    steps: int
+    rounds: int
+    stop_reason: str
+    method: str
+    seconds: float
+
+
+def _tangent(V: Any, X: Any, d: int) -> Any:
+    """Project each row of V on the tangent space at the row of X (‖x‖² = d)."""
+    return V - (V * X).sum(axis=1, keepdims=True) * X / d
+
+
+def _retract(X: Any, d: int) -> Any:
+    jnp = require_jax().numpy
+    return X * (math.sqrt(d) / jnp.linalg.norm(X, axis=1, keepdims=True))
+
+
+@functools.lru_cache(maxsize=32)
+def _compiled(net: Any, cg_iters: int) -> dict[str, Any]:
+    """The jitted loss, LM step and Adam chunk for one architecture (compiled once per net)."""
+    jax = require_jax()
+    jnp = jax.numpy
+    d = net.d
+
+    def loss_grad(params: Any, X: Any, theta: Any) -> tuple[Any, Any]:
+        Phi, vjp_fn = jax.vjp(lambda Z: net.body(params, Z), X)
+        loss, a, r, _ = jax_projection(Phi, theta)
+        # ∂L/∂Φ̂ = −2 a rᵀ/‖θ‖² (a at its optimum: the envelope theorem)
+        g = vjp_fn(-2.0 * a[:, None] * r[None, :] / jnp.sum(theta * theta))[0]
+        return loss, _tangent(g, X, d)
+
+    def lm_step(params: Any, X: Any, theta: Any, lam: Any) -> tuple[Any, Any, Any]:
+        f = lambda Z: net.body(params, Z)  # noqa: E731
+        Phi, jvp_fn = jax.linearize(f, X)
+        vjp_fn = jax.linear_transpose(jvp_fn, X)
+        loss, a, r, solve = jax_projection(Phi, theta)
+        tn = jnp.linalg.norm(theta)
+        proj = lambda u: u - Phi.T @ solve(Phi @ u)  # noqa: E731
+
+        def J(V: Any) -> Any:
+            return -proj(jvp_fn(_tangent(V, X, d)).T @ a) / tn
+
+        def JT(w: Any) -> Any:
+            return _tangent(vjp_fn(-(a[:, None] * proj(w)[None, :]) / tn)[0], X, d)
+
+        g = JT(r / tn)  # half the gradient of L
+        gg = jnp.sum(g * g)
+        Jg = J(g)
+        mu = lam * jnp.sum(Jg * Jg) / jnp.maximum(gg, 1e-300)  # μ relative to the curvature along g
+
+        def A(V: Any) -> Any:
+            return JT(J(V)) + mu * V
+
+        # conjugate gradients on (JᵀJ + μI)δ = −g, from δ = 0
+        def cond(s: Any) -> Any:
+            _, _, _, rs, i = s
+            return (i < cg_iters) & (rs > 1e-20 * gg)
+
+        def body(s: Any) -> Any:
+            x, res, p, rs, i = s
+            Ap = A(p)
+            alpha = rs / jnp.maximum(jnp.sum(p * Ap), 1e-300)
+            x, res = x + alpha * p, res - alpha * Ap
+            rs_new = jnp.sum(res * res)
+            return x, res, res + (rs_new / rs) * p, rs_new, i + 1
+
+        delta = jax.lax.while_loop(cond, body, (jnp.zeros_like(g), -g, -g, gg, 0))[0]
+        X_new = _retract(X + delta, d)
+        loss_new = jax_projection(f(X_new), theta)[0]
+        return loss, loss_new, X_new
+
+    def adam_chunk(params: Any, X: Any, theta: Any, m: Any, v: Any, t0: Any, lr: Any,
+                   steps: int) -> tuple[Any, Any, Any, Any]:
+        def step(i: Any, s: Any) -> Any:
+            X, m, v, _ = s
+            loss, g = loss_grad(params, X, theta)
+            t = t0 + i + 1
+            m = 0.9 * m + 0.1 * g
+            v = 0.999 * v + 0.001 * g * g
+            mh, vh = m / (1 - 0.9 ** t), v / (1 - 0.999 ** t)
+            X = _retract(X - lr * mh / (jnp.sqrt(vh) + 1e-12), d)
+            return X, m, v, loss
+        return jax.lax.fori_loop(0, steps, step, (X, m, v, jnp.asarray(1.0, X.dtype)))
+
+    return {"loss": jax.jit(lambda params, X, theta: jax_projection(net.body(params, X), theta)[0]),
+            "loss_grad": jax.jit(loss_grad), "lm_step": jax.jit(lm_step),
+            "adam_chunk": jax.jit(adam_chunk, static_argnums=(7,))}
+
+
+def projection_loss(net: Any, params: Any, X_hat: Any, theta: Any) -> tuple[float, np.ndarray]:
+    """L(X̂) = ‖P⊥_{body(X̂)}θ‖²/‖θ‖² and its Riemannian gradient on the spheres, float64.
+
+    Parameters
+    ----------
+    net : ResNet
+        The architecture.
+    params : dict
+        Its (trained) parameters.
+    X_hat : array, shape (n̂, d)
+        Candidates on the √d-sphere.
+    theta : array, shape (p^(L),)
+        head − head(0).
+
+    Returns
+    -------
+    loss : float
+    gradient : numpy.ndarray, shape (n̂, d)
+        ∂L/∂X̂ projected on the spheres' tangent spaces.
+
+    Notes
+    -----
+    The Euclidean gradient is the VJP of the body with cotangent −2arᵀ/‖θ‖² (the closed form of
+    :mod:`rftheory.projection`); checked against finite differences in ``tests/test_deep.py``.
+    """
+    X_hat, theta = _check(net, X_hat, theta)
+    with float64():
+        loss, g = _compiled(net, 1)["loss_grad"](_jax_params(params), X_hat, theta)
+        return float(loss), np.asarray(g)
+
+
+def _jax_params(params: Any) -> Any:
+    jax = require_jax()
+    return jax.tree_util.tree_map(lambda a: jax.numpy.asarray(a, dtype=jax.numpy.float64), params)
+
+
+def _check(net: Any, X_hat: Any, theta: Any) -> tuple[np.ndarray, np.ndarray]:
+    X_hat = np.asarray(X_hat, dtype=np.float64)
+    theta = np.asarray(theta, dtype=np.float64)
+    if X_hat.ndim != 2 or X_hat.shape[1] != net.d:
+        raise ShapeError(f"X_hat must have shape (n̂, {net.d}), got {X_hat.shape}")
+    if theta.shape != (net.p_last,):
+        raise ShapeError(f"θ must have shape ({net.p_last},), got {theta.shape}")
+    if not np.any(theta) or not np.all(np.isfinite(theta)):
+        raise ShapeError("θ must be finite and non-zero")
+    return X_hat, theta
+
+
+def reconstruct(net: Any, params: Any, theta: Any, n_hat: int, *, rng: Any, method: str = "lm",
+                max_steps: int = 300, rounds: int = 1, tol: float = 1e-12,
+                cg_iters: int = 50, lr: float = 0.02, X0: Any = None) -> DeepReconstruction:
+    """Recover the training set from the trained body and θ by minimising the projection loss.
+
+    Parameters
+    ----------
+    net : ResNet
+        The architecture.
+    params : dict
+        Trained parameters (only the body is used).
+    theta : array, shape (p^(L),)
+        head − head(0).
+    n_hat : int
+        Candidates n̂.
+    rng : int or numpy.random.Generator
+        Seed of the random starts (uniform on the √d-sphere).
+    method : {"lm", "adam"}
+        See the module docstring.
+    max_steps : int
+        Steps per round (LM steps, or Adam steps).
+    rounds : int
+        Random starts; the best final loss is kept (later rounds start only while L > ``tol``).
+    tol : float
+        Stop a round once L < tol.
+    cg_iters : int
+        Most CG iterations per LM step.
+    lr : float
+        Adam's step (in units of the coordinates, which are O(1) on the √d-sphere).
+    X0 : array, shape (n̂, d), optional
+        The first round's start instead of a random one.
+
+    Returns
+    -------
+    DeepReconstruction
+
+    Notes
+    -----
+    float64 throughout. An LM round also stops as "stalled" when μ exceeds 1e10 times the
+    curvature (no decrease along any damped step) or L fell by less than a relative
+    :data:`STALL_DECREASE` over :data:`STALL_WINDOW` accepted steps.
+
+    Examples
+    --------
+    The loss at the true X is the span residual, and an attack from there stays there:
+
+    >>> import numpy as np
+    >>> from rftheory.data import sphere_data
+    >>> from rftheory.deep import ResNet, train_gd, reconstruct
+    >>> X = sphere_data(2, 64, seed=1)
+    >>> t = train_gd(ResNet(16, (1, 8, 8)), X, np.array([1.0, -1.0]), rng=1)
+    >>> rec = reconstruct(t.net, t.params, t.theta, 2, rng=0, X0=X, max_steps=3)
+    >>> bool(rec.loss <= t.span_residual * (1 + 1e-6))
+    True
+    """
+    if method not in METHODS:
+        raise RFTheoryError(f"unknown method {method!r}; choose from {', '.join(METHODS)}")
+    if isinstance(n_hat, bool) or int(n_hat) != n_hat or n_hat < 1:
+        raise RFTheoryError(f"n_hat must be a positive integer, got {n_hat!r}")
+    n_hat = int(n_hat)
+    d = net.d
+    _, theta = _check(net, np.zeros((1, d)), theta)
+    gen = np.random.default_rng([seed_from(rng), _STREAM_START])
+    t0 = time.perf_counter()
+    fns = _compiled(net, int(cg_iters))
+    best: tuple[float, np.ndarray, str] | None = None
+    steps = 0
+    tried = 0
+    with float64():
+        jnp = require_jax().numpy
+        P = _jax_params(params)
+        th = jnp.asarray(theta)
+        for k in range(max(1, int(rounds))):
+            if best is not None and best[0] < tol:
+                break
+            tried += 1
+            start = (np.asarray(X0, dtype=np.float64) if k == 0 and X0 is not None
+                     else gen.standard_normal((n_hat, d)))
+            if start.shape != (n_hat, d):
+                raise ShapeError(f"X0 must have shape ({n_hat}, {d}), got {start.shape}")
+            X = _retract(jnp.asarray(start), d)
+            if method == "lm":
+                X, loss, used, stop = _run_lm(fns, P, X, th, max_steps, tol)
+            else:
+                X, loss, used, stop = _run_adam(fns, P, X, th, max_steps, tol, lr)
+            steps += used
+            if best is None or loss < best[0]:
+                best = (loss, np.asarray(X), stop)
+    loss, X_hat, stop = best  # type: ignore[misc]
+    return DeepReconstruction(X_hat, loss, steps, tried, stop, method, time.perf_counter() - t0)
+
+
+def _run_lm(fns: dict, P: Any, X: Any, th: Any, max_steps: int,
+            tol: float) -> tuple[Any, float, int, str]:
+    lam, loss = 1e-3, math.inf
+    history: list[float] = []
+    for step in range(max_steps):
+        cur, new, X_new = fns["lm_step"](P, X, th, lam)
+        cur, new = float(cur), float(new)
+        loss = min(loss, cur)
+        if cur < tol:
+            return X, cur, step, "tol"
+        if np.isfinite(new) and new < cur:
+            X, loss, lam = X_new, new, max(lam / 3.0, 1e-12)
+            history.append(new)
+            if new < tol:
+                return X, new, step + 1, "tol"
+            if len(history) > STALL_WINDOW and (history[-STALL_WINDOW - 1] - new
+                                                <= STALL_DECREASE * history[-STALL_WINDOW - 1]):
+                return X, new, step + 1, "stalled"
+        else:
+            lam *= 4.0
+            if lam > 1e10:
+                return X, cur, step + 1, "stalled"
+    return X, loss, max_steps, "max_steps"
+
+
+def _run_adam(fns: dict, P: Any, X: Any, th: Any, max_steps: int, tol: float,
+              lr: float) -> tuple[Any, float, int, str]:
+    jnp = require_jax().numpy
+    m = jnp.zeros_like(X)
+    v = jnp.zeros_like(X)
+    chunk, done = 50, 0
+    while done < max_steps:
+        k = min(chunk, max_steps - done)
+        X, m, v, _ = fns["adam_chunk"](P, X, th, m, v, done, lr, k)
+        done += k
+        if float(fns["loss"](P, X, th)) < tol:
+            return X, float(fns["loss"](P, X, th)), done, "tol"
+    return X, float(fns["loss"](P, X, th)), done, "max_steps"

@@ -1,0 +1,228 @@
+"""The deep part (rftheory.deep, JAX): the ResNet, training, the span check, the attack.
+
+Every test that needs JAX asks for it (``pytest.importorskip``): without the extra
+``rftheory[deep]`` they skip, and the one test that JAX must stay unimported still runs.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from conftest import sphere_points
+
+
+@pytest.fixture
+def deep():
+    pytest.importorskip("jax")
+    import rftheory.deep as deep
+
+    return deep
+
+
+def test_the_rest_of_the_package_does_not_import_jax():
+    code = ("import sys, rftheory, rftheory.claims, rftheory.claims.deep_law, rftheory.cli\n"
+            "from rftheory.cli import main\n"
+            "try:\n    main(['verify', '--help'])\nexcept SystemExit:\n    pass\n"
+            "main(['activation', 'relu', '--json'])\n"
+            "print('JAX' if any(m == 'jax' or m.startswith('jax.') for m in sys.modules) else 'none')")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip().splitlines()[-1] == "none"
+
+
+# -- the ResNet against a hand-computed case -------------------------------------------------------
+
+def _conv_loops(h: np.ndarray, w: np.ndarray) -> np.ndarray:
+    """Stride-1 convolution with zero padding 1 by explicit loops (cross-correlation, as torch)."""
+    n, c, side, _ = h.shape
+    o, _, k, _ = w.shape
+    out = side + 2 - k + 1
+    hp = np.zeros((n, c, side + 2, side + 2))
+    hp[:, :, 1:-1, 1:-1] = h
+    y = np.zeros((n, o, out, out))
+    for x in range(out):
+        for z in range(out):
+            y[:, :, x, z] = np.einsum("ncij,ocij->no", hp[:, :, x:x + k, z:z + k], w)
+    return y
+
+
+def _body_loops(params, X, shape):
+    h = np.maximum(_conv_loops(X.reshape((X.shape[0],) + shape), params["stem"]), 0.0)
+    for w1, w2 in params["blocks"]:
+        h = np.maximum(_conv_loops(np.maximum(_conv_loops(h, w1), 0.0), w2) + h, 0.0)
+    return h.reshape(X.shape[0], -1)
+
+
+@pytest.mark.parametrize("conv", ["im2col", "lax"])
+@pytest.mark.parametrize("shape", [(1, 8, 8), (3, 6, 6)])
+def test_resnet_matches_a_hand_computed_body(deep, conv, shape):
+    net = deep.ResNet(3, shape, conv=conv)
+    assert net.kernel == shape[1] - 4 and net.p_last == 49 * 3 and net.d == int(np.prod(shape))
+    params = net.init(5)
+    assert params["stem"].shape == (3, shape[0], shape[1] - 4, shape[1] - 4)
+    assert len(params["blocks"]) == 4 and all(w.shape == (3, 3, 3, 3) for b in params["blocks"] for w in b)
+    X = sphere_points(2, net.d, 1)
+    got = net.features(params, X)
+    want = _body_loops(params, X, shape)
+    assert got.shape == (2, 147)
+    # float64 sums of ≤ 9·3 + residual terms per layer, 9 layers: rounding ~1e-15 relative
+    np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12 * np.abs(want).max())
+    with deep.float64():
+        np.testing.assert_allclose(np.asarray(net.apply(params, X)), got @ params["head"],
+                                   rtol=1e-12, atol=1e-14)
+
+
+def test_resnet_inits_have_the_official_variances(deep):
+    net = deep.ResNet(16, (3, 8, 8))
+    params = net.init(0)
+    # sample variances of N ≥ 784 draws: relative standard error √(2/N) ≤ 0.05; 5σ bounds
+    for arr, var in [(params["stem"], 1 / (3 * 8 * 8)), (params["blocks"][2][1], 1 / (9 * 16)),
+                     (params["head"], 1 / (49 * 16))]:
+        assert abs(arr.var() / var - 1) < 5 * np.sqrt(2 / arr.size)
+    again = net.init(0)
+    assert np.array_equal(again["head"], params["head"])  # a function of the seed
+    assert not np.array_equal(net.init(1)["head"], params["head"])
+    assert np.array_equal(net.init(np.random.default_rng(3))["stem"],
+                          net.init(np.random.default_rng(3))["stem"])
+
+
+def test_resnet_refuses_bad_shapes(deep):
+    from rftheory.errors import RFTheoryError
+
+    for bad in [dict(width=0), dict(width=2, image_shape=(1, 4, 4)), dict(width=2, conv="fft")]:
+        with pytest.raises(RFTheoryError):
+            deep.ResNet(**bad)
+
+
+# -- projection loss: JAX against the package's; gradient against finite differences --------------
+
+def test_jax_projection_matches_rftheory_projection(deep):
+    from rftheory.deep.projection import jax_projection, span_loss
+    from rftheory.features import DenseFeatures
+    from rftheory.projection import projection_loss
+
+    rng = np.random.default_rng(0)
+    W = rng.standard_normal((40, 6))
+    X_hat, theta = sphere_points(3, 6, 2), rng.standard_normal(40)
+    ref = projection_loss(DenseFeatures("relu", W), X_hat, theta, gradient=False)
+    Phi = np.maximum(X_hat @ W.T, 0.0)
+    with deep.float64():
+        loss, a, _, _ = jax_projection(Phi, theta)
+        loss, a = float(loss), np.asarray(a)
+    # well-conditioned 3×3 Gram (cond < 1e3): both solves agree to ~cond·eps
+    assert loss == pytest.approx(ref.loss, rel=1e-10)
+    np.testing.assert_allclose(a, ref.coefficients, rtol=1e-9)
+    assert span_loss(Phi, theta) == pytest.approx(ref.loss, rel=1e-10)
+
+
+def test_projection_gradient_matches_finite_differences(deep):
+    net = deep.ResNet(4, (1, 6, 6))
+    params = net.init(2)
+    rng = np.random.default_rng(4)
+    theta = rng.standard_normal(net.p_last)
+    X = sphere_points(2, net.d, 3)
+    loss, grad = deep.projection_loss(net, params, X, theta)
+    V = rng.standard_normal(X.shape)
+    V -= (V * X).sum(1, keepdims=True) * X / net.d  # a tangent direction
+    eps = 1e-5
+
+    def at(t):
+        Y = X + t * V
+        return deep.projection_loss(net, params, Y * np.sqrt(net.d) / np.linalg.norm(Y, axis=1,
+                                                                               keepdims=True), theta)[0]
+    fd = (at(eps) - at(-eps)) / (2 * eps)
+    # central differences: O(eps²) truncation + eps_mach·L/eps ≈ 1e-11 rounding; a ReLU kink
+    # within ±1e-5 of these fixed points would break this (none is)
+    assert np.sum(grad * V) == pytest.approx(fd, rel=1e-6, abs=1e-10)
+    assert 0 < loss < 1
+
+
+# -- training and the span check -------------------------------------------------------------------
+
+def test_small_step_training_keeps_theta_in_the_span_and_check_refuses_when_forced(deep):
+    X = sphere_points(2, 64, 0)
+    t = deep.train_gd(deep.ResNet(16, (1, 8, 8)), X, np.array([1.0, -1.0]), rng=0)
+    assert t.stop_reason == "tol" and t.train_loss < 1e-7 and t.label_fit < 1e-3
+    assert t.step_size == pytest.approx(t.fraction * 2 / t.lambda_max, rel=1e-12)
+    assert t.theta.shape == (784,) and np.any(t.theta)
+    assert deep.check_span(t) == t.span_residual < deep.train.SPAN_TOL
+    with pytest.raises(deep.ThetaNotInSpanError, match="θ not in the span") as info:
+        deep.check_span(t, tol=t.span_residual / 2)
+    assert isinstance(info.value, ValueError)
+
+
+def test_theta_leaves_the_span_of_unrelated_points(deep):
+    """The span residual is a real measurement: at other points than the training set it is large."""
+    from rftheory.deep.projection import span_loss
+
+    net = deep.ResNet(16, (1, 8, 8))
+    t = deep.train_gd(net, sphere_points(2, 64, 0), np.array([1.0, -1.0]), rng=0)
+    other = net.features(t.params, sphere_points(2, 64, 9))
+    assert span_loss(other, t.theta) > 100 * t.span_residual
+
+
+# -- recovery above the threshold ------------------------------------------------------------------
+
+def test_recovery_at_16_dn_for_n_2(deep):
+    """p^(L) = 49·16 = 784 ≈ 15.7·dn with d = 25 (1×5×5 inputs, stem kernel 1), n = 2."""
+    from rftheory.metrics import rho
+
+    X = sphere_points(2, 25, 0)
+    net = deep.ResNet(16, (1, 5, 5))
+    t = deep.train_gd(net, X, np.array([1.0, -1.0]), rng=0)
+    deep.check_span(t)
+    rec = deep.reconstruct(net, t.params, t.theta, 2, rng=0, max_steps=200, rounds=2)
+    assert rec.loss < 2 * t.span_residual + 1e-12
+    assert rho(X, rec.X_hat) < 0.1
+    assert rec.X_hat.shape == (2, 25)
+    np.testing.assert_allclose(np.linalg.norm(rec.X_hat, axis=1), 5.0, rtol=1e-12)
+
+
+@pytest.mark.slow
+def test_recovery_fails_below_dn(deep):
+    """The same attack at p^(L) = 49 ≈ 0.38·dn (d = 64, n = 2) does not find the data."""
+    from rftheory.metrics import rho
+
+    X = sphere_points(2, 64, 0)
+    net = deep.ResNet(1, (1, 8, 8))
+    t = deep.train_gd(net, X, np.array([1.0, -1.0]), rng=0)
+    rec = deep.reconstruct(net, t.params, t.theta, 2, rng=0, max_steps=100)
+    assert rho(X, rec.X_hat) > 0.3
+
+
+def test_reconstruct_refuses_bad_input(deep):
+    from rftheory.errors import RFTheoryError
+
+    net = deep.ResNet(1, (1, 6, 6))
+    params = net.init(0)
+    with pytest.raises(RFTheoryError):
+        deep.reconstruct(net, params, np.ones(49), 2, rng=0, method="newton")
+    with pytest.raises(RFTheoryError):
+        deep.reconstruct(net, params, np.ones(48), 2, rng=0)
+    with pytest.raises(RFTheoryError):
+        deep.reconstruct(net, params, np.zeros(49), 2, rng=0)
+
+
+# -- the claim -------------------------------------------------------------------------------------
+
+@pytest.mark.slow
+def test_deep_law_claim_runs_and_its_verdict_can_fail(deep, tmp_path):
+    from rftheory.claims import deep_law, run_claim
+
+    config = deep_law.QUICK.replace(ratios=(0.5, 16.0), seeds=1, datasets=("sphere",),
+                                    max_steps=60, rounds=1)
+    result = run_claim("deep_law", config=config, out_dir=tmp_path, figures=False)
+    assert {c["status"] for c in result["cases"]} <= {"attacked", "refused"}
+    assert all(c["theta_rank"] == 1 for c in result["cases"])
+    assert "verdict" in deep_law.summary(json.loads((tmp_path / "deep_law.json").read_text()))
+    # the verdict reads the numbers: success at p^(L) < dn contradicts the law, failure at the
+    # top as well
+    summary_ = result["summary"]
+    for success_below, success_top, holds in [(0.0, 1.0, True), (1.0, 1.0, False), (0.0, 0.0, False)]:
+        for entry in summary_.values():
+            entry["rows"][0]["success_rate"], entry["rows"][-1]["success_rate"] = success_below, success_top
+        assert all(v["law_holds"] is holds for v in deep_law.judge(summary_, 16.0).values())
