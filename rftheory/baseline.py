@@ -887,7 +887,7 @@ def validate_baseline(data: Any, source: str = "baseline") -> None:
     ...     "run": {"quick": True, "seed": 0}, "numbers": {"verdict.x": entry}}}}, "b.json")
     Traceback (most recent call last):
     ...
-    rftheory.errors.RFTheoryError: baseline 'b.json': claims.law.numbers.verdict.x.tolerance must be "exact", {"atol": number >= 0, "rtol": number >= 0} or {"factor": number > 1}, got 'loose'
+    rftheory.errors.RFTheoryError: baseline 'b.json': claims.law.numbers.verdict.x.tolerance must be "exact", {"atol": number >= 0, "rtol": number >= 0}, {"factor": number > 1} or {"interval": [lo, hi]}, got 'loose'
     """
     if isinstance(data, dict) and data.get("format") in _OLD_FORMATS:
         raise RFTheoryError(f"baseline {source!r} is format {data['format']} (recorded with an "
