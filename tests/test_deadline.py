@@ -192,7 +192,7 @@ def test_a_sweep_keeps_its_finished_cells_and_resumes(tmp_path, capsys):
     assert elapsed <= limit + 4 * JITTER, elapsed  # + the report of the stored cells
     from conftest import stored_rows
 
-    assert stored_rows(out) == run["computed"]
+    assert stored_rows(out / "sweep.sqlite") == run["computed"]
     code = main(["sweep", "run", str(path), "--out", str(out), "--workers", "2", "--resume",
                  "--time-limit", "1", "--json"])
     again = json.loads(capsys.readouterr().out)["run"]
