@@ -100,11 +100,11 @@ def handle(args: argparse.Namespace) -> int:
                             "candidates' features span R^p and the loss is identically 0")
     guard = limits(args)
     from ..data import dataset_dimension  # numpy, not yet sympy
-    from ..features import default_v_cache_bytes
-
-    v_cache_bytes = default_v_cache_bytes() if v_cache_mb is None else v_cache_mb * 2**20
 
     d = dataset_dimension(args.data, d)
+    from ..features import default_v_cache_bytes  # sympy (through the activations)
+
+    v_cache_bytes = default_v_cache_bytes() if v_cache_mb is None else v_cache_mb * 2**20
     from ..budget import check
     from ..pipeline import (feature_count, fit_model, plot_reconstruction, reconstruction_memory,
                             recover_training_set)

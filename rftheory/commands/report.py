@@ -113,6 +113,7 @@ def handle(args: argparse.Namespace) -> int:
     changes = _size_changes(args)
     out = output_dir(args.out, default="results")
     guard = limits(args)
+    stop_at = deadline(args)  # a malformed --time-limit is refused before sympy loads
     if args.name is not None and (
             len(args.name) > 200 or not re.fullmatch(r"[A-Za-z0-9_+-][A-Za-z0-9_+.-]*", args.name)
             or args.name.endswith((".json", ".png", ".pdf"))):
@@ -128,7 +129,6 @@ def handle(args: argparse.Namespace) -> int:
 
     check_double_precision(args.expr)  # a bad or unusable activation: one line, nothing shown
     size = _size(args, changes)
-    stop_at = deadline(args)
     stem_name = args.name if args.name is not None else card_stem(args.expr)
     estimate = card_estimate(args.expr, size, seed=seed, workers=workers)
     lines = progress_lines(args)
