@@ -60,8 +60,9 @@ def symmetric_eigh(A: Any, *, what: str = "matrix", vectors: bool = True) -> Any
 
     Returns
     -------
-    w or (w, Q)
-        As ``xp.linalg.eigh`` / ``eigvalsh`` of the input's namespace.
+    array or tuple of array
+        The eigenvalues ``w``, or ``(w, Q)`` with the eigenvectors as columns of ``Q``: as
+        ``xp.linalg.eigh`` / ``eigvalsh`` of the input's namespace.
 
     Raises
     ------

@@ -128,7 +128,26 @@ def run_case(dataset: str, n: int, ratio: float, seed: int, *, fraction: float, 
 def run_cell(dataset_names: tuple[str, ...], n: int, ratio: float, seeds: tuple[int, ...],
              **options: Any) -> list[dict[str, Any]]:
     """Every data set and seed at one (n, ratio), in one process: one width, so JAX compiles the
-    network's functions once (about 10–20 s of CPU each width) for all of them."""
+    network's functions once (about 10–20 s of CPU each width) for all of them.
+
+    Parameters
+    ----------
+    dataset_names : tuple of str
+        The data sets, as :func:`run_case` takes them.
+    n : int
+        Training points.
+    ratio : float
+        p^(L)/(dn), which sets the width.
+    seeds : tuple of int
+        The seeds.
+    **options
+        Passed on to :func:`run_case`.
+
+    Returns
+    -------
+    list of dict
+        One :func:`run_case` result per data set and seed.
+    """
     return [run_case(ds, n, ratio, s, **options) for ds in dataset_names for s in seeds]
 
 
