@@ -80,7 +80,7 @@ from .errors import RFTheoryError, ShapeError
 from .features import FeatureMap
 from .gram import GramSolution, solve_gram
 from .projection import projection_loss
-from .reconstruct import _blas_threads_for
+from .reconstruct import blas_threads_for
 
 __all__ = [
     "Collision",
@@ -1166,7 +1166,7 @@ def collision_region_minimum(features: FeatureMap, X: Any, theta: Any,
     for _, z0 in starts:
         z0 = z0.copy()
         z0[:m] = np.clip(z0[:m], 0.0, alpha)
-        with _blas_threads_for(xp, m, d):
+        with blas_threads_for(xp, m, d):
             out = scipy.optimize.minimize(fun, z0, jac=True, method="L-BFGS-B", bounds=bounds,
                                           options=opts)
         Xc = caps.points(out.x)

@@ -605,7 +605,7 @@ class RandomFeatures(FeatureMap):
 
     def weights_resident(self, xp: Any, dtype: Any, dev: Any) -> bool:
         return (self._cache_key(xp, dtype, dev) in self._v_cache
-                or self.p * self.d * _itemsize(dtype) <= self.v_cache_bytes)
+                or self.p * self.d * float_itemsize(dtype) <= self.v_cache_bytes)
 
     @staticmethod
     def _cache_key(xp: Any, dtype: Any, dev: Any) -> tuple[str, str, str]:
@@ -626,7 +626,7 @@ class RandomFeatures(FeatureMap):
         if cached is not None:
             yield from cached
             return
-        keep = self.p * self.d * _itemsize(dtype) <= self.v_cache_bytes
+        keep = self.p * self.d * float_itemsize(dtype) <= self.v_cache_bytes
         per = self._blocks_per_chunk(xp)
         if is_cupy_namespace(xp):
             source = self._device_chunks(xp, dtype, dev, per)
@@ -647,7 +647,7 @@ _CACHE_KEYS: dict[tuple, tuple[str, str, str]] = {}
 
 def _generated_dtype(dtype: Any, xp: Any) -> Any:
     """The dtype V is generated in for a working ``dtype``: float32 stays, all else float64."""
-    return xp.float32 if _itemsize(dtype) == 4 else xp.float64
+    return xp.float32 if float_itemsize(dtype) == 4 else xp.float64
 
 
 def _on_device(dev: Any) -> Any:
@@ -655,8 +655,25 @@ def _on_device(dev: Any) -> Any:
     return dev if hasattr(dev, "__enter__") else contextlib.nullcontext()
 
 
-def _itemsize(dtype: Any) -> int:
-    """Bytes of a float of ``dtype`` (4 for float32, else 8), memoised: str(dtype) is slow."""
+def float_itemsize(dtype: Any) -> int:
+    """Bytes of a float of ``dtype`` (4 for float32, else 8), memoised: str(dtype) is slow.
+
+    Parameters
+    ----------
+    dtype : dtype of any array library
+        A floating dtype (numpy, CuPy or any array-API namespace).
+
+    Returns
+    -------
+    int
+        4 for a 32-bit float, else 8.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> float_itemsize(np.float32), float_itemsize(np.float64)
+    (4, 8)
+    """
     memo = (type(dtype), dtype)  # the type first: no comparison of dtypes across libraries
     try:
         return _ITEMSIZES[memo]
@@ -667,7 +684,7 @@ def _itemsize(dtype: Any) -> int:
         return size
 
 
-#: _itemsize's memo.
+#: float_itemsize's memo.
 _ITEMSIZES: dict[tuple, int] = {}
 
 

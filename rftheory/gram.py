@@ -143,17 +143,35 @@ def solve_gram(G: Any, B: Any, *, rcond: float | None = None) -> GramSolution:
     if B.shape[0] != G.shape[0] or B.ndim not in (1, 2):
         raise ShapeError(f"right-hand side of shape {tuple(B.shape)} does not match Gram "
                          f"matrix of size {G.shape[0]}")
-    return _solve_gram(G, B, xp, rcond)
+    return solve_gram_checked(G, B, xp, rcond)
 
 
-def _solve_gram(G: Any, B: Any, xp: Any, rcond: float | None = None,
-                known: GramSolution | None = None) -> GramSolution:
+def solve_gram_checked(G: Any, B: Any, xp: Any, rcond: float | None = None,
+                       known: GramSolution | None = None) -> GramSolution:
     """:func:`solve_gram` on checked input of namespace ``xp``.
 
     ``known``: the result of an earlier solve with this same G (bit for bit) and ``rcond``. When
     it took the Cholesky path, G passed the positive-definiteness and conditioning test — which
     depends on G alone — so the test is not repeated (its factor is not used by the solve); the
     result is the one :func:`solve_gram` gives.
+
+    Parameters
+    ----------
+    G : array
+        The Gram matrix, shape (n, n), checked by the caller.
+    B : array
+        Right-hand side, shape (n,) or (n, k).
+    xp : module
+        The namespace of G and B.
+    rcond : float, optional
+        Relative eigenvalue cut of the pseudo-inverse path (as :func:`solve_gram`).
+    known : GramSolution, optional
+        An earlier solve with this same G and ``rcond`` (see above).
+
+    Returns
+    -------
+    GramSolution
+        As :func:`solve_gram`.
     """
     n = G.shape[0]
     G = (G + xp.matrix_transpose(G)) / 2  # symmetrise away rounding asymmetry

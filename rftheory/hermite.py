@@ -124,7 +124,7 @@ class HermiteCoefficients:
 
     def as_float(self) -> np.ndarray:
         """μ_0..μ_K as float64 (NaN where the exact method found no value)."""
-        return np.array([_to_float(v) for v in self.values], dtype=np.float64)
+        return np.array([coefficient_to_float(v) for v in self.values], dtype=np.float64)
 
     @property
     def tail_mass(self) -> Any:
@@ -151,15 +151,33 @@ class HermiteCoefficients:
         errs = np.asarray(self.errors, dtype=np.float64)
         # Rounding of the subtraction itself (nil for exact values).
         unit = {"fast": 2.0**-52, "mpmath": 10.0 ** -(self.dps or 0)}.get(self.method, 0.0)
-        rounding = 4.0 * unit * abs(_to_float(self.second_moment))
+        rounding = 4.0 * unit * abs(coefficient_to_float(self.second_moment))
         return float(self.second_moment_error + np.sum(2.0 * np.abs(vals) * errs + errs**2) + rounding)
 
 
-def _to_float(value: Any) -> float:
+def coefficient_to_float(value: Any) -> float:
     """A coefficient (float, mpmath or sympy number; None: unknown) as a float.
 
+    Parameters
+    ----------
+    value : float, mpmath.mpf, sympy.Basic or None
+        One exact or numerical coefficient; None when it is unknown.
+
+    Returns
+    -------
+    float
+        The value; NaN for None.
+
+    Notes
+    -----
     sympy numbers are evaluated to 30 digits before rounding to double, so the result is the
-    correctly rounded double except in double-rounding cases (below 1e-30 relative); None is NaN.
+    correctly rounded double except in double-rounding cases (below 1e-30 relative).
+
+    Examples
+    --------
+    >>> import sympy as sp
+    >>> coefficient_to_float(sp.sqrt(2) / 2), coefficient_to_float(None)
+    (0.7071067811865476, nan)
     """
     if value is None:
         return math.nan

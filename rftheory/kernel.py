@@ -34,7 +34,7 @@ import sympy as sp
 
 from .activations import Activation, Z, get_activation
 from .errors import BackendError, RFTheoryError, ShapeError
-from .hermite import _to_float, hermite_coefficients
+from .hermite import coefficient_to_float, hermite_coefficients
 
 __all__ = [
     "DEFAULT_ORDER",
@@ -201,8 +201,8 @@ class KernelSeries:
         if any(math.isnan(x) or x < 0 for x in e + [m2_error]):
             raise RFTheoryError(f"error estimates of {activation} must be >= 0 (or inf)")
         if dps is None:
-            mu = [float(_to_float(v)) for v in values]
-            m2 = float(_to_float(hermite.second_moment))
+            mu = [float(coefficient_to_float(v)) for v in values]
+            m2 = float(coefficient_to_float(hermite.second_moment))
             if not all(math.isfinite(x) for x in mu + [m2]):
                 raise RFTheoryError(f"Hermite coefficients of {activation} are not finite")
             u = 2.0**-53

@@ -19,7 +19,7 @@ from typing import Any
 from array_api_compat import array_namespace, device as array_device, is_cupy_namespace
 
 from .errors import ShapeError
-from .features import (BLOCK_ROWS, SUM_GROUP, BlockSum, FeatureChunk, FeatureMap, _itemsize,
+from .features import (BLOCK_ROWS, SUM_GROUP, BlockSum, FeatureChunk, FeatureMap, float_itemsize,
                        check_data, stream_memory)
 from .gram import GramSolution, solve_gram
 
@@ -32,9 +32,20 @@ __all__ = ["ProjectionLoss", "projection_loss", "projection_residuals", "loss_me
 KEEP_BLOCKS_BYTES = 2**30
 
 
-def _keep_budget(xp: Any) -> int:
-    """Bytes the first pass may keep for the second: KEEP_BLOCKS_BYTES of host memory, or a
-    quarter of the free memory of a CUDA device (where V is usually cached anyway)."""
+def keep_budget(xp: Any) -> int:
+    """Bytes the first pass of the projection loss may keep for the second.
+
+    Parameters
+    ----------
+    xp : module
+        The array namespace of the computation.
+
+    Returns
+    -------
+    int
+        :data:`KEEP_BLOCKS_BYTES` of host memory, or a quarter of the free memory of a CUDA
+        device (where V is usually cached anyway), whichever is larger.
+    """
     if is_cupy_namespace(xp):
         import cupy
 
@@ -132,16 +143,16 @@ def projection_loss(features: FeatureMap, X_hat: Any, theta: Any, *, gradient: b
         raise ShapeError("θ is zero: the projection loss is undefined")
     # θ as (p, k): k outputs share the candidates' feature blocks.
     theta2 = theta if theta.ndim == 2 else theta[:, None]
-    result, _ = _projection_loss(features, X_hat, theta2, theta_sq, xp, gradient=gradient,
+    result, _ = projection_loss_checked(features, X_hat, theta2, theta_sq, xp, gradient=gradient,
                                  rcond=rcond)
     if theta.ndim == 1:
         result = dataclasses.replace(result, coefficients=result.coefficients[:, 0])
     return result
 
 
-def _projection_loss(features: FeatureMap, X_hat: Any, theta2: Any, theta_sq: float, xp: Any, *,
-                     gradient: bool, rcond: float | None = None,
-                     keep_chunks: bool = False) -> tuple[ProjectionLoss, list | None]:
+def projection_loss_checked(features: FeatureMap, X_hat: Any, theta2: Any, theta_sq: float,
+                            xp: Any, *, gradient: bool, rcond: float | None = None,
+                            keep_chunks: bool = False) -> tuple[ProjectionLoss, list | None]:
     """:func:`projection_loss` on checked input: θ as (p, k) in X̂'s dtype, ‖θ‖² > 0, ``xp``
     the namespace of both (what the public function computes before calling this, and what an
     iterative method computes once per run). The coefficients are (n̂, k).
@@ -150,14 +161,38 @@ def _projection_loss(features: FeatureMap, X_hat: Any, theta2: Any, theta_sq: fl
     :class:`FeatureChunk`, Z dropped) and the Gram matrix G = Φ̂Φ̂ᵀ, as (blocks, G), when it kept
     them with derivatives, else None — what a Gauss–Newton model at X̂ needs (see
     :meth:`rftheory.varpro.Problem.linearise`).
+
+    Parameters
+    ----------
+    features : FeatureMap
+        The model's feature map.
+    X_hat : array
+        Candidates, shape (n̂, d).
+    theta2 : array
+        θ as (p, k), in X̂'s dtype and namespace.
+    theta_sq : float
+        ‖θ‖² (> 0).
+    xp : module
+        The namespace of X̂ and θ.
+    gradient : bool
+        Also compute the gradient.
+    rcond : float, optional
+        Relative cut of the Gram solve (:func:`rftheory.gram.solve_gram`).
+    keep_chunks : bool, default False
+        Also return the kept blocks and G (see above).
+
+    Returns
+    -------
+    tuple of (ProjectionLoss, list or None)
+        The loss (with its gradient when asked) and the kept ``(blocks, G)`` or None.
     """
     dtype, dev = X_hat.dtype, array_device(X_hat)
     n_hat = X_hat.shape[0]
-    itemsize = _itemsize(dtype)
+    itemsize = float_itemsize(dtype)
     kept_bytes = 2 * n_hat * features.p * itemsize
     if not features.weights_resident(xp, dtype, dev):
         kept_bytes += features.p * features.d * itemsize
-    keep = kept_bytes <= _keep_budget(xp)
+    keep = kept_bytes <= keep_budget(xp)
     kept = []
     G = BlockSum(xp.zeros((n_hat, n_hat), dtype=dtype, device=dev))
     c = BlockSum(xp.zeros((n_hat, theta2.shape[1]), dtype=dtype, device=dev))

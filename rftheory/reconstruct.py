@@ -169,8 +169,24 @@ class ReconstructionResult:
 _SINGLE_THREAD_FLOPS = 2**28
 
 
-def _blas_threads_for(xp: Any, pool_size: int, d: int):
-    """Context manager limiting host BLAS to one thread for small per-block products."""
+def blas_threads_for(xp: Any, pool_size: int, d: int):
+    """Context manager limiting host BLAS to one thread for small per-block products.
+
+    Parameters
+    ----------
+    xp : module
+        The array namespace of the computation; only numpy's BLAS is limited.
+    pool_size : int
+        Rows of one product (candidates or points at once).
+    d : int
+        Input dimension.
+
+    Returns
+    -------
+    contextlib.AbstractContextManager
+        ``threadpoolctl.threadpool_limits(1)`` when the per-block product (2·pool_size·d·
+        BLOCK_ROWS flops) is too small to gain from threads, else a null context.
+    """
     from contextlib import nullcontext
 
     from array_api_compat import is_numpy_namespace
@@ -476,7 +492,7 @@ def reconstruct(features: FeatureMap, theta: Any, n_hat: int, *, method: str = "
             init = spectral_init(features, theta2, n_hat, seed=seed)
             current = init.X
             problem.passes += init.passes
-        with _blas_threads_for(xp, n_hat, d):
+        with blas_threads_for(xp, n_hat, d):
             out = minimise(problem, current, rng, tol=tol, max_steps=max_steps,
                            max_rounds=max_rounds, patience=patience, hop_angle=hop_angle,
                            callback=callback, callback_every=callback_every,
@@ -539,7 +555,7 @@ def _reconstruct_lbfgs(features: FeatureMap, theta: Any, n_hat: int, xp: Any, de
     d = features.d
     pool_size = min(features.p, max(n_hat, math.ceil(oversample * n_hat)))
 
-    with _blas_threads_for(xp, pool_size, d):
+    with blas_threads_for(xp, pool_size, d):
         tracker = _Tracker(features, theta, xp, dev, tol, max_steps, callback, callback_every,
                            stall_window, stall_factor)
         stop = None

@@ -54,6 +54,7 @@ from typing import Any, Callable, Mapping, Sequence
 import numpy as np
 
 from .errors import RFTheoryError
+from .metrics import RHO_SUCCESS
 
 __all__ = [
     "CardSize",
@@ -76,9 +77,6 @@ __all__ = [
     "plot_card",
 ]
 
-#: ρ below which a reconstruction (and, per sample, a recovered point) counts as a success — the
-#: law claim's threshold (:data:`rftheory.claims.law.RHO_SUCCESS`, with its measured reasons).
-RHO_SUCCESS = 0.1
 #: Tag of the seed stream of the Monte Carlo kernel's V.
 _MC_STREAM = 0x4B435256
 
@@ -317,7 +315,7 @@ class SignFindings:
         and with all negated, at the empirical law's largest p (seed of the card): ≈ 0 when
         x ↦ −x is an exact symmetry of the problem.
     antipodal_slope : float or None
-        K'(−1)/K'(1) = E[φ'(g)φ'(−g)]/E[φ'(g)²] (:func:`rftheory.claims.sign.antipodal_slope`):
+        K'(−1)/K'(1) = E[φ'(g)φ'(−g)]/E[φ'(g)²] (:func:`rftheory.signs.antipodal_slope`):
         ±1 for a pure parity, near 0 when a candidate at −x_i feels little pull to x_i; None
         when φ' vanishes almost everywhere (a step function).
     recovered, flipped : int
@@ -427,7 +425,7 @@ def card_estimate(activation: str, size: CardSize = DEFAULT, *, seed: int = 0,
     True
     """
     from .budget import Memory
-    from .claims._common import default_workers
+    from .runtime import default_workers
     from .concentration import measurement_memory
     from .features import features_memory
     from .pipeline import cell_memory
@@ -606,7 +604,7 @@ def _empirical_law(size: CardSize, cells: Sequence[dict[str, Any]]) -> Empirical
 
 
 def _antipodal_slope(activation: str) -> float | None:
-    from .claims.sign import antipodal_slope
+    from .signs import antipodal_slope
 
     try:
         value = antipodal_slope(activation)
@@ -617,7 +615,7 @@ def _antipodal_slope(activation: str) -> float | None:
 
 def _sign_findings(activation: str, hermite: Any, size: CardSize, seed: int,
                    law: EmpiricalLaw) -> SignFindings:
-    from .claims.sign import flipped_truth_losses
+    from .signs import flipped_truth_losses
     from .pipeline import fit_model
 
     p = max(pt.p for pt in law.points)
@@ -666,8 +664,8 @@ def activation_card(activation: str, size: "str | CardSize" = "default", *, seed
         How the message names ``memory_limit`` (the CLI: ``"--memory-limit"``).
     deadline : rftheory.deadline.Deadline, optional
         Where the card stops: its law cells are run by
-        :func:`rftheory.claims._common.run_tasks`, which raises
-        :class:`~rftheory.claims._common.TimeLimitReached` when it passes (no card is made).
+        :func:`rftheory.runtime.run_tasks`, which raises
+        :class:`~rftheory.runtime.TimeLimitReached` when it passes (no card is made).
 
     Returns
     -------
@@ -693,7 +691,7 @@ def activation_card(activation: str, size: "str | CardSize" = "default", *, seed
     """
     from . import budget
     from .activations import get_activation
-    from .claims._common import default_workers, environment, run_tasks, source_digests
+    from .runtime import default_workers, environment, run_tasks, source_digests
     from .deadline import NO_DEADLINE
     from .concentration import measure_concentration
     from .hermite import check_double_precision
@@ -1061,9 +1059,9 @@ def _law_panels(ax_rec: Any, ax_fit: Any, card: ActivationCard, colours: Sequenc
     rec = [pt for pt in law.points if pt.success_abs is not None]
     x = [pt.p_over_dn for pt in rec]
     ax_rec.plot(x, [pt.success_abs for pt in rec], "o-", color=colours[0], ms=3,
-                label=r"$P(\rho < 0.1)$, official $\rho$")
+                label=rf"$P(\rho < {RHO_SUCCESS:g})$, official $\rho$")
     ax_rec.plot(x, [pt.success_sign_invariant for pt in rec], "s--", color=colours[1], ms=2.5,
-                label=r"$P(\rho < 0.1)$, up to sign")
+                label=rf"$P(\rho < {RHO_SUCCESS:g})$, up to sign")
     flips = [pt.flipped / pt.recovered if pt.recovered else np.nan for pt in rec]
     ax_rec.plot(x, flips, "^:", color=colours[3], ms=3, label="flipped / recovered points")
     ax_rec.axhline(0.5, color="0.6", lw=0.6, ls="--")

@@ -45,6 +45,7 @@ import math
 from typing import Any, Mapping, Sequence
 
 from .errors import RFTheoryError
+from .metrics import RHO_SUCCESS
 
 __all__ = [
     "TheoryAssertionError",
@@ -116,8 +117,9 @@ TOLERANCES: dict[str, dict[str, Tolerance]] = {
                  "and the pre-asymptotic drift at p ~ n is ~0.02, while a wrong rate (p^0, p^-1) "
                  "is off by 0.5"),
         "rho": Tolerance(
-            0.1, "as the law's RHO_SUCCESS: failed runs sit at rho ~ 0.17-0.65, successful ones "
-                 "at 1e-5-1e-3 (measured), so success does not hinge on this choice"),
+            RHO_SUCCESS, "rftheory.metrics.RHO_SUCCESS, the one success level: failed runs sit at "
+                         "rho ~ 0.17-0.65, successful ones at 1e-5-1e-3 (measured), so success "
+                         "does not hinge on this choice"),
     },
 }
 

@@ -76,11 +76,12 @@ import scipy.linalg
 import scipy.linalg.lapack
 
 from .features import BlockSum, FeatureChunk, FeatureMap, check_data
-from .gram import _solve_gram, solve_gram
+from .gram import solve_gram, solve_gram_checked as _solve_gram
 from .backend import namespace_of, to_host
 from .data import to_sphere
 from .errors import RFTheoryError
-from .projection import _keep_budget, _projection_loss, projection_loss
+from .projection import (keep_budget as _keep_budget, projection_loss,
+                         projection_loss_checked as _projection_loss)
 
 __all__ = ["HOP_ANGLE", "STALL_WINDOW", "STALL_FACTOR", "SOLVERS", "Problem", "minimise", "loss_passes",
            "memory"]

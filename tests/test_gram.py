@@ -80,8 +80,8 @@ def test_rank_deficient_gram_that_passes_cholesky_is_not_trusted():
 
 
 def test_known_cholesky_result_skips_only_the_test():
-    # _solve_gram(known=...) must give solve_gram's numbers bit for bit.
-    from rftheory.gram import _solve_gram
+    # solve_gram_checked(known=...) must give solve_gram's numbers bit for bit.
+    from rftheory.gram import solve_gram_checked as _solve_gram
 
     rng = np.random.default_rng(11)
     F = rng.standard_normal((6, 40))

@@ -120,3 +120,114 @@ def test_python_m_verification_runs_from_a_checkout():
     proc = subprocess.run([sys.executable, "-m", "verification.law", "--help"], cwd=ROOT,
                           capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0 and proc.stdout.startswith("usage: python -m verification.law")
+
+
+# --- The library underneath the claims ------------------------------------------------------
+
+#: Modules above the library that may use the claims, and what of them: report.py and
+#: baseline.py the claims' public protocol (the package ``rftheory.claims`` itself:
+#: ``claim_module``, ``CLAIMS``), never a claim module.
+PROTOCOL_USERS = ("rftheory.report", "rftheory.baseline")
+#: Imports from a claim module that #25 moves into the library (threshold statistics of
+#: claims/law.py); the lead deletes these entries when that lands. Nothing else may be added.
+PENDING_MOVES = {("rftheory.report", "rftheory.claims.law"),
+                 ("rftheory.report", "rftheory.claims.law.p_values"),
+                 ("rftheory.report", "rftheory.claims.law.label_threshold")}
+
+
+def _library_proper() -> list[Path]:
+    """The library: everything but the CLI and the claims themselves."""
+    return [p for p in library_files() if (PACKAGE / "claims") not in p.parents]
+
+
+def test_library_never_imports_the_claims():
+    files = _library_proper()
+    assert len(files) > 20
+    offenders = []
+    for p in files:
+        me = module_name(p)
+        for name, line in imported_names(p):
+            if not _is_under(name, ("rftheory.claims",)) or (me, name) in PENDING_MOVES:
+                continue
+            if me in PROTOCOL_USERS and name.rpartition(".")[0] in ("rftheory", "rftheory.claims"):
+                # `from .claims import claim_module` names rftheory.claims and
+                # rftheory.claims.claim_module: the protocol, not a claim module
+                if name == "rftheory.claims" or not name.rpartition(".")[2].startswith("_") \
+                        and name.rpartition(".")[2] not in _claim_modules():
+                    continue
+            offenders.append(f"{p.relative_to(ROOT)}:{line}: imports {name}")
+    assert not offenders, "\n".join(offenders)
+
+
+def _claim_modules() -> set[str]:
+    return {p.stem for p in (PACKAGE / "claims").glob("*.py")}
+
+
+def private_imports(path: Path, root: Path = ROOT) -> list[tuple[str, int]]:
+    """``from X import _name`` in ``path`` where X is another module of the package (relative or
+    absolute), as ``X._name`` with its line number; dunder names are not private."""
+    me = module_name(path, root)
+    package = me if path.name == "__init__.py" else me.rpartition(".")[0]
+    out = []
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if not isinstance(node, ast.ImportFrom):
+            continue
+        base = node.module or ""
+        if node.level:
+            anchor = package.split(".")[: len(package.split(".")) - node.level + 1]
+            base = ".".join(anchor + ([base] if base else []))
+        if not _is_under(base, ("rftheory",)) or base == me:
+            continue
+        out += [(f"{base}.{a.name}", node.lineno) for a in node.names
+                if a.name.startswith("_") and not a.name.startswith("__")]
+    return out
+
+
+def test_no_private_name_crosses_modules():
+    offenders = [f"{p.relative_to(ROOT)}:{line}: imports private {name}"
+                 for p in sorted(PACKAGE.rglob("*.py")) for name, line in private_imports(p)]
+    assert not offenders, "\n".join(offenders)
+
+
+@pytest.mark.parametrize("source, expected", [
+    ("from ..gram import _solve_gram\n", ["rftheory.gram._solve_gram"]),
+    ("from rftheory.projection import keep_budget, _projection_loss as f\n",
+     ["rftheory.projection._projection_loss"]),
+    ("from . import _common\n", ["rftheory.claims._common"]),
+    ("from .fake import _mine\n", []),               # its own module: not crossing
+    ("from ..gram import solve_gram_checked as _solve\n", []),  # public name, local alias
+    ("from numpy import _pytesttester\n", []),        # not the package's
+])
+def test_the_private_scan_sees_relative_and_absolute_imports(tmp_path, source, expected):
+    path = tmp_path / "rftheory" / "claims" / "fake.py"
+    path.parent.mkdir(parents=True)
+    path.write_text(source)
+    assert [name for name, _ in private_imports(path, tmp_path)] == expected
+
+
+def test_one_success_level():
+    """ρ's success level is defined once (rftheory.metrics); every user reads that object."""
+    import rftheory.report
+    from rftheory import metrics, testing
+    from rftheory.claims import headline, law, sign, twolayer_law
+
+    level = metrics.RHO_SUCCESS
+    assert testing.tolerance("rho", "statistical") == level
+    assert rftheory.report.RHO_SUCCESS == level and sign.RHO_SUCCESS == level
+    assert headline.RHO_SUCCESS == level and law.RHO_SUCCESS == level
+    assert twolayer_law.RHO_SUCCESS == metrics.RHO_SUCCESS_TWOLAYER < level
+    # the sweep's and the claims' classifier default to it
+    assert metrics.run_kind({"rho_abs": level * 0.999, "final_loss": 1.0}) == "success"
+    assert metrics.run_kind({"rho_abs": level, "final_loss": 1.0}) != "success"
+    # and nobody writes the number again: an assignment RHO_SUCCESS* = <literal> appears only
+    # in metrics.py (law.py's own constant is switched by the lead with #25's split)
+    literal = []
+    for p in sorted(PACKAGE.rglob("*.py")):
+        if p.name == "metrics.py" or p == PACKAGE / "claims" / "law.py":
+            continue
+        for node in ast.walk(ast.parse(p.read_text(), str(p))):
+            if isinstance(node, ast.Assign) and isinstance(node.value, ast.Constant) and any(
+                    isinstance(t, ast.Name) and t.id.startswith("RHO_SUCCESS")
+                    for t in node.targets):
+                literal.append(f"{p.relative_to(ROOT)}:{node.lineno}")
+    assert not literal, literal

@@ -4,30 +4,28 @@ A claim module defines ``CLAIM`` (its name), a frozen ``Config`` dataclass (a su
 :class:`ClaimConfig`) with two instances ``QUICK`` and ``FULL`` (the default run) and, where the
 claim has a larger run, ``LARGE``; ``run(config, *, progress=None, ...) -> dict``, ``plot(result, stem) -> list[Path]`` and ``summary(result) -> str``. This module
 runs, saves and plots any of them (:func:`run_claim`, :func:`main_for`) and holds what their runs
-share: the default worker count, the one way to run tasks in parallel (:func:`run_tasks`) with
-its progress line (:class:`TaskProgress`), and the provenance of results (:func:`environment`,
-:func:`source_digests`).
+share: the progress line (:class:`TaskProgress`) and, re-exported from the library module
+:mod:`rftheory.runtime`, the default worker count, the one way to run tasks in parallel
+(:func:`~rftheory.runtime.run_tasks`) and the provenance of results
+(:func:`~rftheory.runtime.environment`, :func:`~rftheory.runtime.source_digests`).
 """
 
 from __future__ import annotations
 
 import argparse
 import dataclasses
-import hashlib
 import importlib
 import inspect
-import os
-import platform
 import sys
 import time
-from concurrent.futures import as_completed
 from pathlib import Path
 from typing import Any, Callable, Sequence, TypeVar
 
 from rftheory.deadline import NO_DEADLINE, TIME_LIMIT_REACHED, Deadline
 from rftheory.errors import RFTheoryError
 from rftheory.output import write_json_atomic
-from rftheory.processes import process_pool, stop_pool
+from rftheory.runtime import (SOURCE_MODULES, TimeLimitReached, default_workers, describe_task,
+                              environment, run_tasks, source_digests)
 
 __all__ = ["CLAIMS", "ALL", "ClaimConfig", "TaskProgress", "TimeLimitReached", "claim_module",
            "default_workers", "check_activations", "check_claim_size", "claim_memory", "run_tasks",
@@ -45,10 +43,6 @@ CLAIMS = ("kernel_concentration", "law", "theorem1", "theorem2", "single_sample"
 #: ``deep_law`` (the ResNet, needs the optional JAX extra ``rftheory[deep]``) also runs by name.
 ALL = tuple(c for c in CLAIMS if c not in ("headline", "deep_law"))
 _ALIASES = {"twolayer": "twolayer_law", "kernel": "kernel_concentration", "deep": "deep_law"}
-
-#: Modules whose code decides a reconstruction's numbers (the optimiser is still being tuned).
-SOURCE_MODULES = ("pipeline", "reconstruct", "varpro", "projection", "features", "gram",
-                  "activations", "philox", "metrics", "data")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -218,29 +212,6 @@ def claim_module(name: str) -> Any:
     return importlib.import_module(f"rftheory.claims.{name}")
 
 
-def default_workers(workers: int | None = None) -> int:
-    """Worker processes of a claim's run: ``workers`` (at least 1), or min(2, CPUs).
-
-    Two by default: the claims' tasks are small, and results never depend on the count.
-
-    Parameters
-    ----------
-    workers : int, optional
-        The requested count (values below 1 give 1); default None: min(2, CPUs).
-
-    Returns
-    -------
-    int
-        The number of worker processes, at least 1.
-
-    Examples
-    --------
-    >>> default_workers(4), default_workers(0)
-    (4, 1)
-    """
-    return min(2, os.cpu_count() or 1) if workers is None else max(1, int(workers))
-
-
 def check_activations(*names: str) -> None:
     """Refuse a bad activation before any worker starts (one clear error, not one per task).
 
@@ -258,129 +229,6 @@ def check_activations(*names: str) -> None:
 
     for name in names:
         get_activation(name)
-
-
-class TimeLimitReached(Exception):
-    """A claim's tasks stopped at the deadline (:func:`run_tasks`); :func:`run_claim` turns it
-    into a partial result.
-
-    Attributes
-    ----------
-    finished : list of str
-        The tasks that finished, described.
-    not_run : list of str
-        The tasks that did not run (or did not finish), described.
-    """
-
-    def __init__(self, finished: list[str], not_run: list[str]) -> None:
-        super().__init__(f"time limit reached: {len(finished)} tasks finished, "
-                         f"{len(not_run)} did not run")
-        self.finished, self.not_run = finished, not_run
-
-
-def describe_task(call: Callable[[], Any]) -> str:
-    """A task in a partial result: a ``functools.partial``'s arguments, else its repr.
-
-    Parameters
-    ----------
-    call : callable
-        One of :func:`run_tasks`'s calls.
-
-    Returns
-    -------
-    str
-        Its arguments, e.g. ``"{'d': 5, 'n': 10, 'p': 50}"``.
-
-    Examples
-    --------
-    >>> from functools import partial
-    >>> describe_task(partial(print, 1, sep="-"))
-    "1, sep='-'"
-    """
-    args = getattr(call, "args", ())
-    keywords = getattr(call, "keywords", {})
-    if args or keywords:
-        parts = [str(a) for a in args] + [f"{k}={v!r}" for k, v in keywords.items()]
-        return ", ".join(parts)
-    return repr(call)
-
-
-def run_tasks(calls: Sequence[Callable[[], T]], *, workers: int,
-              order: Sequence[int] | None = None,
-              on_result: Callable[[int, T], None] | None = None,
-              deadline: Deadline | None = None) -> list[T]:
-    """Run every call, ``workers`` processes at a time (in this process when 1); results in call order.
-
-    Parameters
-    ----------
-    calls : sequence of zero-argument callables
-        Picklable for ``workers > 1`` (e.g. ``functools.partial`` of a module-level function).
-    workers : int
-        Processes; results do not depend on it (every call is a function of its arguments).
-    order : sequence of int, optional
-        The order in which calls are started (default: as given) — e.g. the longest first, so
-        that no long call is left alone at the end while the other workers idle.
-    on_result : callable, optional
-        ``on_result(index, result)``, in this process as each call finishes (progress lines).
-    deadline : rftheory.deadline.Deadline, optional
-        When it passes, no further call starts and the running ones are stopped (their worker
-        processes ended; with ``workers == 1`` the running call finishes first), and
-        :class:`TimeLimitReached` says which calls finished and which did not.
-
-    Returns
-    -------
-    list
-        The calls' results, in the order of ``calls`` (whatever ``order`` and ``workers``).
-
-    Raises
-    ------
-    TimeLimitReached
-        If the deadline passed before every call finished.
-
-    Examples
-    --------
-    >>> run_tasks([lambda: 1, lambda: 2], workers=1, order=[1, 0])
-    [1, 2]
-    """
-    order = list(range(len(calls))) if order is None else list(order)
-    results: list[Any] = [None] * len(calls)
-
-    def finished(i: int, result: T) -> None:
-        results[i] = result
-        if on_result is not None:
-            on_result(i, result)
-
-    deadline = NO_DEADLINE if deadline is None else deadline
-    done: set[int] = set()
-
-    def stop() -> TimeLimitReached:
-        return TimeLimitReached([describe_task(calls[i]) for i in order if i in done],
-                                [describe_task(calls[i]) for i in order if i not in done])
-
-    if workers == 1:
-        for i in order:
-            if deadline.passed():
-                raise stop()
-            finished(i, calls[i]())
-            done.add(i)
-    else:
-        # workers die with this process, and an interrupt, a failed task or the deadline stops
-        # them at once (rftheory.processes) instead of waiting for every queued task
-        pool = process_pool(workers)
-        try:
-            futures = {pool.submit(calls[i]): i for i in order}
-            timeout = deadline.remaining() if deadline.finite else None
-            try:
-                for future in as_completed(futures, timeout=timeout):
-                    finished(futures[future], future.result())
-                    done.add(futures[future])
-            except TimeoutError:
-                raise stop() from None
-        except BaseException:
-            stop_pool(pool)
-            raise
-        pool.shutdown(wait=True)
-    return results
 
 
 class TaskProgress:
@@ -409,52 +257,6 @@ class TaskProgress:
         self.done += 1
         if self.progress is not None:
             self.progress(f"[{self.done}/{self.total}] {describe()}")
-
-
-def source_digests(modules: Sequence[str] = SOURCE_MODULES) -> dict[str, str]:
-    """First 12 hex digits of the SHA-256 of each rftheory module's source file.
-
-    Stored with every reconstruction result so that numbers obtained with different versions of
-    the optimiser are never silently compared (package versions alone do not change when the code
-    does). Take them before any work: they describe the code the workers run.
-
-    Parameters
-    ----------
-    modules : sequence of str
-        Names of modules of ``rftheory`` (default :data:`SOURCE_MODULES`).
-
-    Returns
-    -------
-    dict of str to str
-        ``{module: 12 hex digits}``.
-    """
-    out = {}
-    for name in modules:
-        path = Path(importlib.import_module(f"rftheory.{name}").__file__)
-        out[name] = hashlib.sha256(path.read_bytes()).hexdigest()[:12]
-    return out
-
-
-def environment() -> dict:
-    """Versions of the packages a result depends on, for provenance.
-
-    Returns
-    -------
-    dict
-        Versions of rftheory, numpy, scipy, sympy and Python, the definition of V
-        (:data:`rftheory.philox.V_DEFINITION`), the machine's architecture and the local date.
-    """
-    import numpy
-    import scipy
-    import sympy
-
-    import rftheory
-    from rftheory.features import V_DEFINITION
-
-    return {"rftheory": rftheory.__version__, "v_definition": V_DEFINITION,
-            "numpy": numpy.__version__, "scipy": scipy.__version__,
-            "sympy": sympy.__version__, "python": platform.python_version(),
-            "machine": platform.machine(), "date": time.strftime("%Y-%m-%dT%H:%M:%S%z")}
 
 
 def run_claim(name: str, *, quick: bool = False, large: bool = False, seed: int | None = None,

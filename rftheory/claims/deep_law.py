@@ -36,6 +36,7 @@ from typing import Any, Callable
 import numpy as np
 
 from rftheory.claims._common import ClaimConfig, TaskProgress, default_workers, main_for, run_tasks
+import rftheory.metrics as _metrics
 from rftheory.errors import RFTheoryError
 from rftheory.output import format_table, save_figure
 
@@ -45,7 +46,7 @@ CLAIM = "deep_law"
 #: claims' 0.05: the body moves during training, θ is only nearly in the span (span residuals
 #: 1e-3 – 3e-2 measured), and the attack's optimum sits off the true X by about that much
 #: (ρ 0.01 – 0.06 at p^(L) ≈ 10–16·dn); failed runs sit at ρ ≈ 0.4 – 0.7.
-RHO_SUCCESS = 0.1
+RHO_SUCCESS = _metrics.RHO_SUCCESS
 
 #: Data sets: (C, H, H) of the network's input; both d = 64.
 DATASETS: dict[str, tuple[int, int, int]] = {"sphere": (1, 8, 8), "digits": (1, 8, 8)}

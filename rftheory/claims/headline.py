@@ -52,6 +52,7 @@ import numpy as np
 from rftheory.claims._common import ClaimConfig, check_activations, main_for, source_digests
 from rftheory.deadline import TIME_LIMIT_REACHED, Deadline
 from rftheory.metrics import run_kind
+import rftheory.metrics as _metrics
 from rftheory.errors import ResourceLimitError, RFTheoryError
 from rftheory.output import format_table, save_figure
 
@@ -64,7 +65,7 @@ PAPER_RHO = {"n": "≈ 1", "dn": "≈ 0.5", "10dn": "≈ 0"}
 #: A train residual below this counts as "labels fit" (measured ≤ 1e-9 on every cell that ran).
 TRAIN_TOL = 1e-6
 #: ρ below this counts as recovered (the law claim's threshold, :data:`rftheory.claims.law.RHO_SUCCESS`).
-RHO_SUCCESS = 0.1
+RHO_SUCCESS = _metrics.RHO_SUCCESS
 #: Images of each cell kept in the result (as 8-bit pixels) and shown in the figure.
 SHOWN = 10
 #: Seconds between the progress messages of a running cell (``[step/max_steps] ...``).

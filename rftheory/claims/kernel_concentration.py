@@ -19,7 +19,8 @@ from rftheory.concentration import (
     lambda_min_vs_d,
     plot_curves,
 )
-from rftheory.claims._common import ClaimConfig, TimeLimitReached, main_for
+from rftheory.claims._common import ClaimConfig, main_for
+from rftheory.runtime import TimeLimitReached
 from rftheory.deadline import Deadline
 from rftheory.data import sphere_data
 from rftheory.errors import RFTheoryError
@@ -92,7 +93,7 @@ def run(config: Config = FULL, *, progress: Callable[[str], None] | None = None,
         Called with one line of text per finished step.
     deadline : rftheory.deadline.Deadline, optional
         Checked before each draw of V (:func:`rftheory.concentration.concentration`): once it
-        has passed, :class:`~rftheory.claims._common.TimeLimitReached` says which activations'
+        has passed, :class:`~rftheory.runtime.TimeLimitReached` says which activations'
         curves finished (no verdict is drawn from part of the widths); default none.
 
     Returns

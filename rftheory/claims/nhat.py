@@ -39,8 +39,8 @@ from typing import Any, Callable
 import numpy as np
 
 from rftheory.deadline import Deadline
-from rftheory.claims._common import (ClaimConfig, TaskProgress, check_activations, default_workers,
-                                     main_for, run_tasks, source_digests)
+from rftheory.claims._common import ClaimConfig, TaskProgress, check_activations, main_for
+from rftheory.runtime import default_workers, run_tasks, source_digests
 from rftheory.errors import RFTheoryError
 from rftheory.output import format_table, save_figure
 
@@ -226,8 +226,8 @@ def run(config: Config = FULL, *, progress: Callable[[str], None] | None = None,
     workers : int, optional
         Processes for the independent runs (default: one per core, at most the runs).
     deadline : rftheory.deadline.Deadline, optional
-        Where the run stops (:func:`rftheory.claims._common.run_tasks` raises
-        :class:`~rftheory.claims._common.TimeLimitReached`, which
+        Where the run stops (:func:`rftheory.runtime.run_tasks` raises
+        :class:`~rftheory.runtime.TimeLimitReached`, which
         :func:`~rftheory.claims._common.run_claim` saves as a partial result); default none.
 
     Returns

@@ -29,7 +29,7 @@ the loss. Two predictions are set against the measured flips: the paper's Hermit
 the symbolic parity verdict of :func:`rftheory.verdicts.activation_report`).
 
 Where the Hermite condition does show up is in the *optimisation*: the slope of the kernel overlap
-at the antipode, K'(−1) = E[φ'(g)φ'(−g)] (:func:`antipodal_slope`), vanishes for ReLU, so a
+at the antipode, K'(−1) = E[φ'(g)φ'(−g)] (:func:`rftheory.signs.antipodal_slope`), vanishes for ReLU, so a
 candidate near −x_i feels (almost) no pull towards x_i and runs can stall with some samples
 recovered as −x_i; those are counted separately (``recovered_minus_failed_runs``).
 
@@ -50,19 +50,20 @@ from typing import Any, Callable
 import numpy as np
 
 from rftheory.deadline import Deadline
-from rftheory.claims._common import (ClaimConfig, TaskProgress, check_activations, default_workers,
-                                     main_for, run_tasks, source_digests)
+from rftheory.claims._common import ClaimConfig, TaskProgress, check_activations, main_for
+from rftheory.runtime import default_workers, run_tasks, source_digests
 from rftheory.errors import RFTheoryError
+from rftheory.metrics import RHO_SUCCESS
 from rftheory.output import format_table, save_figure
+from rftheory.signs import antipodal_slope, flipped_truth_losses  # noqa: F401 - re-exported
 
 CLAIM = "sign"
 
 #: p = RATIO·dn: well inside the regime where reconstruction succeeds (the law's threshold is
 #: p*/(dn) ≈ 1.5–2.5 for ReLU + tanh, measured by :mod:`rftheory.claims.law`).
 RATIO = 10.0
-#: A run counts as successful when its sign-invariant ρ is below this (the flip count is only
-#: meaningful when every training point has a close candidate up to sign).
-RHO_SUCCESS = 0.1
+# A run counts as successful when its sign-invariant ρ is below rftheory.metrics.RHO_SUCCESS (the
+# flip count is only meaningful when every training point has a close candidate up to sign).
 #: "Flips observed" when the mean flip fraction over successful runs exceeds this: an
 #: undetectable sign leaves each sample's sign to the random initial candidate, i.e. ≈ 1/2 of
 #: them flipped; a detectable one leaves none. 0.1 separates the two with n ≥ 8 samples per run.
@@ -119,40 +120,6 @@ FULL = Config()
 QUICK = Config(activations=("relu", "relu+tanh", "abs"), seeds=3)
 
 
-def flipped_truth_losses(features: Any, theta: Any, X: np.ndarray) -> dict[str, float]:
-    """Projection loss of the true training set X with one sample, or all, negated.
-
-    Evaluates L at X (sanity: ≈ 0), at X with row i negated for every i, and at −X.
-
-    Parameters
-    ----------
-    features : RandomFeatures
-        The model's features (V and φ).
-    theta : array_like
-        The trained weights θ*, shape (p,) or (p, k).
-    X : numpy.ndarray
-        The training set, shape (n, d).
-
-    Returns
-    -------
-    dict
-        ``loss_truth``, ``loss_one_flipped`` (median over i), ``loss_one_flipped_min`` (min over
-        i) and ``loss_all_flipped``.
-    """
-    from rftheory.projection import projection_loss
-
-    def loss(Z: np.ndarray) -> float:
-        return float(projection_loss(features, Z, theta, gradient=False).loss)
-
-    one = []
-    for i in range(X.shape[0]):
-        Z = X.copy()
-        Z[i] = -Z[i]
-        one.append(loss(Z))
-    return {"loss_truth": loss(X), "loss_one_flipped": float(np.median(one)),
-            "loss_one_flipped_min": float(np.min(one)), "loss_all_flipped": loss(-X)}
-
-
 def run_case(task: dict[str, Any]) -> dict[str, Any]:
     """Reconstruct at p = ratio·dn for one activation and seed; count flips; flipped-truth losses.
 
@@ -170,7 +137,7 @@ def run_case(task: dict[str, Any]) -> dict[str, Any]:
     -------
     dict
         JSON-serialisable: success, ρ variants, the fraction of samples recovered as −x_i and
-        the losses of :func:`flipped_truth_losses`.
+        the losses of :func:`rftheory.signs.flipped_truth_losses`.
     """
     from threadpoolctl import threadpool_limits
 
@@ -197,60 +164,6 @@ def run_case(task: dict[str, Any]) -> dict[str, Any]:
             "recovered_minus": int(np.sum(close & si.flipped)),
             **losses, "seconds": time.perf_counter() - start}
     return cell
-
-
-def antipodal_slope(activation: str) -> float:
-    """K'(−1)/K'(1) = E[φ'(g)φ'(−g)] / E[φ'(g)²], g ~ N(0, 1): how the kernel overlap of a candidate
-    with a training point varies when the candidate sits at the antipode −x.
-
-    K(t) = Σ_k μ_k² t^k is the RF kernel of two points at cosine t, and K'(t) = E[φ'(u)φ'(v)] for
-    standard Gaussians u, v of correlation t. At t = −1 the overlap ⟨φ(Vx̂), φ(Vx)⟩ has slope K'(−1);
-    when it is 0 (ReLU: φ'(z)φ'(−z) = 0 for z ≠ 0) the antipode is a stationary point of the
-    single-sample overlap and a gradient method can stall there. ±1 means an exact symmetry (φ odd:
-    +1, φ even: −1).
-
-    Parameters
-    ----------
-    activation : str
-        A registry name or an expression in ``z`` (:func:`rftheory.activations.get_activation`).
-
-    Returns
-    -------
-    float
-        K'(−1)/K'(1), in [−1, 1].
-
-    Notes
-    -----
-    Adaptive quadrature (:func:`scipy.integrate.quad`) on [−40, 40] split at ± the kinks of φ, where
-    φ' may jump; the Gaussian tail beyond 40 is below 1e-300. Absolute error ≲ 1e-10 for the
-    registry activations.
-
-    Examples
-    --------
-    0 for ReLU (φ'(z)φ'(−z) = 0), the exact symmetries ±1 for odd and even φ:
-
-    >>> from rftheory.claims.sign import antipodal_slope
-    >>> [round(antipodal_slope(name), 8) for name in ("relu", "tanh", "abs")]
-    [0.0, 1.0, -1.0]
-    """
-    from scipy.integrate import quad
-
-    from rftheory.activations import get_activation
-
-    act = get_activation(activation)
-    edges = sorted({-40.0, 40.0, *act.kinks, *(-k for k in act.kinks)})
-    edges = [e for e in edges if -40.0 <= e <= 40.0]
-    density = 1.0 / math.sqrt(2.0 * math.pi)
-
-    def integral(f) -> float:
-        return sum(quad(f, a, b, limit=200, epsabs=1e-13)[0] for a, b in zip(edges[:-1], edges[1:]))
-
-    def dphi(z: float) -> float:
-        return float(act.derivative(np.array([z]))[0])
-
-    cross = integral(lambda z: dphi(z) * dphi(-z) * density * math.exp(-z * z / 2))
-    square = integral(lambda z: dphi(z) ** 2 * density * math.exp(-z * z / 2))
-    return cross / square
 
 
 def hermite_verdict(activation: str) -> dict[str, Any]:
@@ -301,8 +214,8 @@ def run(config: Config = FULL, *, progress: Callable[[str], None] | None = None,
     workers : int, optional
         Processes for the independent runs (default: one per core, at most the runs).
     deadline : rftheory.deadline.Deadline, optional
-        Where the run stops (:func:`rftheory.claims._common.run_tasks` raises
-        :class:`~rftheory.claims._common.TimeLimitReached`, which
+        Where the run stops (:func:`rftheory.runtime.run_tasks` raises
+        :class:`~rftheory.runtime.TimeLimitReached`, which
         :func:`~rftheory.claims._common.run_claim` saves as a partial result); default none.
 
     Returns

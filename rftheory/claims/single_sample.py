@@ -57,8 +57,8 @@ from typing import Any, Callable, Mapping, Sequence
 import numpy as np
 
 from rftheory.deadline import Deadline
-from rftheory.claims._common import (ClaimConfig, TaskProgress, check_activations,
-                                     default_workers, main_for, run_tasks)
+from rftheory.claims._common import ClaimConfig, TaskProgress, check_activations, main_for
+from rftheory.runtime import default_workers, run_tasks
 from rftheory.data import gaussian_labels, sphere_data
 from rftheory.errors import RFTheoryError
 from rftheory.features import RandomFeatures, train_min_norm
@@ -381,8 +381,8 @@ def run(config: Config = FULL, *, progress: Callable[[str], None] | None = None,
     workers : int, optional
         Worker processes (default min(2, CPUs)).
     deadline : rftheory.deadline.Deadline, optional
-        Where the run stops (:func:`rftheory.claims._common.run_tasks` raises
-        :class:`~rftheory.claims._common.TimeLimitReached`, which
+        Where the run stops (:func:`rftheory.runtime.run_tasks` raises
+        :class:`~rftheory.runtime.TimeLimitReached`, which
         :func:`~rftheory.claims._common.run_claim` saves as a partial result); default none.
 
     Returns

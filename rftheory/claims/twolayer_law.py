@@ -37,6 +37,7 @@ import numpy as np
 from rftheory.deadline import Deadline
 from rftheory.claims._common import (ClaimConfig, TaskProgress, check_activations, default_workers,
                                      main_for, run_tasks)
+import rftheory.metrics as _metrics
 from rftheory.errors import RFTheoryError
 from rftheory.output import format_table, save_figure
 
@@ -45,7 +46,7 @@ CLAIM = "twolayer_law"
 #: A reconstruction succeeds when ρ (official, Hungarian on |x|) is below this. Failed runs sit at
 #: ρ ≈ 0.3–0.7 (ρ of random points on the sphere ≈ 0.6); successful ones at 1e-4–1e-2, the
 #: residual error coming from how far ΔW₂ is from the span at the trained W₁.
-RHO_SUCCESS = 0.05
+RHO_SUCCESS = _metrics.RHO_SUCCESS_TWOLAYER
 
 #: Training setups: (loss, train the first layer, W₂(0), stop when the training loss ≤ this).
 #: W₂(0) = 0 unless stated: the first layer then only starts to move once W₂ has grown, which

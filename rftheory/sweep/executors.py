@@ -72,7 +72,15 @@ class ExecutorHandle:
     slots: int
 
 
-def _cpu_count() -> int:
+def cpu_count() -> int:
+    """CPUs this process may use (:func:`rftheory.budget.available_cpus`): the default count of
+    local workers.
+
+    Returns
+    -------
+    int
+        At least 1.
+    """
     return available_cpus()
 
 
@@ -172,7 +180,7 @@ def open_executor(*, workers: int | None = None, dask_scheduler: str | None = No
             if cluster is not None:
                 cluster.close()
         return
-    workers = _cpu_count() if workers is None else workers
+    workers = cpu_count() if workers is None else workers
     import multiprocessing
 
     from ..processes import process_pool, stop_pool

@@ -22,7 +22,7 @@ from ..deadline import NO_DEADLINE, TIME_LIMIT_REACHED, Deadline
 from ..features import V_DEFINITION
 from ..output import to_jsonable
 from .cells import CELL_KINDS
-from .executors import ExecutorHandle, _cpu_count, check_executor_choice, limit_blas_threads, open_executor
+from .executors import ExecutorHandle, check_executor_choice, cpu_count, limit_blas_threads, open_executor
 from .spec import Cell, SweepSpec, canonical_json
 from .store import SCANNED_ROW_BYTES, STORE_FILE, StoreScan, SweepStore, SweepStoreError
 
@@ -303,7 +303,7 @@ def plan_sweep(spec: SweepSpec, out_dir: str | Path, *, resume: bool = False,
         summary.update(already_done=len(done), corrupt=len(scan.corrupt),
                        planned=total - len(done))
     summary["estimate"] = check_sweep_size(
-        spec, slots=_cpu_count() if slots is None else slots, planned=summary["planned"],
+        spec, slots=cpu_count() if slots is None else slots, planned=summary["planned"],
         memory_limit=memory_limit, via=via)
     return summary
 
@@ -377,9 +377,9 @@ def run_sweep(spec: SweepSpec, out_dir: str | Path, *, resume: bool = False,
     if executor is None:  # refuse a bad choice before the store is touched
         check_executor_choice(workers=workers, dask_scheduler=dask_scheduler,
                               dask_local=dask_local)
-        slots = None if dask_scheduler is not None else (workers or dask_local or _cpu_count())
+        slots = None if dask_scheduler is not None else (workers or dask_local or cpu_count())
     else:
-        slots = getattr(executor, "_max_workers", None) or _cpu_count()
+        slots = getattr(executor, "_max_workers", None) or cpu_count()
     total = spec.count_cells()
     check_sweep_size(spec, slots=slots, planned=0, memory_limit=memory_limit, via=via)
     with SweepStore.open_writer(out_dir) as store:

@@ -116,7 +116,19 @@ def canonical_json(value: Any) -> str:
                       allow_nan=True)
 
 
-def _sha256(text: str) -> str:
+def sha256_hex(text: str) -> str:
+    """SHA-256 of ``text`` (UTF-8) in hex: the identity of a cell or a row.
+
+    Parameters
+    ----------
+    text : str
+        Usually canonical JSON (:func:`canonical_json`).
+
+    Returns
+    -------
+    str
+        64 hex digits.
+    """
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
@@ -169,7 +181,7 @@ def cell_key(kind: str, params_json: str) -> str:
     str
         SHA-256, in hex, of the canonical JSON of ``{"kind": kind, "params": params}``.
     """
-    return _sha256(canonical_json({"kind": kind, "params": json.loads(params_json)}))
+    return sha256_hex(canonical_json({"kind": kind, "params": json.loads(params_json)}))
 
 
 @dataclass(frozen=True)

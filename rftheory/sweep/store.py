@@ -18,7 +18,7 @@ from typing import Any, Iterable, Iterator, Mapping
 
 from .. import __version__
 from ..errors import RFTheoryError
-from .spec import Cell, SweepSpec, _sha256, canonical_json, cell_key
+from .spec import Cell, SweepSpec, canonical_json, sha256_hex, cell_key
 
 __all__ = ["STORE_FILE", "LOCK_FILE", "SCHEMA_VERSION", "LEGACY_V_DEFINITION", "SweepStore",
            "SweepStoreError", "StoredCell", "StoreScan", "record_checksum"]
@@ -169,7 +169,7 @@ def record_checksum(cell_key_: str, kind: str, params: str, seed: Any, status: s
     str
         The checksum, 64 hex digits.
     """
-    return _sha256(canonical_json({"cell_key": cell_key_, "kind": kind, "params": params,
+    return sha256_hex(canonical_json({"cell_key": cell_key_, "kind": kind, "params": params,
                                    "seed": seed, "status": status, "payload": payload,
                                    "version": version}))
 
