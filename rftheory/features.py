@@ -12,7 +12,7 @@ writes each chunk in the working dtype. Hence
   the chunk size, the thread count, the device or the dtype beyond that final rounding; models
   are nested in p and in d (up to the scale);
 * every reduction over p (Gram, Φθ, vector–Jacobian products) adds per-block terms in an
-  association fixed by the block index (:class:`BlockSum`), so results are **bit-identical
+  association fixed by the block index (:class:`~rftheory.blocksum.BlockSum`), so results are **bit-identical
   whatever compute chunk size** is used (with numpy; on CuPy up to cuBLAS's choice of kernel,
   which may depend on the chunk's size);
 * memory beyond the inputs is O(n · chunk_rows + n²).
@@ -42,11 +42,11 @@ from typing import Any, ClassVar, Iterator
 import numpy as np
 from array_api_compat import device as array_device, is_cupy_namespace
 
-from . import philox
+from . import philox, philox_cupy
 from .activations import Activation, get_activation
 from .backend import namespace_of
 from .errors import RFTheoryError, ShapeError
-from .gram import GramSolution, solve_gram
+from .blocksum import SUM_GROUP, BlockSum
 from .philox import V_DEFINITION
 
 __all__ = [
@@ -55,14 +55,10 @@ __all__ = [
     "FeatureBlock",
     "FeatureChunk",
     "FeatureMap",
-    "BlockSum",
     "RandomFeatures",
     "DenseFeatures",
-    "TrainedModel",
-    "train_min_norm",
     "check_data",
     "stream_memory",
-    "train_memory",
     "features_memory",
     "available_memory_bytes",
     "default_v_cache_bytes",
@@ -72,8 +68,6 @@ __all__ = [
 BLOCK_ROWS = 1024
 #: Largest Φ (entries) that :meth:`RandomFeatures.features` materialises without ``allow_large``.
 MATERIALIZE_LIMIT = 2**26
-#: Blocks whose terms are summed together before joining a reduction over p (see BlockSum).
-SUM_GROUP = 16
 #: Default blocks of V per chunk for CuPy arrays (chunks are assembled on the device).
 DEVICE_CHUNK_BLOCKS = 128
 #: Below this many entries of V, drawing it in one thread is faster than starting a pool.
@@ -210,54 +204,6 @@ def _preactivations_cupy(X: Any, Vs: Any) -> Any:
 def _transpose_blocks(x: Any) -> Any:
     """(nb, a, b) -> (nb, b, a) as a view."""
     return namespace_of(x).permute_dims(x, (0, 2, 1))
-
-
-class BlockSum:
-    """Σ_b T_b over the blocks of V, in an association fixed by the block index alone.
-
-    The terms of :data:`SUM_GROUP` consecutive blocks (blocks 16j, …, 16j + 15) are summed by one
-    reduction over a contiguous stack, and the group sums are added to the total in order. Neither
-    step depends on how the stream is chunked, so every reduction over p is bit-identical for any
-    chunk size — while it costs two array operations (kernel launches, on a GPU) per group of
-    blocks rather than one per block.
-
-    Parameters
-    ----------
-    total : array
-        The initial value (zeros, or at least no -0.0 entries, see ``_flush``); the terms must
-        broadcast to its shape.
-    """
-
-    def __init__(self, total: Any):
-        self.total = total
-        self._pending: list[Any] = []
-
-    def add(self, first_block: int, parts: Any) -> None:
-        """Add ``parts[i]``, the term of block ``first_block + i``; blocks must come in order."""
-        xp = namespace_of(parts)
-        i, nb = 0, parts.shape[0]
-        while i < nb:
-            room = SUM_GROUP - (first_block + i) % SUM_GROUP  # blocks left in this group
-            take = min(room, nb - i)
-            self._pending.append(parts[i:i + take, ...])
-            if take == room:
-                self._flush(xp)
-            i += take
-
-    def result(self) -> Any:
-        """The sum (the last group may be incomplete)."""
-        if self._pending:
-            self._flush(namespace_of(self._pending[0]))
-        return self.total
-
-    def _flush(self, xp: Any) -> None:
-        stack = self._pending[0] if len(self._pending) == 1 else xp.concat(self._pending, axis=0)
-        # A group of one block (every reduction when p ≤ BLOCK_ROWS) adds that block's term
-        # itself: the sum over one term is that term, up to the sign of a zero (-0.0 sums to
-        # +0.0), which adding it to the total erases (the total starts at +0.0 and a sum in
-        # round-to-nearest is -0.0 only when both terms are) — so bit-identical, one call less.
-        self.total = self.total + (stack[0, ...] if stack.shape[0] == 1 else xp.sum(stack, axis=0))
-        self._pending = []
 
 
 class FeatureMap:
@@ -416,7 +362,7 @@ class RandomFeatures(FeatureMap):
         Seed of V, in [0, 2**128) (the Philox key); V[i, j] is a pure function of (seed, i, j, d).
     chunk_rows : int, optional
         Rows of V processed together (rounded down to a multiple of :data:`BLOCK_ROWS`, at least
-        one block). Default: :data:`SUM_GROUP` blocks for numpy, :data:`DEVICE_CHUNK_BLOCKS` for
+        one block). Default: :data:`~rftheory.blocksum.SUM_GROUP` blocks for numpy, :data:`DEVICE_CHUNK_BLOCKS` for
         CuPy. Affects speed and memory only — never the results. With numpy, memory of a pass is
         about (1 + ahead) chunks of V in the working dtype on the host (ahead = the chunks drawn
         in advance, ⌈threads/blocks per chunk⌉) plus 3·n·chunk_rows entries for Z, φ and φ′; at
@@ -511,7 +457,7 @@ class RandomFeatures(FeatureMap):
         if is_cupy_namespace(xp):
             with _on_device(device):
                 V = xp.empty((self.p, self.d), dtype=_generated_dtype(dtype, xp))
-                philox.cupy_fill(self.seed, 0, V, scale_dim=self.d)
+                philox_cupy.cupy_fill(self.seed, 0, V, scale_dim=self.d)
             return V.astype(dtype, copy=False)
         V = philox.standard_normal(self.seed, self.p, self.d, scale_dim=self.d,
                                    out=np.empty((self.p, self.d), dtype=_generated_dtype(dtype, np)))
@@ -574,7 +520,7 @@ class RandomFeatures(FeatureMap):
             rows = min(BLOCK_ROWS, self.p - b0 * BLOCK_ROWS)
             with _on_device(dev):
                 Vs = xp.empty((b1 - b0, rows, self.d), dtype=gen)
-                philox.cupy_fill(self.seed, b0 * BLOCK_ROWS, Vs, scale_dim=self.d)
+                philox_cupy.cupy_fill(self.seed, b0 * BLOCK_ROWS, Vs, scale_dim=self.d)
             yield b0 * BLOCK_ROWS, (Vs if gen == dtype else xp.astype(Vs, dtype))
 
     def _assembled_host_chunks(self, xp: Any, dtype: Any, dev: Any,
@@ -797,84 +743,6 @@ class DenseFeatures(FeatureMap):
         if full < self.p:
             yield full, W[None, full:, :]
 
-@dataclass(frozen=True)
-class TrainedModel:
-    """A random-features model fitted by the min-norm interpolator θ* = Φ⁺Y.
-
-    Attributes
-    ----------
-    features : FeatureMap
-    theta : array, shape (p,) or (p, k)
-    dual : array, shape (n,) or (n, k)
-        a = G⁺Y with G = ΦΦᵀ, so θ* = Φᵀa.
-    train_residual : float
-        ‖Φθ* − Y‖/‖Y‖, measured by a separate pass Φθ* (not inferred from G).
-    gram : GramSolution
-        The Gram solve's diagnostics (method, rank, condition, rank deficiency).
-    """
-
-    features: FeatureMap
-    theta: Any
-    dual: Any
-    train_residual: float
-    gram: GramSolution
-
-
-def train_min_norm(features: FeatureMap, X: Any, Y: Any, *, rcond: float | None = None) -> TrainedModel:
-    """Fit θ* = Φ⁺Y = Φᵀ(ΦΦᵀ)⁺Y without forming Φ⁺, and measure the training residual.
-
-    Parameters
-    ----------
-    features : FeatureMap
-        The feature map (V and φ).
-    X : array, shape (n, d)
-        Training inputs.
-    Y : array, shape (n,) or (n, k)
-        Labels.
-    rcond : float, optional
-        Eigenvalue cut-off for a rank-deficient Gram (see :func:`rftheory.gram.solve_gram`).
-
-    Returns
-    -------
-    TrainedModel
-        θ*, the Gram's solve (``gram``) and the relative training residual ‖Φθ* − Y‖/‖Y‖.
-
-    Notes
-    -----
-    When p < n the Gram matrix is singular: θ* is then the least-squares solution of minimum
-    norm and ``train_residual`` is typically far from 0 — the label-fitting threshold p ≈ n is
-    read off this number. ``gram.rank_deficient`` flags the case.
-
-    Examples
-    --------
-    With p ≫ n the labels are fit exactly, and θ* is a zero of the projection loss at the
-    training set:
-
-    >>> from rftheory.data import gaussian_labels, sphere_data
-    >>> from rftheory.features import RandomFeatures, train_min_norm
-    >>> from rftheory.projection import projection_loss
-    >>> X, Y = sphere_data(4, 10, seed=0), gaussian_labels(4, seed=0)
-    >>> model = train_min_norm(RandomFeatures("relu", d=10, p=200, seed=1), X, Y)
-    >>> model.theta.shape, bool(model.train_residual < 1e-12)
-    ((200,), True)
-    >>> bool(projection_loss(model.features, X, model.theta).loss < 1e-20)
-    True
-    """
-    xp = check_data(X, features.d)
-    if Y.ndim not in (1, 2) or Y.shape[0] != X.shape[0]:
-        raise ShapeError(f"Y must have shape (n,) or (n, k) with n = {X.shape[0]}, got {tuple(Y.shape)}")
-    if not bool(xp.all(xp.isfinite(Y))):
-        raise ShapeError("Y has non-finite entries")
-    Y = xp.astype(Y, X.dtype)
-    G, _ = features.gram_and_matvec(X, None)
-    solved = solve_gram(G, Y, rcond=rcond)
-    theta = features.rmatvec(X, solved.solution)
-    fitted = features.matvec(X, theta)
-    norm_y = float(xp.linalg.vector_norm(Y))
-    resid = float(xp.linalg.vector_norm(fitted - Y)) / (norm_y if norm_y > 0 else 1.0)
-    return TrainedModel(features, theta, solved.solution, resid, solved)
-
-
 # -- memory, declared next to the code it describes (summed and checked by rftheory.budget) -----
 
 def _ceil(x: float) -> float:
@@ -887,7 +755,7 @@ def stream_memory(n: float, d: float, p: float, itemsize: int = 8, *, cached: bo
     """Peak transient bytes of one pass of :meth:`FeatureMap.chunks` over V for n rows.
 
     From the structure of the stream (BLOCK_ROWS, SUM_GROUP, THREADED_DRAW_MIN) and of
-    :class:`BlockSum`: V's chunks drawn ahead by the generator threads plus the one in use and
+    :class:`~rftheory.blocksum.BlockSum`: V's chunks drawn ahead by the generator threads plus the one in use and
     the previous one, unless V is cached (when the pass fills the cache its chunks *are* the
     cache, counted by the caller); Z, φ (and φ′) of the current and previous chunk and the
     activation's temporaries (``kept``: the caller holds φ, φ′ of all of p, counted there); one
@@ -934,50 +802,6 @@ def stream_memory(n: float, d: float, p: float, itemsize: int = 8, *, cached: bo
     return peak
 
 
-def train_memory(*, d: float, n: float, p: float, k: float = 1, itemsize: int = 8,
-                 v_cache_bytes: float = 0, threads: int | None = None) -> tuple[float, dict]:
-    """Peak bytes of :func:`train_min_norm` with a streamed :class:`RandomFeatures`: the Gram
-    pass (filling V's cache when p·d entries fit ``v_cache_bytes``), the Φᵀa and Φθ passes,
-    the n × n solve, θ and the data.
-
-    Parameters
-    ----------
-    d, n, p, k : float
-        Input dimension, training points, features, outputs.
-    itemsize : int
-        Bytes per entry of the working dtype.
-    v_cache_bytes : float
-        The model's ``v_cache_bytes``.
-    threads : int, optional
-        Threads drawing V (default :func:`available_cores`).
-
-    Returns
-    -------
-    peak : float
-        Bytes, V's cache and θ included.
-    parts : dict of str to float
-        Its named terms.
-
-    Examples
-    --------
-    >>> peak, parts = train_memory(d=20, n=10, p=2000)
-    >>> peak < 2**22, sorted(parts)[0]
-    (True, 'Gram and solve')
-    """
-    threads = available_cores() if threads is None else max(1, int(threads))
-    cached = p * d * itemsize <= v_cache_bytes
-    first = stream_memory(n, d, p, itemsize, threads=threads, gram=True, fills_cache=cached)
-    later = stream_memory(n, d, p, itemsize, cached=cached, threads=threads, outputs=k)
-    theta = p * k * itemsize
-    solve = 3 * n * n * itemsize + 2 * n * k * itemsize
-    data = n * d * 8.0  # the training inputs (host float64) and labels
-    v_bytes = p * d * itemsize if cached else 0.0
-    transient = max(first, later + theta, solve + n * n * itemsize) + data
-    parts = {"streamed chunks": max(first, later), "θ": theta, "Gram and solve": solve,
-             "data X": data, "V cached": v_bytes}
-    return v_bytes + transient + theta + _BOOKKEEPING, parts
-
-
 def features_memory(*, n: float, p: float, d: float, itemsize: int = 8,
                     threads: int | None = None) -> tuple[float, dict]:
     """Peak bytes of :meth:`RandomFeatures.features` (a materialised n × p Φ): its blocks while
@@ -1012,4 +836,19 @@ def features_memory(*, n: float, p: float, d: float, itemsize: int = 8,
 
 
 #: Bookkeeping, the compiled activation and small arrays (~0.5 MiB measured on small runs).
-_BOOKKEEPING = 2.0**19
+BOOKKEEPING_BYTES = 2.0**19
+_BOOKKEEPING = BOOKKEEPING_BYTES
+
+
+#: Names that moved to :mod:`rftheory.fit` (one object per module), still importable from here.
+_MOVED = {"TrainedModel": "fit", "train_min_norm": "fit", "train_memory": "fit"}
+
+
+def __getattr__(name: str) -> Any:
+    """The min-norm fit's names, where they were before :mod:`rftheory.fit` held them (lazily:
+    :mod:`rftheory.fit` imports this module)."""
+    if name in _MOVED:
+        import importlib
+
+        return getattr(importlib.import_module(f"rftheory.{_MOVED[name]}"), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -281,7 +281,7 @@ def run_kind(cell: dict, variant: str = "abs", *, rho_success: float = RHO_SUCCE
     Parameters
     ----------
     cell : dict
-        A reconstruction cell (:func:`rftheory.pipeline.reconstruction_cell`).
+        A reconstruction cell (:func:`rftheory.cells.reconstruction_cell`).
     variant : str
         The ρ that decides success (default the official one).
     rho_success : float

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any, Iterable, Sequence
 
 __all__ = ["to_jsonable", "print_json", "format_table", "write_json_atomic", "save_figure",
-           "sparse_log_ticks"]
+           "sparse_log_ticks", "significant"]
 
 
 def to_jsonable(value: Any, *, finite_only: bool = True, strict: bool = False,
@@ -222,3 +222,27 @@ def save_figure(fig: Any, stem: str | Path, dpi: float | None = None) -> list[Pa
         fig.set_layout_engine("none")
     plt.close(fig)
     return paths
+
+
+def significant(x: float, digits: int = 2) -> str:
+    """``x`` to ``digits`` significant digits, for figure titles (1.1e-4 → ``"0.00011"``, not
+    ``"0.000"``).
+
+    Parameters
+    ----------
+    x : float
+        The number.
+    digits : int
+        Significant digits (default 2).
+
+    Returns
+    -------
+    str
+        ``format(x, f".{digits}g")``.
+
+    Examples
+    --------
+    >>> significant(1.1e-4), significant(0.4321), significant(2.5e-7), significant(0.0)
+    ('0.00011', '0.43', '2.5e-07', '0')
+    """
+    return format(float(x), f".{digits}g")

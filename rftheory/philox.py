@@ -46,6 +46,8 @@ from __future__ import annotations
 import math
 import operator
 import threading
+from importlib import resources
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -63,8 +65,9 @@ __all__ = [
     "sincos_octant",
     "standard_normal",
     "kernel_source",
-    "cupy_fill",
-    "cupy_words",
+    "kernel_path",
+    "kernel_constants",
+    "KERNEL_FILE",
 ]
 
 #: Name and version of the definition of V (bump the version whenever any V changes).
@@ -539,185 +542,29 @@ def standard_normal(seed: int, rows: Any, cols: Any, *, scale_dim: int | None = 
     return out
 
 
-# -- the CUDA kernel (also compiled by the host C compiler in the tests) --------------------------
+# -- the CUDA kernel: rftheory/philox.cu (also compiled by the host C compiler in the tests) -----
 
-_KERNEL = r"""
-/* rftheory.philox: Z[i, 4g..4g+3] from Philox4x64-10 of (i, g, 0, 0) and Box-Muller.
-   Keep in step with box_muller() in philox.py: same integers, same floating-point operations. */
-#ifdef RF_CUDA
-#define RF_FN __device__ __forceinline__
-#define RF_MULHI(a, b) __umul64hi((a), (b))
-#else
-#include <math.h>
-#include <string.h>
-#define RF_FN static inline
-#define RF_MULHI(a, b) ((rf_u64)(((unsigned __int128)(a) * (unsigned __int128)(b)) >> 64))
-#endif
-typedef unsigned long long rf_u64;
+#: Name of the kernel's source file, shipped as package data next to this module.
+KERNEL_FILE = "philox.cu"
 
-RF_FN void rf_philox(rf_u64 c0, rf_u64 c1, rf_u64 c2, rf_u64 c3, rf_u64 k0, rf_u64 k1,
-                     rf_u64 *w) {
-    for (int round = 0; round < 10; ++round) {
-        if (round) { k0 += 0x9E3779B97F4A7C15ULL; k1 += 0xBB67AE8584CAA73BULL; }
-        rf_u64 hi0 = RF_MULHI(0xD2E7470EE14C6C93ULL, c0), lo0 = 0xD2E7470EE14C6C93ULL * c0;
-        rf_u64 hi1 = RF_MULHI(0xCA5A826395121157ULL, c2), lo1 = 0xCA5A826395121157ULL * c2;
-        c0 = hi1 ^ c1 ^ k0; c1 = lo1; c2 = hi0 ^ c3 ^ k1; c3 = lo0;
-    }
-    w[0] = c0; w[1] = c1; w[2] = c2; w[3] = c3;
-}
 
-/* Correctly rounded operations, never fused: CUDA's _rn intrinsics are never contracted into an
-   FMA whatever the flags; on the host compile with -ffp-contract=off (and SSE2, not x87). */
-#ifdef RF_CUDA
-#define RF_ADD(a, b) __dadd_rn((a), (b))
-#define RF_SUB(a, b) __dsub_rn((a), (b))
-#define RF_MUL(a, b) __dmul_rn((a), (b))
-#define RF_DIV(a, b) __ddiv_rn((a), (b))
-#define RF_SQRT(a) __dsqrt_rn(a)
-#define RF_BITS(x) ((rf_u64)__double_as_longlong(x))
-#define RF_FROM_BITS(u) __longlong_as_double((long long)(u))
-#else
-#define RF_ADD(a, b) ((a) + (b))
-#define RF_SUB(a, b) ((a) - (b))
-#define RF_MUL(a, b) ((a) * (b))
-#define RF_DIV(a, b) ((a) / (b))
-#define RF_SQRT(a) sqrt(a)
-#endif
+def kernel_path() -> Path:
+    """Where the generator's C/CUDA source ships (package data: ``rftheory/philox.cu``).
 
-#ifndef RF_CUDA
-RF_FN rf_u64 RF_BITS(double x) { rf_u64 u; memcpy(&u, &x, 8); return u; }
-RF_FN double RF_FROM_BITS(rf_u64 u) { double x; memcpy(&x, &u, 8); return x; }
-#endif
+    The file holds the kernel without its constants; :func:`kernel_source` prepends them (and the
+    target's ``#define``), and the host-compiler test compiles this very file with them included.
 
-/* -ln u, u = (k + 1) 2^-53: neg_log_unit() in philox.py (fdlibm e_log.c, hfsq form). */
-RF_FN double rf_neg_log(rf_u64 k) {
-    double x = (double)(k + 1);
-    rf_u64 bits = RF_BITS(x);
-    rf_u64 hm = bits >> 32;
-    rf_u64 e = hm >> 20;
-    rf_u64 i = ((hm & 0xFFFFFULL) + 0x95F64ULL) & 0x100000ULL;
-    e += i >> 20;
-    double m = RF_FROM_BITS((bits & 0xFFFFFFFFFFFFFULL) | ((i ^ 0x3FF00000ULL) << 32));
-    double dk = RF_SUB((double)e, RF_EXP_BIAS);
-    double f = RF_SUB(m, 1.0);
-    double s = RF_DIV(f, RF_ADD(f, 2.0));
-    double z = RF_MUL(s, s), w = RF_MUL(z, z);
-    double t1 = RF_MUL(RF_ADD(RF_MUL(RF_ADD(RF_MUL(w, RF_LG6), RF_LG4), w), RF_LG2), w);
-    double R = RF_MUL(RF_ADD(RF_MUL(RF_ADD(RF_MUL(RF_ADD(RF_MUL(w, RF_LG7), RF_LG5), w), RF_LG3),
-                                    w), RF_LG1), z);
-    R = RF_ADD(R, t1);
-    double h = RF_MUL(RF_MUL(f, f), 0.5);
-    R = RF_MUL(RF_ADD(R, h), s);
-    R = RF_ADD(R, RF_MUL(dk, RF_LN2_LO));
-    return RF_SUB(RF_SUB(RF_SUB(h, R), f), RF_MUL(dk, RF_LN2_HI));
-}
+    Returns
+    -------
+    pathlib.Path
+        The installed ``philox.cu``.
 
-/* sin, cos of (pi/4) m 2^-50, m <= 2^50: sincos_octant() in philox.py (Dekker + fdlibm kernels). */
-RF_FN void rf_sincos(rf_u64 m, double *sn, double *cs) {
-    double xh = RF_MUL((double)(m & ~0x1FFFFFFULL), 8.8817841970012523e-16);   /* 2^-50 */
-    double xl = RF_MUL((double)(m & 0x1FFFFFFULL), 8.8817841970012523e-16);
-    double x = RF_ADD(xh, xl);
-    double p = RF_MUL(x, RF_PIO4_HI);
-    double t = RF_SUB(RF_MUL(xh, RF_PIO4_H26), p);
-    t = RF_ADD(t, RF_MUL(xh, RF_PIO4_L27));
-    t = RF_ADD(t, RF_MUL(xl, RF_PIO4_H26));
-    t = RF_ADD(t, RF_MUL(xl, RF_PIO4_L27));
-    t = RF_ADD(t, RF_MUL(x, RF_PIO4_LO));
-    double z = RF_MUL(p, p), v = RF_MUL(z, p);
-    double r = RF_ADD(RF_MUL(z, RF_S6), RF_S5);
-    r = RF_ADD(RF_MUL(r, z), RF_S4);
-    r = RF_ADD(RF_MUL(r, z), RF_S3);
-    r = RF_ADD(RF_MUL(r, z), RF_S2);
-    r = RF_MUL(r, v);
-    double q = RF_SUB(RF_MUL(RF_SUB(RF_MUL(t, 0.5), r), z), t);
-    *sn = RF_SUB(p, RF_SUB(q, RF_MUL(v, RF_S1)));
-    double rc = RF_ADD(RF_MUL(z, RF_C6), RF_C5);
-    rc = RF_ADD(RF_MUL(rc, z), RF_C4);
-    rc = RF_ADD(RF_MUL(rc, z), RF_C3);
-    rc = RF_ADD(RF_MUL(rc, z), RF_C2);
-    rc = RF_ADD(RF_MUL(rc, z), RF_C1);
-    rc = RF_MUL(RF_MUL(rc, z), z);
-    rc = RF_SUB(rc, RF_MUL(t, p));
-    rf_u64 hp = RF_BITS(p) >> 32;
-    double qx = hp < 0x3FD33333ULL ? 0.0
-              : hp > 0x3FE90000ULL ? 0.28125 : RF_FROM_BITS((hp - 0x00200000ULL) << 32);
-    double hz = RF_SUB(RF_SUB(RF_MUL(z, 0.5), qx), rc);
-    *cs = RF_SUB(RF_SUB(1.0, qx), hz);
-}
-
-/* One Box-Muller pair: radius word a, angle word b (box_muller() in philox.py). */
-RF_FN void rf_pair(rf_u64 a, rf_u64 b, double *x, double *y) {
-    double r = RF_SQRT(RF_MUL(rf_neg_log(a >> 11), 2.0));
-    unsigned o = (unsigned)(b >> 61);
-    rf_u64 m = (b >> 11) & 0x3FFFFFFFFFFFFULL;                           /* 2^50 - 1 */
-    if (o & 1u) m = 0x4000000000000ULL - m;                              /* 2^50 - m */
-    double s, c;
-    rf_sincos(m, &s, &c);
-    int swap = ((o + 1u) & 2u) != 0;
-    double cx = swap ? s : c, sy = swap ? c : s;
-    if ((o + 2u) & 4u) cx = -cx;
-    if (o & 4u) sy = -sy;
-    *x = RF_MUL(r, cx);
-    *y = RF_MUL(r, sy);
-}
-
-RF_FN void rf_normals(rf_u64 row, rf_u64 g, rf_u64 k0, rf_u64 k1, double *z) {
-    rf_u64 w[4];
-    rf_philox(row, g, 0, 0, k0, k1, w);
-    rf_pair(w[0], w[1], &z[0], &z[1]);
-    rf_pair(w[2], w[3], &z[2], &z[3]);
-}
-
-/* out[r, j] = Z[row0 + r, j] / sqrt_d for r < rows, j < d (row-major, row stride d). */
-#define RF_FILL_ONE(T)                                                                 \
-    long long r = idx / groups;                                                         \
-    int g = (int)(idx - r * groups);                                                    \
-    double z[4];                                                                        \
-    rf_normals(row0 + (rf_u64)r, (rf_u64)g, k0, k1, z);                                 \
-    T *o = out + r * (long long)d + 4 * g;                                              \
-    int n = d - 4 * g < 4 ? d - 4 * g : 4;                                              \
-    for (int j = 0; j < n; ++j) o[j] = (T)RF_DIV(z[j], sqrt_d);
-
-#define RF_WORDS_ONE                                                                   \
-    long long r = idx / groups;                                                         \
-    int g = (int)(idx - r * groups);                                                    \
-    rf_philox(row0 + (rf_u64)r, (rf_u64)g, 0, 0, k0, k1, out + 4 * idx);
-
-#ifdef RF_CUDA
-#define RF_LOOP(count) for (long long idx = (long long)blockIdx.x * blockDim.x + threadIdx.x; \
-                            idx < (count); idx += (long long)blockDim.x * gridDim.x)
-#define RF_KERNEL extern "C" __global__ void
-#else
-#define RF_LOOP(count) for (long long idx = 0; idx < (count); ++idx)
-#define RF_KERNEL void
-#endif
-
-RF_KERNEL rf_fill_f32(rf_u64 k0, rf_u64 k1, rf_u64 row0, long long rows, int d,
-                      double sqrt_d, float *out) {
-    int groups = (d + 3) / 4;
-    RF_LOOP(rows * groups) { RF_FILL_ONE(float) }
-}
-
-RF_KERNEL rf_fill_f64(rf_u64 k0, rf_u64 k1, rf_u64 row0, long long rows, int d,
-                      double sqrt_d, double *out) {
-    int groups = (d + 3) / 4;
-    RF_LOOP(rows * groups) { RF_FILL_ONE(double) }
-}
-
-/* out[r, g, :] = the Philox words of (row0 + r, g, 0, 0), g < groups. */
-RF_KERNEL rf_words(rf_u64 k0, rf_u64 k1, rf_u64 row0, long long rows, int groups,
-                   rf_u64 *out) {
-    RF_LOOP(rows * groups) { RF_WORDS_ONE }
-}
-
-/* Philox4x64-10 of n arbitrary counters ctr[n][4] under keys key[n][2] (known-answer tests). */
-RF_KERNEL rf_philox_many(long long n, const rf_u64 *ctr, const rf_u64 *key, rf_u64 *out) {
-    RF_LOOP(n) {
-        const rf_u64 *c = ctr + 4 * idx, *k = key + 2 * idx;
-        rf_philox(c[0], c[1], c[2], c[3], k[0], k[1], out + 4 * idx);
-    }
-}
-"""
+    Examples
+    --------
+    >>> kernel_path().name
+    'philox.cu'
+    """
+    return Path(str(resources.files("rftheory").joinpath(KERNEL_FILE)))
 
 
 def kernel_source(target: str = "cuda") -> str:
@@ -747,12 +594,25 @@ def kernel_source(target: str = "cuda") -> str:
     if target not in ("cuda", "host"):
         raise RFTheoryError(f"target must be 'cuda' or 'host', got {target!r}")
     head = "#define RF_CUDA 1\n" if target == "cuda" else ""
-    return head + _kernel_constants() + _KERNEL
+    return head + kernel_constants() + kernel_path().read_text(encoding="utf-8")
 
 
-def _kernel_constants() -> str:
-    """#define lines of the transform's constants, written from the module's own floats (repr
-    round-trips exactly), so the kernel and :func:`box_muller` use the same bits."""
+def kernel_constants() -> str:
+    """``#define`` lines of the transform's constants for :func:`kernel_path`'s source.
+
+    Written from the module's own floats (``repr`` round-trips exactly), so the kernel and
+    :func:`box_muller` use the same bits.
+
+    Returns
+    -------
+    str
+        One ``#define RF_<NAME> (<value>)`` line per constant.
+
+    Examples
+    --------
+    >>> kernel_constants().splitlines()[0]
+    '#define RF_LN2_HI (0.6931471803691238)'
+    """
     consts = {"RF_LN2_HI": _LN2_HI, "RF_LN2_LO": _LN2_LO, "RF_EXP_BIAS": float(_EXP_BIAS),
               "RF_PIO4_HI": _PIO4_HI, "RF_PIO4_LO": _PIO4_LO, "RF_PIO4_H26": _PIO4_H26,
               "RF_PIO4_L27": _PIO4_L27}
@@ -762,90 +622,15 @@ def _kernel_constants() -> str:
     return "".join(f"#define {name} ({value!r})\n" for name, value in consts.items())
 
 
-#: NVRTC options of the kernel: no fused multiply-adds, so its operations are box_muller()'s.
-NVRTC_OPTIONS = ("--fmad=false",)
-_MODULES: dict[int, Any] = {}
+#: Names that live in :mod:`rftheory.philox_cupy` (the CuPy launchers), still importable from here.
+_MOVED = {"NVRTC_OPTIONS": "philox_cupy", "cupy_fill": "philox_cupy", "cupy_words": "philox_cupy"}
 
 
-def _cupy_module() -> Any:
-    import cupy
+def __getattr__(name: str) -> Any:
+    """The CuPy launchers' names, where they were before :mod:`rftheory.philox_cupy` held them
+    (lazily: :mod:`rftheory.philox_cupy` imports this module)."""
+    if name in _MOVED:
+        import importlib
 
-    dev = cupy.cuda.Device().id
-    mod = _MODULES.get(dev)
-    if mod is None:
-        mod = _MODULES[dev] = cupy.RawModule(code=kernel_source("cuda"), options=NVRTC_OPTIONS)
-    return mod
-
-
-_THREADS_PER_BLOCK = 256
-
-
-def cupy_fill(seed: int, row0: int, out: Any, *, scale_dim: int | None = None) -> Any:
-    """Fill a C-contiguous CuPy array ``out`` of shape (..., d) with rows row0.. of V (or Z).
-
-    ``out`` is viewed as (rows, d); float32 or float64. With ``scale_dim`` it receives
-    V = Z/√scale_dim, else Z. No host draw, no transfer: one kernel launch.
-
-    Parameters
-    ----------
-    seed : int
-        The seed of V.
-    row0 : int
-        The first row.
-    out : cupy.ndarray
-        C-contiguous, float32 or float64, last axis d.
-    scale_dim : int, optional
-        Divide by √scale_dim (V's d); default: the raw normals Z.
-
-    Returns
-    -------
-    cupy.ndarray
-        ``out``.
-    """
-    import cupy
-
-    if not out.flags.c_contiguous or out.dtype not in (cupy.float32, cupy.float64) or out.ndim < 1:
-        raise RFTheoryError("out must be a C-contiguous float32/float64 CuPy array")
-    key = philox_key(seed)
-    d = int(out.shape[-1])
-    rows = out.size // d if d else 0
-    if rows == 0:
-        return out
-    kern = _cupy_module().get_function("rf_fill_f32" if out.dtype == cupy.float32 else "rf_fill_f64")
-    n = rows * -(-d // GROUP)
-    blocks = min(-(-n // _THREADS_PER_BLOCK), 2**20)
-    sqrt_d = 1.0 if scale_dim is None else math.sqrt(scale_dim)
-    kern((blocks,), (_THREADS_PER_BLOCK,),
-         (np.uint64(key[0]), np.uint64(key[1]), np.uint64(row0), np.int64(rows), np.int32(d),
-          np.float64(sqrt_d), out))
-    return out
-
-
-def cupy_words(seed: int, row0: int, rows: int, groups: int) -> Any:
-    """The Philox words of counters (row0 + r, g, 0, 0) computed on the device, (rows, groups, 4).
-
-    Parameters
-    ----------
-    seed : int
-        The seed (key).
-    row0 : int
-        The first row counter.
-    rows, groups : int
-        How many rows, and groups of four columns per row.
-
-    Returns
-    -------
-    cupy.ndarray of uint64
-        Shape (rows, groups, 4).
-    """
-    import cupy
-
-    key = philox_key(seed)
-    out = cupy.empty((rows, groups, 4), dtype=cupy.uint64)
-    n = rows * groups
-    if n:
-        _cupy_module().get_function("rf_words")(
-            (min(-(-n // _THREADS_PER_BLOCK), 2**20),), (_THREADS_PER_BLOCK,),
-            (np.uint64(key[0]), np.uint64(key[1]), np.uint64(row0), np.int64(rows),
-             np.int32(groups), out))
-    return out
+        return getattr(importlib.import_module(f"rftheory.{_MOVED[name]}"), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -6,14 +6,14 @@ training inputs from (θ*, V) alone and measure how close they are. It is writte
 steps:
 
 * :func:`fit_model` — the data (:func:`rftheory.data.load_dataset`), the labels, the
-  :class:`~rftheory.features.RandomFeatures` and θ* (:func:`~rftheory.features.train_min_norm`),
+  :class:`~rftheory.features.RandomFeatures` and θ* (:func:`~rftheory.fit.train_min_norm`),
   returned as a :class:`FittedModel`;
 * :func:`recover_training_set` — :func:`rftheory.reconstruct.reconstruct` from (θ*, V) and
   :func:`rftheory.metrics.match` in every ρ variant, returned as a :class:`ReconstructionRun`;
 
 and :func:`run_reconstruction` does both. Everything in the package that reconstructs the
 training set of an RF model is a summary of a :class:`ReconstructionRun` — the sweep cell
-:func:`reconstruction_cell`, ``rftheory reconstruct`` and the claims ``law``, ``nhat`` and
+:func:`rftheory.cells.reconstruction_cell`, ``rftheory reconstruct`` and the claims ``law``, ``nhat`` and
 ``sign`` — so a run computed anywhere is the same run.
 
 Seeds. One seed drives V, the data, the labels and the optimiser's initial candidates through
@@ -27,17 +27,16 @@ from __future__ import annotations
 import math
 import time
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, Callable, Mapping
 
 import numpy as np
 
 from .backend import namespace, to_host
-from .data import Dataset, gaussian_labels, load_dataset, sign_labels, sphere_data
+from .data import Dataset, gaussian_labels, load_dataset, sign_labels
 from .errors import RFTheoryError
-from .features import RandomFeatures, TrainedModel, train_min_norm
+from .features import RandomFeatures
+from .fit import TrainedModel, train_min_norm
 from .metrics import VARIANTS, Matching, match
-from .output import save_figure
 from .reconstruct import METHODS, ReconstructionResult, reconstruct
 
 __all__ = [
@@ -50,24 +49,16 @@ __all__ = [
     "fit_model",
     "recover_training_set",
     "run_reconstruction",
-    "reconstruction_cell",
-    "label_fit_cell",
-    "law_cell",
     "feature_count",
     "check_method",
-    "plot_reconstruction",
-    "matched_images",
-    "significant",
     "reconstruction_memory",
-    "cell_memory",
     "time_probe",
+    "reconstruct_default",
 ]
 
 #: Bytes of V kept in memory between the optimiser's passes over it (1 GiB): reconstruction
 #: revisits V every step. The cache changes speed only, never the numbers.
 DEFAULT_V_CACHE_BYTES = 2**30
-#: V cache of :func:`label_fit_cell` (four passes over V: eigenvalues, fit, Φᵀa, Φθ).
-LABEL_FIT_V_CACHE_BYTES = 2**28
 #: Label kinds of :func:`fit_model`.
 LABELS = ("gaussian", "sign")
 #: Train residual ‖Φθ* − Y‖/‖Y‖ above which the labels count as not fit (as in the law's check:
@@ -557,291 +548,6 @@ def run_reconstruction(*, activation: str, n: int, p: int, d: int | None = None,
                                 callback=callback)
 
 
-def reconstruction_cell(*, activation: str, d: int, n: int, p: int, seed: int,
-                        data: str = "sphere", n_hat: int | None = None,
-                        method: str | None = None, max_steps: int | None = None,
-                        tol: float = 1e-10) -> dict[str, Any]:
-    """The sweep cell ``reconstruct``: one :func:`run_reconstruction`, summarised in numbers.
-
-    Parameters
-    ----------
-    activation : str
-        Registry name or safe expression in ``z``.
-    d, n, p : int
-        Input dimension, training-set size, number of random features.
-    seed : int
-        Drives V, the data, the labels and the optimiser's initial candidates (independent
-        streams of the same seed).
-    data : str
-        ``"sphere"`` (default), ``"digits"``, ``"patches[:standardised]"`` or ``"cifar10:DIR"``
-        (see :func:`rftheory.data.load_dataset`).
-    n_hat : int, optional
-        Number of candidates (default n).
-    method : str, optional
-        Reconstruction algorithm (default: :func:`rftheory.reconstruct.reconstruct`'s).
-    max_steps : int, optional
-        Optimiser budget (default: :func:`rftheory.reconstruct.reconstruct`'s).
-    tol : float
-        Target projection loss.
-
-    Returns
-    -------
-    dict
-        The parameters, plus ``train_residual`` (‖Φθ* − Y‖/‖Y‖, labels fit when ≈ 0),
-        ``final_loss`` (projection loss of the reconstruction), ``rho_abs`` (official ρ,
-        elementwise |x|), ``rho_signed``, ``rho_sign_invariant``, ``sign_flips`` (matched samples
-        closer to −x_i, sign-invariant matching), ``method`` (the algorithm that ran), ``steps``,
-        ``passes`` (streams over V), ``converged``, ``stop_reason`` and ``seconds``. Every number except ``seconds`` is a deterministic function of the
-        parameters.
-    """
-    run = run_reconstruction(activation=activation, d=d, n=n, p=p, seed=seed, data=data,
-                             n_hat=n_hat, method=method, max_steps=max_steps, tol=tol)
-    m, result = run.matchings, run.result
-    return {
-        "activation": str(activation), "d": run.d, "n": n, "p": p, "seed": seed, "data": data,
-        "n_hat": run.n_hat, "p_over_dn": p / (run.d * n), "p_over_n": p / n,
-        "train_residual": run.train_residual,
-        "final_loss": result.loss,
-        "rho_abs": m["abs"].rho,
-        "rho_signed": m["signed"].rho,
-        "rho_sign_invariant": m["sign_invariant"].rho,
-        "sign_flips": m["sign_invariant"].n_flipped,
-        "method": result.method,
-        "steps": result.steps,
-        "passes": result.passes,
-        "converged": result.converged,
-        "stop_reason": result.stop_reason,
-        "seconds": run.seconds,
-    }
-
-
-def label_fit_cell(*, activation: str, d: int, n: int, p: int, seed: int,
-                   labels: str = "gaussian") -> dict:
-    """Fit n seeded labels on the √d-sphere with p random features; how well are they fit?
-
-    The sweep cell ``label_fit``, the label-fitting half of the paper's picture: the min-norm interpolator θ* = Φ⁺Y fits
-    generic labels once p ≥ n (train residual ≈ 0, Gram ΦΦᵀ of full rank), and for p ≫ n the
-    Gram matrix concentrates, λ_min(ΦΦᵀ/p) → λ_min of the RF kernel matrix (> 0 for
-    non-polynomial φ and distinct points).
-
-    Parameters
-    ----------
-    activation : str
-        φ (registry name or expression in z).
-    d, n, p : int
-        Input dimension, training points, features.
-    seed : int
-        Drives V, the data and the labels through separate streams (:mod:`rftheory.data`).
-    labels : {"gaussian", "sign"}
-
-    Returns
-    -------
-    dict
-        ``train_residual`` (‖Φθ*−Y‖/‖Y‖), ``gram_min_eig`` and ``gram_max_eig`` (extreme
-        eigenvalues of ΦΦᵀ/p), ``gram_rank`` and ``rank_deficient`` (from the one Gram solve,
-        :func:`rftheory.gram.solve_gram`), ``theta_norm`` (‖θ*‖).
-
-    Notes
-    -----
-    float64 throughout. The numbers' last bits depend on the BLAS thread count (sweeps pin it,
-    see :func:`rftheory.sweep.limit_blas_threads`). Eigenvalues from LAPACK ``eigh`` have absolute error
-    ~ n·ε·λ_max, so ``gram_min_eig`` below ~1e-14·``gram_max_eig`` means "numerically zero".
-    """
-    if labels not in ("gaussian", "sign"):
-        raise RFTheoryError(f"labels must be 'gaussian' or 'sign', got {labels!r}")
-    # V is kept between the four passes (eigenvalues, fit, Φᵀa, Φθ) when it fits in 256 MiB;
-    # the cache changes speed only, never the numbers
-    features = RandomFeatures(activation, d=d, p=p, seed=seed,
-                              v_cache_bytes=LABEL_FIT_V_CACHE_BYTES)
-    X = sphere_data(n, d, seed)
-    Y = gaussian_labels(n, seed) if labels == "gaussian" else sign_labels(n, seed)
-    eigenvalues = np.linalg.eigvalsh(features.gram(X) / p)
-    model = train_min_norm(features, X, Y)
-    return {
-        "train_residual": float(model.train_residual),
-        "gram_min_eig": float(eigenvalues[0]),
-        "gram_max_eig": float(eigenvalues[-1]),
-        "gram_rank": int(model.gram.rank),
-        "rank_deficient": bool(model.gram.rank_deficient),
-        "theta_norm": float(np.linalg.norm(model.theta)),
-    }
-
-
-def law_cell(*, activation: str, d: int, n: int, p: int, seed: int,
-             max_steps: int | None = None, tol: float = 1e-10) -> dict[str, Any]:
-    """The sweep cell ``law``: one point of the law of data reconstruction on sphere data.
-
-    With p ≥ n it is :func:`reconstruction_cell` (labels fit, reconstruction, every ρ); with
-    p < n — fewer features than candidates, nothing to reconstruct — it is the label fit of
-    :func:`label_fit_cell` on the same data and labels. Both carry ``kind``
-    (``"reconstruction"`` / ``"label_fit"``), ``train_residual``, ``p_over_dn`` and ``p_over_n``,
-    so one grid holds both thresholds (p = n − 1, n and multiples of dn); the ρ keys of a label
-    fit are NaN. This is what :mod:`rftheory.claims.law` runs at every point.
-
-    Parameters
-    ----------
-    activation : str
-        Registry name or safe expression in ``z``.
-    d, n, p : int
-        Input dimension, training-set size, number of random features.
-    seed : int
-        Drives V, the data, the labels and the optimiser's start.
-    max_steps : int, optional
-        Optimiser budget (default: :func:`rftheory.reconstruct.reconstruct`'s).
-    tol : float
-        Target projection loss (default 1e-10).
-
-    Returns
-    -------
-    dict
-        The cell of :func:`reconstruction_cell` with ``kind = "reconstruction"`` (p ≥ n), or
-        the parameters, ``kind = "label_fit"``, ``train_residual``, ``gram_rank`` and NaN ρ
-        keys (p < n).
-
-    Examples
-    --------
-    >>> law_cell(activation="relu+tanh", d=3, n=4, p=3, seed=0)["kind"]
-    'label_fit'
-    """
-    if p >= n:
-        cell = reconstruction_cell(activation=activation, d=d, n=n, p=p, seed=seed,
-                                   max_steps=max_steps, tol=tol)
-        cell["kind"] = "reconstruction"
-        return cell
-    fit = label_fit_cell(activation=activation, d=d, n=n, p=p, seed=seed)
-    nan = math.nan
-    return {"activation": str(activation), "d": d, "n": n, "p": p, "seed": seed, "data": "sphere",
-            "p_over_dn": p / (d * n), "p_over_n": p / n, "kind": "label_fit",
-            "train_residual": fit["train_residual"], "gram_rank": fit["gram_rank"],
-            "rho_abs": nan, "rho_signed": nan, "rho_sign_invariant": nan}
-
-
-def significant(x: float, digits: int = 2) -> str:
-    """``x`` to ``digits`` significant digits, for figure titles (1.1e-4 → ``"0.00011"``, not
-    ``"0.000"``).
-
-    Parameters
-    ----------
-    x : float
-        The number.
-    digits : int
-        Significant digits (default 2).
-
-    Returns
-    -------
-    str
-        ``format(x, f".{digits}g")``.
-
-    Examples
-    --------
-    >>> significant(1.1e-4), significant(0.4321), significant(2.5e-7), significant(0.0)
-    ('0.00011', '0.43', '2.5e-07', '0')
-    """
-    return format(float(x), f".{digits}g")
-
-
-def matched_images(run: ReconstructionRun, max_images: int = 12
-                   ) -> tuple[list[int], np.ndarray, np.ndarray]:
-    """The run's training images and their matched reconstructions, ready to show.
-
-    Parameters
-    ----------
-    run : ReconstructionRun
-        A run on image data.
-    max_images : int
-        At most this many images (default 12).
-
-    Returns
-    -------
-    shown : list of int
-        The first ``max_images`` training indices that were matched (official ρ).
-    originals, reconstructions : numpy.ndarray
-        Both image stacks in [0, 1] (:meth:`~rftheory.data.Dataset.to_images`: (k, H, W) grey
-        or (k, H, W, 3) colour), each reconstruction with the sign of its match corrected (x̂ or
-        −x̂, whichever the official match found closer).
-
-    Raises
-    ------
-    rftheory.errors.RFTheoryError
-        If the data set has no images, or no training image was matched.
-    """
-    fitted, official = run.fitted, run.matchings["abs"]
-    if not fitted.dataset.is_image:
-        raise RFTheoryError(f"data set {fitted.data!r} has no images to show")
-    shown = [i for i in range(fitted.n) if official.assignment[i] >= 0][:max_images]
-    if not shown:
-        raise RFTheoryError("no training image was matched to a reconstruction")
-    signs = np.where(official.flipped[shown], -1.0, 1.0)[:, None]
-    originals = fitted.dataset.to_images(fitted.X[shown])
-    recon = fitted.dataset.to_images(signs * run.X_hat[official.assignment[shown]])
-    return shown, originals, recon
-
-
-def plot_reconstruction(run: ReconstructionRun, path: str | Path, *,
-                        max_images: int = 12) -> list[Path]:
-    """The run's figure as PNG and PDF (a ``.png``/``.pdf`` suffix of ``path`` is replaced).
-
-    Image data (grey or colour): originals (top) above their matched reconstructions (bottom), in
-    training order, each reconstruction titled with its per-sample ρ and shown with the sign of
-    its official-ρ match corrected. Synthetic data: the loss curve L(X̂_t) on a log scale. Drawn
-    in the package's style (:func:`rftheory.plotting.paper_style`).
-
-    Parameters
-    ----------
-    run : ReconstructionRun
-        The run to draw.
-    path : str or Path
-        Where to write; the suffix is replaced by ``.png`` and ``.pdf``.
-    max_images : int
-        At most this many images for image data (default 12).
-
-    Returns
-    -------
-    list of Path
-        The files written.
-    """
-    import matplotlib
-
-    matplotlib.use("Agg")
-    from .plotting import SYMBOLS, paper_figure, paper_style
-
-    fitted, official = run.fitted, run.matchings["abs"]
-    name, p_over_dn = fitted.features.activation.name, fitted.p_over_dn
-    title = (f"{fitted.data}: {name}, n = {fitted.n}, p = {fitted.p} "
-             f"(p/(dn) = {significant(p_over_dn)}), ρ = {significant(official.rho)}")
-    with paper_style():
-        if fitted.dataset.is_image:
-            shown, originals, recon = matched_images(run, max_images)
-            k = len(shown)
-            columns = 1 if k <= 5 else 2
-            width = 3.35 if columns == 1 else 6.9
-            fig, axes = paper_figure(columns, nrows=2, ncols=k, squeeze=False,
-                                     height=2 * width / max(k, 4) + 0.45)
-            cmap = "gray_r" if originals.ndim == 3 else None
-            for j, i in enumerate(shown):
-                axes[0, j].imshow(originals[j], cmap=cmap, interpolation="nearest")
-                axes[1, j].imshow(recon[j], cmap=cmap, interpolation="nearest")
-                axes[1, j].set_title(significant(official.per_sample[i]), fontsize=6, pad=2)
-                for ax in axes[:, j]:
-                    ax.set_xticks([])
-                    ax.set_yticks([])
-            axes[0, 0].set_ylabel(r"$x_i$")
-            axes[1, 0].set_ylabel(r"$\hat{x}_{\pi(i)}$")
-            fig.suptitle(title)
-        else:
-            fig, ax = paper_figure(1)
-            hist = np.asarray(run.result.history, dtype=float)
-            # log axis: exact zeros are drawn at the smallest positive double
-            ax.semilogy(np.arange(1, hist.size + 1), np.maximum(hist, np.finfo(float).tiny))
-            ax.set_xlabel("step $t$")
-            ax.set_ylabel(SYMBOLS["loss"])
-            ax.set_title(f"{name}, d = {fitted.d}, n = {fitted.n}, p = {fitted.p}, "
-                         f"ρ = {significant(official.rho)}")
-        return save_figure(fig, path)
-
-
-# -- memory, declared next to the code it describes (checked by rftheory.budget) ----------------
-
 def reconstruction_memory(*, d: float, n: float, p: float, n_hat: float | None = None,
                           k: float = 1, method: str | None = None, solver: str = "auto",
                           v_cache_bytes: float = DEFAULT_V_CACHE_BYTES, dtype: Any = "float64",
@@ -849,7 +555,7 @@ def reconstruction_memory(*, d: float, n: float, p: float, n_hat: float | None =
     """Peak memory of :func:`fit_model` then :func:`recover_training_set` (what ``rftheory
     reconstruct`` and the ``reconstruct`` cell run), as a :class:`rftheory.budget.Memory`.
 
-    The larger of the training (:func:`rftheory.features.train_memory`) and the reconstruction
+    The larger of the training (:func:`rftheory.fit.train_memory`) and the reconstruction
     (:func:`rftheory.reconstruct.memory`), with V's cache and θ held through both.
 
     Parameters
@@ -883,7 +589,7 @@ def reconstruction_memory(*, d: float, n: float, p: float, n_hat: float | None =
     True
     """
     from . import budget
-    from .features import train_memory
+    from .fit import train_memory
     from .reconstruct import memory as reconstruct_memory
 
     d, n, p, k = (budget.size(name, v) for name, v in (("d", d), ("n", n), ("p", p), ("k", k)))
@@ -911,8 +617,24 @@ def reconstruction_memory(*, d: float, n: float, p: float, n_hat: float | None =
     return budget.Memory(job, max(train, rec), tuple(parts.items()))
 
 
-def _default(name: str) -> Any:
-    """A default of :func:`rftheory.reconstruct.reconstruct` (read from its signature)."""
+def reconstruct_default(name: str) -> Any:
+    """A default of :func:`rftheory.reconstruct.reconstruct` (read from its signature).
+
+    Parameters
+    ----------
+    name : str
+        One of its parameters, e.g. ``"max_steps"``.
+
+    Returns
+    -------
+    object
+        That parameter's default value.
+
+    Examples
+    --------
+    >>> reconstruct_default("tol")
+    1e-10
+    """
     import inspect
 
     from .reconstruct import reconstruct
@@ -920,57 +642,7 @@ def _default(name: str) -> Any:
     return inspect.signature(reconstruct).parameters[name].default
 
 
-def cell_memory(kind: str, params: Mapping[str, Any], *, threads: int | None = 1) -> Any:
-    """Peak memory of one cell (:func:`reconstruction_cell`, :func:`label_fit_cell`,
-    :func:`law_cell`) from its parameters, as a :class:`rftheory.budget.Memory`.
-
-    Parameters
-    ----------
-    kind : {"reconstruct", "label_fit", "law"}
-        The cell's kind (a key of :data:`rftheory.sweep.CELL_KINDS`).
-    params : mapping
-        Its parameters: ``d``, ``n``, ``p`` required; ``n_hat``, ``method`` used by
-        ``reconstruct``.
-    threads : int, optional
-        Threads drawing V (default 1, as in a sweep worker; None: the cores available).
-
-    Returns
-    -------
-    rftheory.budget.Memory
-
-    Raises
-    ------
-    rftheory.errors.RFTheoryError
-        If ``d``, ``n`` or ``p`` is missing, or the kind is unknown.
-
-    Examples
-    --------
-    >>> cell_memory("label_fit", {"d": 5, "n": 8, "p": 16}).job
-    'label_fit cell (d = 5, n = 8, p = 16)'
-    """
-    from . import budget
-    from .features import stream_memory, train_memory
-
-    try:
-        d, n, p = (budget.size(k, params[k]) for k in ("d", "n", "p"))
-    except KeyError as exc:
-        raise RFTheoryError(f"a {kind} cell needs d, n and p (missing {exc.args[0]})") from None
-    if kind == "law":  # law_cell: a label fit below p = n, else a reconstruction
-        kind = "reconstruct" if p >= n else "label_fit"
-    if kind == "label_fit":
-        peak, parts = train_memory(d=d, n=n, p=p, v_cache_bytes=LABEL_FIT_V_CACHE_BYTES,
-                                   threads=threads)
-        cached = p * d * 8 <= LABEL_FIT_V_CACHE_BYTES
-        gram = stream_memory(n, d, p, 8, cached=cached, threads=threads or 1, gram=True)
-        sizes = f"d = {budget.show(d)}, n = {budget.show(n)}, p = {budget.show(p)}"
-        return budget.Memory(f"label_fit cell ({sizes})", max(peak, gram + parts["V cached"]),
-                             tuple(parts.items()))
-    if kind == "reconstruct":
-        need = reconstruction_memory(d=d, n=n, p=p, n_hat=params.get("n_hat"),
-                                     method=params.get("method"), threads=threads)
-        return need.named(f"reconstruct cell ({need.job.split('(', 1)[1]}")
-    raise RFTheoryError(f"no memory declared for cells of kind {kind!r} (known: label_fit, "
-                        "reconstruct, law)")
+_default = reconstruct_default
 
 
 def time_probe(*, steps: int = 2, max_steps: int | None = None, n_hat: int | None = None,
@@ -1006,3 +678,21 @@ def time_probe(*, steps: int = 2, max_steps: int | None = None, n_hat: int | Non
     per_step = probe.reconstruct_seconds / done
     return {"fit_seconds": fit_seconds, "probe_steps": done, "seconds_per_step": per_step,
             "max_steps": max_steps, "upper_bound_seconds": fit_seconds + per_step * max_steps}
+
+
+#: Names that moved to their own modules (one object per file), still importable from here:
+#: the sweep cells (:mod:`rftheory.cells`), the figure (:mod:`rftheory.reconstruction_figure`),
+#: the number format (:mod:`rftheory.output`).
+_MOVED = {"reconstruction_cell": "cells", "label_fit_cell": "cells", "law_cell": "cells",
+          "cell_memory": "cells", "plot_reconstruction": "reconstruction_figure",
+          "matched_images": "reconstruction_figure", "significant": "output",
+          "LABEL_FIT_V_CACHE_BYTES": "cells"}
+
+
+def __getattr__(name: str) -> Any:
+    """A moved name, from its new module (lazily: those modules import this one)."""
+    if name in _MOVED:
+        import importlib
+
+        return getattr(importlib.import_module(f"rftheory.{_MOVED[name]}"), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

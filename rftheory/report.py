@@ -401,7 +401,7 @@ def card_estimate(activation: str, size: CardSize = DEFAULT, *, seed: int = 0,
     largest of its sections, as each declares it — the concentration measurement
     (:func:`rftheory.concentration.measurement_memory`), the Monte Carlo features
     (:func:`rftheory.features.features_memory`) and the law's cells
-    (:func:`rftheory.pipeline.cell_memory`, times the workers that run at once).
+    (:func:`rftheory.cells.cell_memory`, times the workers that run at once).
 
     Parameters
     ----------
@@ -428,7 +428,7 @@ def card_estimate(activation: str, size: CardSize = DEFAULT, *, seed: int = 0,
     from .runtime import default_workers
     from .concentration import measurement_memory
     from .features import features_memory
-    from .pipeline import cell_memory
+    from .cells import cell_memory
 
     workers = default_workers(workers)
     kernel = measurement_memory(d=size.kernel_d, n=size.kernel_n, p_values=size.kernel_p)
@@ -531,7 +531,8 @@ def law_cell(task: Mapping[str, Any]) -> dict[str, Any]:
     """
     from threadpoolctl import threadpool_limits
 
-    from .pipeline import label_fit_cell, run_reconstruction
+    from .cells import label_fit_cell
+    from .pipeline import run_reconstruction
 
     start = time.perf_counter()
     d, n, p, seed = task["d"], task["n"], task["p"], task["seed"]

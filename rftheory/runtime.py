@@ -30,8 +30,8 @@ __all__ = ["SOURCE_MODULES", "TimeLimitReached", "default_workers", "describe_ta
 T = TypeVar("T")
 
 #: Modules whose code decides a reconstruction's numbers (the optimiser is still being tuned).
-SOURCE_MODULES = ("pipeline", "reconstruct", "varpro", "projection", "features", "gram",
-                  "activations", "philox", "metrics", "data")
+SOURCE_MODULES = ("pipeline", "cells", "reconstruct", "varpro", "projection", "features", "fit",
+                  "blocksum", "gram", "activations", "philox", "metrics", "data")
 
 
 def default_workers(workers: int | None = None) -> int:

@@ -411,7 +411,8 @@ def _seeds(seeds: Any) -> list[int]:
 def _reconstructions(activation: str, d: int, n: int, p_over_dn: float, seeds: Any,
                      max_steps: int | None, variant: str, rho: float | None) -> tuple:
     from .metrics import VARIANTS
-    from .pipeline import feature_count, reconstruction_cell
+    from .cells import reconstruction_cell
+    from .pipeline import feature_count
 
     for name, value, low in (("d", d, 1), ("n", n, 1)):
         if isinstance(value, bool) or not isinstance(value, int) or value < low:
@@ -448,7 +449,7 @@ def assert_reconstruction_succeeds(activation: str, *, d: int, n: int, p_over_dn
                                    max_steps: int | None = None) -> list[dict]:
     """Assert that the training set is recovered from (θ*, V) at p = round(p_over_dn·dn).
 
-    Each seed is one :func:`rftheory.pipeline.reconstruction_cell` (data, V, labels and the
+    Each seed is one :func:`rftheory.cells.reconstruction_cell` (data, V, labels and the
     optimiser's start from the seed; the optimiser's default method); it succeeds when its ρ
     (``variant``: ``"abs"`` the paper's official one, ``"signed"``, ``"sign_invariant"``) is
     below ``rho``.

@@ -13,7 +13,8 @@ from rftheory.concentration import measurement_memory
 from rftheory.data import gaussian_labels, sphere_data
 from rftheory.errors import ResourceLimitError, RFTheoryError
 from rftheory.features import RandomFeatures, features_memory, train_memory, train_min_norm
-from rftheory.pipeline import cell_memory, reconstruction_memory
+from rftheory.cells import cell_memory
+from rftheory.pipeline import reconstruction_memory
 from rftheory.reconstruct import reconstruct
 
 #: Stated accuracy of the declared peaks (rftheory.budget Notes): within a factor 2 either way of

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 import scipy.stats
 
-from rftheory import philox
+from rftheory import philox, philox_cupy
 from rftheory.errors import RFTheoryError
 from tests import philox_reference as ref
 from tests.conftest import cupy_or_skip
@@ -313,11 +313,14 @@ def host_kernel(tmp_path_factory):
     if cc is None:
         pytest.skip("no C compiler")
     d = tmp_path_factory.mktemp("kernel")
-    src, lib = d / "rf_philox.c", d / "rf_philox.so"
-    src.write_text(philox.kernel_source("host"))
+    constants, lib = d / "rf_constants.h", d / "rf_philox.so"
+    constants.write_text(philox.kernel_constants())
+    # The file that ships (package data), compiled as C with the constants included: the same
+    # source NVRTC compiles (kernel_source("cuda") is RF_CUDA + these constants + this file).
     # No fast-math, no contraction: the kernel's float64 operations must be box_muller()'s.
     done = subprocess.run([cc, "-O2", "-std=gnu99", "-ffp-contract=off", "-fPIC", "-shared",
-                           "-o", str(lib), str(src), "-lm"], capture_output=True, text=True)
+                           "-include", str(constants), "-x", "c", str(philox.kernel_path()),
+                           "-o", str(lib), "-lm"], capture_output=True, text=True)
     if done.returncode:
         pytest.fail(f"the kernel source does not compile on the host:\n{done.stderr}")
     so = ctypes.CDLL(str(lib))
@@ -373,7 +376,8 @@ class _HostCuPy:
 
         class RawModule:
             def __init__(self, code, options=()):
-                assert "#define RF_CUDA 1" in code and options == philox.NVRTC_OPTIONS
+                assert "#define RF_CUDA 1" in code and options == philox_cupy.NVRTC_OPTIONS
+                assert code.endswith(philox.kernel_path().read_text())  # the shipped file
 
             def get_function(self, name):
                 def launch(grid, block, args):
@@ -394,7 +398,7 @@ class _HostCuPy:
 def test_cupy_launchers_against_the_host_build(host_kernel, monkeypatch):
     fake = _HostCuPy(host_kernel)
     monkeypatch.setitem(__import__("sys").modules, "cupy", fake)
-    monkeypatch.setattr(philox, "_MODULES", {})
+    monkeypatch.setattr(philox_cupy, "_MODULES", {})
     seed, row0, d = 2**64 + 3, 4096, 13
     out = philox.cupy_fill(seed, row0, np.empty((3, 100, d), dtype=np.float32), scale_dim=d)
     expected = philox.standard_normal(seed, range(row0, row0 + 300), d, scale_dim=d,
@@ -522,3 +526,18 @@ def test_gpu_pinned_windows():
         V = cp.asnumpy(philox.cupy_fill(seed, rows.start, cp.empty((len(rows), cols.stop), dtype),
                                         scale_dim=scale))
         assert _sha(V) == PINNED_SHA256[name], name
+
+
+def test_the_kernel_ships_as_package_data():
+    import tomllib
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    data = tomllib.loads((root / "pyproject.toml").read_text())["tool"]["setuptools"]["package-data"]
+    assert philox.KERNEL_FILE in data["rftheory"]
+    assert philox.kernel_path().is_file()
+    source = philox.kernel_source("cuda")
+    assert source.startswith("#define RF_CUDA 1\n" + philox.kernel_constants())
+    assert source.endswith(philox.kernel_path().read_text())
+    # the old entry points of the launchers still import from philox
+    assert philox.cupy_fill is philox_cupy.cupy_fill and philox.cupy_words is philox_cupy.cupy_words

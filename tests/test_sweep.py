@@ -24,7 +24,7 @@ import pytest
 from conftest import stored_rows
 from rftheory.cli import main
 from rftheory.errors import RFTheoryError
-from rftheory.pipeline import label_fit_cell
+from rftheory.cells import label_fit_cell
 from rftheory.sweep import (
     STORE_FILE,
     SweepSpecError,

@@ -51,7 +51,7 @@ RATIO = 10.0
 #: A training point counts as recovered by a candidate within this per-sample distance
 #: (‖x_i ∓ x̂_j‖/√d; failed reconstructions sit at ≈ 0.5–1, successful ones at ≤ 1e-3).
 RHO_CLOSE = 0.1
-#: Loss tolerance of the optimiser (as in :func:`rftheory.pipeline.reconstruction_cell`).
+#: Loss tolerance of the optimiser (as in :func:`rftheory.cells.reconstruction_cell`).
 TOL = 1e-10
 #: A candidate "carries weight" when |a_j| ≥ WEIGHT_CUT·max|a|. Measured (default run, relu+tanh,
 #: p = 10·dn, loss ≤ 1e-10): candidates on training points 3e-3–1, extras far from the data

@@ -68,7 +68,7 @@ RATIO = 10.0
 #: undetectable sign leaves each sample's sign to the random initial candidate, i.e. ≈ 1/2 of
 #: them flipped; a detectable one leaves none. 0.1 separates the two with n ≥ 8 samples per run.
 FLIP_OBSERVED = 0.1
-#: Loss tolerance of the optimiser (as in :func:`rftheory.pipeline.reconstruction_cell`).
+#: Loss tolerance of the optimiser (as in :func:`rftheory.cells.reconstruction_cell`).
 TOL = 1e-10
 
 

@@ -106,8 +106,8 @@ def handle(args: argparse.Namespace) -> int:
 
     v_cache_bytes = default_v_cache_bytes() if v_cache_mb is None else v_cache_mb * 2**20
     from ..budget import check
-    from ..pipeline import (feature_count, fit_model, plot_reconstruction, reconstruction_memory,
-                            recover_training_set)
+    from ..pipeline import feature_count, fit_model, reconstruction_memory, recover_training_set
+    from ..reconstruction_figure import plot_reconstruction
 
     p = at_least(feature_count(args.p, p_mult=args.p_mult, d=d, n=n), "p")
     if p <= n_hat:
@@ -214,7 +214,7 @@ class _ProgressBar:
 
 
 def _table(run: Any) -> str:
-    from ..pipeline import significant  # ρ to 3 significant digits (1.1e-4, not 0.0000)
+    from ..output import significant  # ρ to 3 significant digits (1.1e-4, not 0.0000)
 
     fitted, m = run.fitted, run.matchings
     rows = [

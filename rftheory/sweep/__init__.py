@@ -51,7 +51,7 @@ starts, so job scripts can always pass it.
 **Before anything runs** (:func:`check_sweep_size`): the cells are counted without building
 the grid (:meth:`SweepSpec.count_cells`; a grid beyond :data:`MAX_CELLS` is refused when the
 file is read), and the memory of the largest cell (declared by
-:func:`rftheory.pipeline.cell_memory`), of that many cells at once on the workers, and of the
+:func:`rftheory.cells.cell_memory`), of that many cells at once on the workers, and of the
 collector's scan of the store (:data:`rftheory.sweep.store.SCANNED_ROW_BYTES` per cell) is
 checked against the limit of :mod:`rftheory.budget` — at ``--dry-run`` too. Time is not
 estimated: a tqdm bar shows the cells done and the rate measured in this run, and a deadline

@@ -2,7 +2,7 @@
 
 A sweep file names a cell kind by its key (``cell = "reconstruct"``); the key maps to the
 function itself, never to a name that would be imported, so no user string decides what runs.
-The functions live with the pipeline (:mod:`rftheory.pipeline`), the science; this registry only
+The functions live with the science (:mod:`rftheory.cells`); this registry only
 says how the report shows their numbers.
 """
 
@@ -12,7 +12,7 @@ import types
 from dataclasses import dataclass
 from typing import Callable, Mapping
 
-from ..pipeline import label_fit_cell, law_cell, reconstruction_cell
+from ..cells import label_fit_cell, law_cell, reconstruction_cell
 
 __all__ = ["CELL_KINDS", "CellKind", "Metric"]
 

@@ -130,7 +130,7 @@ _SIZE_KEYS = ("d", "n", "p", "p_mult", "n_hat", "method")
 
 
 def _cell_memory(kind: str, params: Mapping[str, Any]) -> Any:
-    from ..pipeline import cell_memory
+    from ..cells import cell_memory
     from .spec import p_from_expression
 
     params = dict(params)
@@ -163,7 +163,7 @@ def check_sweep_size(spec: SweepSpec, *, slots: int | None, planned: int | None 
     :data:`rftheory.sweep.store.SCANNED_ROW_BYTES` each: a 10⁸-cell grid is refused by counting),
     the largest cell alone (every size parameter at its largest value: an upper
     bound of every cell, since a cell's memory grows with each of them; its memory is declared
-    by :func:`rftheory.pipeline.cell_memory`), and ``slots`` such cells at once. The grid is
+    by :func:`rftheory.cells.cell_memory`), and ``slots`` such cells at once. The grid is
     never built; how many cells it has is counted (:meth:`SweepSpec.count_cells`; a grid beyond
     :data:`rftheory.sweep.MAX_CELLS` is refused when the file is read). Time is not estimated:
     a deadline stops the run (:func:`run_sweep`).
