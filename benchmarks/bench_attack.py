@@ -1,7 +1,7 @@
 """Issues #14/#26's targets: success, iterations, passes over V, wall and CPU time of the attack.
 
 For each case and seed s the model is the one of ``bench_reconstruct_success.py``: data
-X = ``sphere_data(n, d, s)`` (or 5 digits images), labels from seed s, V seeded by s, θ* = Φ⁺Y;
+X = ``sphere_points(n, d, s)`` (or 5 digits images), labels from seed s, V seeded by s, θ* = Φ⁺Y;
 then ``reconstruct(features, θ*, n, seed=s, method=M)`` with default options. A seed succeeds
 when the paper's ρ (``rftheory.metrics.rho``, variant "abs") is below 0.01.
 
@@ -52,7 +52,7 @@ import time
 
 import numpy as np
 
-from rftheory.data import gaussian_labels, load_dataset, sphere_data
+from rftheory.data import gaussian_labels, load_dataset, sphere_points
 from rftheory.features import RandomFeatures, train_min_norm
 from rftheory.metrics import rho
 from rftheory.reconstruct import reconstruct
@@ -106,7 +106,7 @@ def v_cache_bytes() -> int:
 
 def rf_problem(activation: str, d: int, n: int, ratio: float, seed: int, data: str = "sphere"):
     """(features, θ*, X) of the random-features case (``data``: sphere or patches)."""
-    X = sphere_data(n, d, seed) if data == "sphere" else load_dataset(data, n, None, seed).X
+    X = sphere_points(n, d, seed) if data == "sphere" else load_dataset(data, n, rng=seed).X
     d = X.shape[1]
     p = max(n + 1, int(round(ratio * d * n)))
     features = RandomFeatures(activation, d, p, seed=seed, v_cache_bytes=v_cache_bytes())
@@ -118,10 +118,10 @@ def twolayer_problem(data: str, loss: str, k: int, ratio: float, seed: int):
     from rftheory.twolayer import train_two_layer
 
     if data == "sphere":
-        ds = load_dataset("sphere", 8, 8, seed)
+        ds = load_dataset("sphere", 8, d=8, rng=seed)
         classes = np.random.default_rng([seed, _STREAM_CLASSES]).integers(0, k, ds.n)
     else:
-        ds = load_dataset("digits", 5, None, seed)
+        ds = load_dataset("digits", 5, rng=seed)
         classes = np.asarray(ds.classes, dtype=np.int64)
     X = ds.X
     n, d = X.shape

@@ -1,6 +1,6 @@
 """Success rate, steps and wall time of :func:`rftheory.reconstruct.reconstruct` with its defaults.
 
-For each case (activation, d, n) and each seed s: data X = ``sphere_data(n, d, s)``, labels
+For each case (activation, d, n) and each seed s: data X = ``sphere_points(n, d, s)``, labels
 Y = ``gaussian_labels(n, s)``, p = ratio·d·n features with V seeded by s, θ* = Φ⁺Y by
 ``train_min_norm``; then ``reconstruct(features, θ*, n, seed=s)`` with no tuning. A seed succeeds
 when the paper's ρ (``rftheory.metrics.rho``, variant "abs") is below the threshold (0.01).
@@ -27,7 +27,7 @@ import time
 
 import numpy as np
 
-from rftheory.data import gaussian_labels, sphere_data
+from rftheory.data import gaussian_labels, sphere_points
 from rftheory.features import RandomFeatures, train_min_norm
 from rftheory.metrics import rho
 from rftheory.reconstruct import reconstruct
@@ -47,7 +47,7 @@ def gemm_gflops(size: int = 1024, repeats: int = 3) -> float:
 
 
 def run_seed(activation: str, d: int, n: int, seed: int, ratio: int) -> dict:
-    X = sphere_data(n, d, seed)
+    X = sphere_points(n, d, seed)
     Y = gaussian_labels(n, seed)
     features = RandomFeatures(activation, d, ratio * d * n, seed=seed, v_cache_bytes=2**30)
     theta = train_min_norm(features, X, Y).theta

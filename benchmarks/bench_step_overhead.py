@@ -109,14 +109,14 @@ def compare(path: str) -> int:
 
 
 def timing(steps: int, repeat: int, activation: str, count_calls: bool = False) -> None:
-    from rftheory.data import gaussian_labels, sphere_data
+    from rftheory.data import gaussian_labels, sphere_points
     from rftheory.features import RandomFeatures, train_min_norm
     from rftheory.reconstruct import reconstruct
 
     print(f"GEMM probe before: {gemm_gflops(256, 20):.1f} GFLOP/s")
     total = total_cpu = 0.0
     for d, n, p in DEMO_SIZES:
-        X, Y = sphere_data(n, d, seed=0), gaussian_labels(n, seed=0)
+        X, Y = sphere_points(n, d, seed=0), gaussian_labels(n, seed=0)
         features = RandomFeatures(activation, d=d, p=p, seed=0, v_cache_bytes=2**30)
         theta = train_min_norm(features, X, Y).theta
         best, best_cpu = np.inf, np.inf

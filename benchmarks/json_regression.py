@@ -64,7 +64,7 @@ IGNORED_KEYS = frozenset({
     "started", "finished", "version", "versions", "python", "numpy", "platform", "host",
     "hostname", "environment", "git", "cpu_seconds", "wall_seconds", "seconds", "elapsed",
     "elapsed_s", "cpu_s", "wall_s", "time_s", "duration", "duration_s", "store", "path",
-    "out", "files", "figures", "json", "pdf", "png",
+    "out", "files", "figures", "json", "pdf", "png", "date", "sweep_seconds", "sources", "file",
 })
 
 

@@ -21,7 +21,7 @@ algorithm itself, next to its code, as a :class:`Memory` —
 ======================================================  =====================================
 
 — and :func:`check` compares one with the limit and raises
-:class:`~rftheory.errors.ResourceLimitError`. Sizes may be floats (``p = 1e300`` is sized, not
+:class:`~rftheory.errors.MemoryLimitError` (a :class:`~rftheory.errors.ResourceLimitError` and a :class:`MemoryError`). Sizes may be floats (``p = 1e300`` is sized, not
 refused by an overflow).
 
 Time is not estimated here, nor anywhere: a job shows its progress with a rate measured while it
@@ -44,7 +44,7 @@ True
 >>> check(need, memory_limit="1G")
 Traceback (most recent call last):
 ...
-rftheory.errors.ResourceLimitError: a job needs ~3 GiB of memory (V 2 GiB, Φ 1 GiB), over the limit of 1 GiB (1 GiB set by memory_limit); reduce the sizes, or raise the limit with memory_limit= or RFTHEORY_MEMORY_LIMIT (at most the machine's total memory)
+rftheory.errors.MemoryLimitError: a job needs ~3 GiB of memory (V 2 GiB, Φ 1 GiB), over the limit of 1 GiB (1 GiB set by memory_limit); reduce the sizes, or raise the limit with memory_limit= or RFTHEORY_MEMORY_LIMIT (at most the machine's total memory)
 
 Notes
 -----
@@ -63,7 +63,7 @@ import os
 from dataclasses import dataclass
 from typing import Any, Iterable
 
-from .errors import ResourceLimitError, RFTheoryError
+from .errors import MemoryLimitError, RFTheoryError
 
 __all__ = [
     "Memory",
@@ -402,7 +402,7 @@ def memory_limit(explicit: float | str | None = None, *,
 
 def check(need: Memory, *, memory_limit: float | str | None = None,
           via: str = "memory_limit=") -> Memory:
-    """Return ``need`` if it fits the memory limit; raise :class:`ResourceLimitError` otherwise.
+    """Return ``need`` if it fits the memory limit; raise :class:`~rftheory.errors.MemoryLimitError` otherwise.
 
     The message is one line: the job, its peak and main parts, the limit and where it comes
     from, and how to change it. ``via`` names the limit as the caller offers it (the CLI:
@@ -425,7 +425,7 @@ def check(need: Memory, *, memory_limit: float | str | None = None,
 
     Raises
     ------
-    rftheory.errors.ResourceLimitError
+    rftheory.errors.MemoryLimitError
         If the peak is over the limit.
     """
     limit, source = _limit_memory(memory_limit, name=via.rstrip("="))
@@ -434,7 +434,7 @@ def check(need: Memory, *, memory_limit: float | str | None = None,
         hint = ("reduce the sizes" if source.startswith("this machine")
                 else f"reduce the sizes, or raise the limit with {via} or "
                      "RFTHEORY_MEMORY_LIMIT (at most the machine's total memory)")
-        raise ResourceLimitError(
+        raise MemoryLimitError(
             f"{need.job} needs ~{format_bytes(need.peak_bytes)} of memory"
             + (f" ({parts})" if parts else "")
             + f", over the limit of {format_bytes(limit)} ({source}); {hint}")

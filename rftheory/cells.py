@@ -16,7 +16,7 @@ from typing import Any, Mapping
 
 import numpy as np
 
-from .data import gaussian_labels, sign_labels, sphere_data
+from .data import gaussian_labels, sign_labels, sphere_points
 from .errors import RFTheoryError
 from .features import RandomFeatures
 from .fit import train_min_norm
@@ -125,7 +125,7 @@ def label_fit_cell(*, activation: str, d: int, n: int, p: int, seed: int,
     # the cache changes speed only, never the numbers
     features = RandomFeatures(activation, d=d, p=p, seed=seed,
                               v_cache_bytes=LABEL_FIT_V_CACHE_BYTES)
-    X = sphere_data(n, d, seed)
+    X = sphere_points(n, d, seed)
     Y = gaussian_labels(n, seed) if labels == "gaussian" else sign_labels(n, seed)
     eigenvalues = np.linalg.eigvalsh(features.gram(X) / p)
     model = train_min_norm(features, X, Y)

@@ -212,7 +212,9 @@ def _main(argv: list[str] | None) -> int:
                                                              MemoryError))):
             raise
         text = _one_line(str(exc)) or type(exc).__name__
-        if isinstance(exc, MemoryError):
+        # rftheory's own errors are refusals with their message (a MemoryLimitError is a
+        # MemoryError too, but it was refused before it ran, not out of memory)
+        if isinstance(exc, MemoryError) and not isinstance(exc, RFTheoryError):
             text = f"out of memory ({text}); reduce the sizes or lower --memory-limit"
         elif numerical:
             text = f"numerical failure in linear algebra ({text}); the inputs give a matrix " \

@@ -78,6 +78,7 @@ from .backend import to_host
 from .activations import Activation
 from .errors import RFTheoryError, ShapeError
 from .features import FeatureMap
+from .seeding import RNGLike, generator, rng_or_seed
 from .gram import GramSolution, solve_gram
 from .projection import projection_loss
 from .reconstruct import blas_threads_for
@@ -579,7 +580,8 @@ def _gain(us: list[np.ndarray], s: list[np.ndarray], T: list[list[np.ndarray]], 
 
 
 def collision_limit(features: FeatureMap, X: Any, theta: Any, collision: Collision | Sequence[int],
-                    *, starts: int = 32, seed: int = 0) -> CollisionLimit:
+                    *, starts: int = 32, rng: RNGLike = 0,
+                    seed: int | None = None) -> CollisionLimit:
     """δ → 0 limit of min over D_m(δ) of the projection loss (closed form; exact optimisation
     over one tangent direction per triple).
 
@@ -599,8 +601,11 @@ def collision_limit(features: FeatureMap, X: Any, theta: Any, collision: Collisi
         The gain is a ratio of quartics with local maxima: at (3, 0, 0), d = 5, p = p* − 1 the
         12 starts (the former default) stopped at L = 2.1e-6 for every seed where 24 reach the
         true 0 (≤ 4e-19); the default keeps a margin above that.
-    seed : int
-        Seed of the random starts.
+    rng : int, numpy.random.SeedSequence or numpy.random.Generator, default 0
+        Randomness of the random starts (SPEC 7, :func:`rftheory.seeding.generator`): an integer seed
+        or a SeedSequence gives the function's own stream, a Generator is drawn from as it is.
+    seed : int, optional
+        The old name of an integer ``rng``.
 
     Returns
     -------
@@ -625,8 +630,8 @@ def collision_limit(features: FeatureMap, X: Any, theta: Any, collision: Collisi
     Examples
     --------
     >>> from rftheory.features import RandomFeatures, train_min_norm
-    >>> from rftheory.data import sphere_data, gaussian_labels
-    >>> X, Y = sphere_data(3, 5, 0), gaussian_labels(3, 0)
+    >>> from rftheory.data import sphere_points, gaussian_labels
+    >>> X, Y = sphere_points(3, 5, 0), gaussian_labels(3, 0)
     >>> f = RandomFeatures("tanh", 5, 40, seed=1)
     >>> theta = train_min_norm(f, X, Y).theta
     >>> lim = collision_limit(f, X, theta, (2, 1, 0))
@@ -683,7 +688,7 @@ def collision_limit(features: FeatureMap, X: Any, theta: Any, collision: Collisi
         blocks = [slice(t * nq, (t + 1) * nq) for t in range(K)]
         s_t = [sv[b] for b in blocks]
         T_tq = [[Tm[b1, b2] for b2 in blocks] for b1 in blocks]
-        us, gain = _best_directions(s_t, T_tq, cols.triu, cols.d, starts, seed)
+        us, gain = _best_directions(s_t, T_tq, cols.triu, cols.d, starts, rng_or_seed(rng, seed))
         if gain > 0.0:
             _, gammas, ws, _ = _gain(us, s_t, T_tq, cols.triu)
         lower_coef = np.linalg.lstsq(Tm, sv, rcond=1e-12)[0]
@@ -736,7 +741,7 @@ def _best_directions(s_t, T_tq, triu, d, starts, seed) -> tuple[list[np.ndarray]
     dm = d - 1
     if not any(np.any(v) for v in s_t):
         return [np.eye(dm)[0] for _ in range(K)], 0.0
-    rng = np.random.default_rng([seed, _STREAM, K])
+    rng = generator(seed, _STREAM, K)
     a, b = triu
 
     def sym(v):  # the quadratic form u ↦ w(u)ᵀv as a symmetric matrix
@@ -877,8 +882,8 @@ def _screen(features: FeatureMap, Xh: np.ndarray, theta2: Any, xp: Any, dev: Any
 
 
 def min_collision_limit(features: FeatureMap, X: Any, theta: Any, kind: Sequence[int], *,
-                        max_refine: int = 16, starts: int = 32, seed: int = 0,
-                        keep: int = 10) -> CollisionSearch:
+                        max_refine: int = 16, starts: int = 32, rng: RNGLike = 0,
+                        keep: int = 10, seed: int | None = None) -> CollisionSearch:
     """The smallest δ → 0 limit over every placement of a collision type on the training points.
 
     Parameters
@@ -895,7 +900,7 @@ def min_collision_limit(features: FeatureMap, X: Any, theta: Any, kind: Sequence
         points with some left out.
     max_refine : int
         Most placements whose exact limit is computed.
-    starts, seed
+    starts, rng, seed
         Passed to :func:`collision_limit`.
     keep : int
         Rows of the screening table kept in the result.
@@ -933,7 +938,8 @@ def min_collision_limit(features: FeatureMap, X: Any, theta: Any, kind: Sequence
         if refined >= max_refine:
             certified = False
             break
-        lim = collision_limit(features, Xh, theta, placements[r], starts=starts, seed=seed)
+        lim = collision_limit(features, Xh, theta, placements[r], starts=starts,
+                              rng=rng_or_seed(rng, seed))
         refined += 1
         if best is None or lim.loss < best.loss:
             best = lim
@@ -1083,10 +1089,11 @@ class RegionMinimum:
 
 def collision_region_minimum(features: FeatureMap, X: Any, theta: Any,
                              collision: Collision | Sequence[int], delta: float, *,
-                             random_starts: int = 2, seed: int = 0,
+                             random_starts: int = 2, rng: RNGLike = 0,
                              warm: Sequence[np.ndarray] = (),
                              limit: CollisionLimit | None = None,
-                             options: dict | None = None) -> RegionMinimum:
+                             options: dict | None = None,
+                             seed: int | None = None) -> RegionMinimum:
     """Minimise L(X̂) over D_m(δ) by multi-start L-BFGS-B on geodesic cap coordinates.
 
     Parameters
@@ -1103,8 +1110,11 @@ def collision_region_minimum(features: FeatureMap, X: Any, theta: Any,
         Radius in units of √d, 0 < δ < 2.
     random_starts : int
         Random configurations (cap angles uniform in [α/2, α], directions uniform).
-    seed : int
-        Seed of the random starts.
+    rng : int, numpy.random.SeedSequence or numpy.random.Generator, default 0
+        Randomness of the random starts (SPEC 7, :func:`rftheory.seeding.generator`): an integer seed
+        or a SeedSequence gives the function's own stream, a Generator is drawn from as it is.
+    seed : int, optional
+        The old name of an integer ``rng``.
     warm : sequence of arrays (n̂, d)
         Extra starts (e.g. minimisers for a smaller δ: the regions are nested); those outside
         D_m(δ) are skipped.
@@ -1134,7 +1144,8 @@ def collision_region_minimum(features: FeatureMap, X: Any, theta: Any,
     caps = _Caps(centres)
     m, d = centres.shape
     alpha = 2.0 * math.asin(delta / 2.0)
-    rng = np.random.default_rng([seed, _STREAM, int(round(delta * 1e9)), *collision.multiplicities])
+    rng = generator(rng_or_seed(rng, seed), _STREAM, int(round(delta * 1e9)),
+                    *collision.multiplicities)
     opts = dict(REGION_LBFGS if options is None else options)
 
     def evaluate(Xc: np.ndarray, gradient: bool):

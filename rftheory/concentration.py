@@ -25,7 +25,7 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from .data import sphere_data
+from .data import sphere_points
 from .errors import NumericalError, RFTheoryError
 from .deadline import TIME_LIMIT_REACHED, Deadline
 from .features import RandomFeatures
@@ -382,7 +382,7 @@ def measure_concentration(activation: str, d: int, n: int, p_values: Sequence[in
         if isinstance(p, bool) or not isinstance(p, (int, np.integer)) or p < 1:
             raise RFTheoryError(f"p must be positive integers, got {p!r}")
     p_values = sorted(set(int(p) for p in p_values))
-    X = sphere_data(int(n), int(d), int(seed))
+    X = sphere_points(int(n), int(d), int(seed))
     return concentration(activation, X, p_values, seed=int(seed), reps=int(reps),
                          order=int(order), progress=progress, deadline=deadline)
 
@@ -392,7 +392,7 @@ def lambda_min_vs_d(activations: Sequence[str], n: int, d_values: Sequence[int],
                     progress: Callable[[str], None] | None = None) -> dict:
     """λ_min(K) against its Hermite lower bounds and Σ_{k>=2} μ_k², as d grows at fixed n.
 
-    For each d, X = ``sphere_data(n, d, seed)``; the Hadamard-power bounds are computed once per
+    For each d, X = ``sphere_points(n, d, seed)``; the Hadamard-power bounds are computed once per
     d and shared by the activations.
 
     Parameters
@@ -428,7 +428,7 @@ def lambda_min_vs_d(activations: Sequence[str], n: int, d_values: Sequence[int],
             "closed_form_lambda_min": [] if has_closed_form(a) else None, "bound_ok": [],
             "parseval_tail_k2": None}
     for d in d_values:
-        X = sphere_data(n, d, seed)
+        X = sphere_points(n, d, seed)
         powers = hadamard_power_bounds(X, order)
         out["hadamard_lambda_min_2"].append(powers.lower[2] if order >= 2 else None)
         out["hadamard_lambda_min_3"].append(powers.lower[3] if order >= 3 else None)

@@ -7,11 +7,17 @@ downloaded: the digits images ship inside scikit-learn, the 32×32 colour patche
 dimension) are cut from the photographs that ship inside scikit-image (the optional extra
 ``rftheory[images]``), and CIFAR-10 is read only from files the user already has.
 
-Seeds. Each random object here is a function of an explicit ``seed``. Data draws use the numpy
-stream ``default_rng([seed, stream])`` with a fixed ``stream`` tag per purpose (≥ 2**40); V in
-:mod:`rftheory.features` comes from a counter-based generator (:mod:`rftheory.philox`) that uses
-no numpy stream at all, so one user seed can drive the features, the data and the labels
-independently.
+Seeds. Each random object here is drawn from ``rng`` (SPEC 7: an integer seed, a numpy
+``SeedSequence`` or ``Generator``; :func:`rftheory.seeding.generator`). An integer seed gives the
+numpy stream ``default_rng([seed, stream])`` with a fixed ``stream`` tag per purpose (≥ 2**40); V
+in :mod:`rftheory.features` comes from a counter-based generator (:mod:`rftheory.philox`) that
+uses no numpy stream at all, so one user seed can drive the features, the data and the labels
+independently. The old keyword ``seed=`` is still accepted wherever ``rng`` is.
+
+Every data set *loader* (:func:`load_dataset`, :func:`digits_data`, :func:`patches_data`,
+:func:`cifar10_data`) returns a :class:`Dataset`; :func:`sphere_points` draws bare points (an
+ndarray) — its old name ``sphere_data`` is deprecated (``load_dataset("sphere", n, d=d)`` is
+the loader of sphere data).
 """
 
 from __future__ import annotations
@@ -27,11 +33,14 @@ import numpy as np
 
 from array_api_compat import array_namespace
 
+from .deprecation import deprecated_alias, keyword_only_after
 from .errors import DataNotFoundError, RFTheoryError, ShapeError
+from .seeding import RNGLike, generator, rng_or_seed
 
 __all__ = [
     "DataNotFoundError",
     "Dataset",
+    "sphere_points",
     "sphere_data",
     "gaussian_labels",
     "sign_labels",
@@ -145,8 +154,14 @@ def _check_count(name: str, value: Any, minimum: int = 1) -> int:
 
 
 def _rng(seed: Any, stream: int) -> np.random.Generator:
-    seed = _check_count("seed", seed, 0)
-    return np.random.default_rng([seed, stream])
+    """The generator of ``stream`` from a SPEC 7 ``rng`` (an integer seed, a SeedSequence, a
+    Generator): :func:`rftheory.seeding.generator`."""
+    return generator(seed, stream)
+
+
+def _seed_or_rng(rng: RNGLike, seed: Any) -> RNGLike:
+    """``rng``, or the old keyword ``seed`` where it was given instead."""
+    return rng_or_seed(rng, seed)
 
 
 def to_sphere(X: Any, d: int | None = None, *, centre: bool = False,
@@ -215,15 +230,19 @@ def to_sphere(X: Any, d: int | None = None, *, centre: bool = False,
     return (out, norms) if return_norms else out
 
 
-def sphere_data(n: int, d: int, seed: int = 0) -> np.ndarray:
+def sphere_points(n: int, d: int, rng: RNGLike = 0, *, seed: int | None = None) -> np.ndarray:
     """n points uniform on the sphere of radius √d in R^d (Gaussian rows, normalised).
 
     Parameters
     ----------
     n, d : int
         Points and dimension.
-    seed : int
-        Seed of the points (a stream of its own: labels of the same seed are independent).
+    rng : int, numpy.random.SeedSequence or numpy.random.Generator, default 0
+        Randomness of the points (SPEC 7, :func:`rftheory.seeding.generator`): an integer
+        seed or a SeedSequence gives a stream of its own (labels of the same seed are
+        independent); a Generator is drawn from as it is.
+    seed : int, optional
+        The old name of an integer ``rng``.
 
     Returns
     -------
@@ -233,41 +252,58 @@ def sphere_data(n: int, d: int, seed: int = 0) -> np.ndarray:
     Examples
     --------
     >>> import numpy as np
-    >>> X = sphere_data(3, 10, seed=0)
+    >>> X = sphere_points(3, 10, rng=0)
     >>> X.shape, bool(np.allclose(np.linalg.norm(X, axis=1), np.sqrt(10)))
     ((3, 10), True)
+    >>> Y = sphere_points(3, 10, rng=np.random.default_rng(5))  # SPEC 7: a Generator
+    >>> Y.shape
+    (3, 10)
     """
     n, d = _check_count("n", n), _check_count("d", d)
-    return to_sphere(_rng(seed, _STREAM_SPHERE).standard_normal((n, d)))
+    rng = _seed_or_rng(rng, seed)
+    return to_sphere(_rng(rng, _STREAM_SPHERE).standard_normal((n, d)))
 
 
-def gaussian_labels(n: int, seed: int = 0) -> np.ndarray:
+#: The old name of :func:`sphere_points` (deprecated: a ``*_data`` function loads a
+#: :class:`Dataset`; ``load_dataset("sphere", n, d=d)`` is the loader of sphere data).
+sphere_data = deprecated_alias(sphere_points, "sphere_data")
+
+
+def gaussian_labels(n: int, rng: RNGLike = 0, *, seed: int | None = None) -> np.ndarray:
     """n i.i.d. N(0, 1) labels, shape (n,), float64.
 
     Parameters
     ----------
     n : int
         How many.
-    seed : int
-        Seed (a stream of its own).
+    rng : int, numpy.random.SeedSequence or numpy.random.Generator, default 0
+        Randomness of the labels (SPEC 7, :func:`rftheory.seeding.generator`): an integer
+        seed or a SeedSequence gives a stream of its own; a Generator is drawn
+        from as it is.
+    seed : int, optional
+        The old name of an integer ``rng``.
 
     Returns
     -------
     numpy.ndarray, shape (n,)
         The labels.
     """
-    return _rng(seed, _STREAM_GAUSSIAN_LABELS).standard_normal(_check_count("n", n))
+    return _rng(_seed_or_rng(rng, seed), _STREAM_GAUSSIAN_LABELS).standard_normal(_check_count("n", n))
 
 
-def sign_labels(n: int, seed: int = 0) -> np.ndarray:
+def sign_labels(n: int, rng: RNGLike = 0, *, seed: int | None = None) -> np.ndarray:
     """n i.i.d. uniform ±1 labels, shape (n,), float64.
 
     Parameters
     ----------
     n : int
         How many.
-    seed : int
-        Seed (a stream of its own).
+    rng : int, numpy.random.SeedSequence or numpy.random.Generator, default 0
+        Randomness of the labels (SPEC 7, :func:`rftheory.seeding.generator`): an integer
+        seed or a SeedSequence gives a stream of its own; a Generator is drawn
+        from as it is.
+    seed : int, optional
+        The old name of an integer ``rng``.
 
     Returns
     -------
@@ -275,16 +311,16 @@ def sign_labels(n: int, seed: int = 0) -> np.ndarray:
         The labels.
     """
     n = _check_count("n", n)
-    return _rng(seed, _STREAM_SIGN_LABELS).choice(np.array([-1.0, 1.0]), size=n)
+    return _rng(_seed_or_rng(rng, seed), _STREAM_SIGN_LABELS).choice(np.array([-1.0, 1.0]), size=n)
 
 
-def _subset(total: int, n: int, seed: int, what: str) -> np.ndarray:
+def _subset(total: int, n: int, seed: RNGLike, what: str) -> np.ndarray:
     if n > total:
         raise RFTheoryError(f"n = {n} exceeds the {total} images available in {what}")
     return np.sort(_rng(seed, _STREAM_SUBSET).choice(total, size=n, replace=False))
 
 
-def digits_data(n: int, seed: int = 0) -> Dataset:
+def digits_data(n: int, rng: RNGLike = 0, *, seed: int | None = None) -> Dataset:
     """A seeded subset of n of scikit-learn's 1797 8×8 handwritten digits (d = 64).
 
     Each image is centred (its mean pixel subtracted) and scaled to norm √64 = 8. The images ship
@@ -294,8 +330,12 @@ def digits_data(n: int, seed: int = 0) -> Dataset:
     ----------
     n : int
         Images, at most 1797.
-    seed : int
-        Seed of the subset.
+    rng : int, numpy.random.SeedSequence or numpy.random.Generator, default 0
+        Randomness of the subset (SPEC 7, :func:`rftheory.seeding.generator`): an integer
+        seed or a SeedSequence gives a stream of its own; a Generator is drawn
+        from as it is.
+    seed : int, optional
+        The old name of an integer ``rng``.
 
     Returns
     -------
@@ -306,7 +346,7 @@ def digits_data(n: int, seed: int = 0) -> Dataset:
 
     n = _check_count("n", n)
     digits = load_digits()
-    idx = _subset(digits.data.shape[0], n, seed, "scikit-learn's digits")
+    idx = _subset(digits.data.shape[0], n, _seed_or_rng(rng, seed), "scikit-learn's digits")
     return Dataset(to_sphere(digits.data[idx], centre=True), "digits", (8, 8), idx,
                    np.asarray(digits.target[idx], dtype=np.int64))
 
@@ -356,7 +396,8 @@ def _read_cifar_batch(path: Path) -> tuple[np.ndarray, np.ndarray]:
     return data, labels
 
 
-def cifar10_data(directory: str | Path, n: int, seed: int = 0, *, split: str = "train") -> Dataset:
+def cifar10_data(directory: str | Path, n: int, rng: RNGLike = 0, *, split: str = "train",
+                 seed: int | None = None) -> Dataset:
     """A seeded subset of n CIFAR-10 images read from the user's local python batches (d = 3072).
 
     Parameters
@@ -367,11 +408,13 @@ def cifar10_data(directory: str | Path, n: int, seed: int = 0, *, split: str = "
         Only these local files are read; nothing is downloaded.
     n : int
         Number of images.
-    seed : int
-        Seed of the subset.
+    rng : int, numpy.random.SeedSequence or numpy.random.Generator, default 0
+        Randomness of the subset (SPEC 7, :func:`rftheory.seeding.generator`).
     split : {"train", "test"}
         ``"train"`` draws from the training batches present in the folder (all five normally),
         ``"test"`` from ``test_batch``.
+    seed : int, optional
+        The old name of an integer ``rng``.
 
     Returns
     -------
@@ -403,7 +446,7 @@ def cifar10_data(directory: str | Path, n: int, seed: int = 0, *, split: str = "
         raise DataNotFoundError(f"no CIFAR-10 {split} batches ({', '.join(names)}) in {folder}")
     data, labels = zip(*(_read_cifar_batch(f) for f in files))
     data, labels = np.concatenate(data), np.concatenate(labels)
-    idx = _subset(data.shape[0], n, seed, f"the CIFAR-10 {split} batches in {folder}")
+    idx = _subset(data.shape[0], n, _seed_or_rng(rng, seed), f"the CIFAR-10 {split} batches in {folder}")
     return Dataset(to_sphere(data[idx], centre=True), "cifar10", (3, 32, 32), idx, labels[idx])
 
 def _import_skimage() -> Any:
@@ -448,22 +491,26 @@ def _patch_pool() -> tuple[np.ndarray, np.ndarray]:
     return pool, np.concatenate(sources)
 
 
-def patches_data(n: int, seed: int = 0, *, normalisation: str = "sphere") -> Dataset:
+def patches_data(n: int, rng: RNGLike = 0, *, normalisation: str = "sphere",
+                 seed: int | None = None) -> Dataset:
     """n distinct 32×32 colour patches of scikit-image's photographs (d = 3072, CIFAR-10's size).
 
     Parameters
     ----------
     n : int
         Number of patches (at most the pool's size, 240 with scikit-image 0.26).
-    seed : int
-        Seed of the subset: n distinct tiles of the pool, drawn without replacement by the data
-        subset stream (the same rule as :func:`digits_data`), returned in pool order.
+    rng : int, numpy.random.SeedSequence or numpy.random.Generator, default 0
+        Randomness of the subset (SPEC 7, :func:`rftheory.seeding.generator`): n distinct tiles
+        of the pool, drawn without replacement by the data subset stream (the same rule as
+        :func:`digits_data`), returned in pool order.
     normalisation : {"sphere", "standardised"}
         ``"sphere"``: each patch centred (its mean pixel subtracted) and scaled to norm √3072, the
         theory's data model. ``"standardised"``: (x − m)/s with one scalar mean m and standard
         deviation s over every pixel of the whole pool, as the paper standardises CIFAR-10; a
         patch's row does not depend on which others are drawn, and the norms are √d only on
         average over the pool.
+    seed : int, optional
+        The old name of an integer ``rng``.
 
     Returns
     -------
@@ -492,7 +539,7 @@ def patches_data(n: int, seed: int = 0, *, normalisation: str = "sphere") -> Dat
         raise RFTheoryError(f"normalisation must be one of {', '.join(NORMALISATIONS)}, "
                             f"got {normalisation!r}")
     pool, sources = _patch_pool()
-    idx = _subset(pool.shape[0], n, seed, "the patch pool of scikit-image's photographs")
+    idx = _subset(pool.shape[0], n, _seed_or_rng(rng, seed), "the patch pool of scikit-image's photographs")
     rows = pool[idx].reshape(n, -1)
     if normalisation == "sphere":
         X = to_sphere(rows, centre=True)
@@ -550,7 +597,9 @@ def dataset_dimension(spec: str, d: int | None = None) -> int:
     return _parse_dataset(spec, d)[2]
 
 
-def load_dataset(spec: str, n: int, d: int | None = None, seed: int = 0) -> Dataset:
+@keyword_only_after(2, ("d", "rng"))
+def load_dataset(spec: str, n: int, *, d: int | None = None, rng: RNGLike = 0,
+                 seed: int | None = None) -> Dataset:
     """Load a data set named by ``spec``: ``"sphere"``, ``"digits"``, ``"patches"`` or ``"cifar10:DIR"``.
 
     Parameters
@@ -565,9 +614,13 @@ def load_dataset(spec: str, n: int, d: int | None = None, seed: int = 0) -> Data
         Number of training points.
     d : int, optional
         Input dimension. Required for ``sphere``; for image data it is fixed by the images and,
-        if given, must agree.
-    seed : int
-        Seed of the points (sphere) or of the subset (images).
+        if given, must agree. Keyword-only (by position: deprecated).
+    rng : int, numpy.random.SeedSequence or numpy.random.Generator, default 0
+        Randomness of the points (sphere) or of the subset (images) (SPEC 7,
+        :func:`rftheory.seeding.generator`): an integer seed or a SeedSequence gives a stream
+        of its own; a Generator is drawn from as it is. Keyword-only (by position: deprecated).
+    seed : int, optional
+        The old name of an integer ``rng``.
 
     Returns
     -------
@@ -575,10 +628,11 @@ def load_dataset(spec: str, n: int, d: int | None = None, seed: int = 0) -> Data
         ``X`` (n, d) on the √d-sphere and, for images, what is needed to draw them.
     """
     name, arg, d = _parse_dataset(spec, d)
+    rng = _seed_or_rng(rng, seed)
     if name == "sphere":
-        return Dataset(sphere_data(n, d, seed), "sphere")
+        return Dataset(sphere_points(n, d, rng), "sphere")
     if name == "digits":
-        return digits_data(n, seed)
+        return digits_data(n, rng)
     if name == "patches":
-        return patches_data(n, seed, normalisation=arg)
-    return cifar10_data(arg, n, seed)
+        return patches_data(n, rng, normalisation=arg)
+    return cifar10_data(arg, n, rng)

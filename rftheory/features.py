@@ -448,11 +448,44 @@ class RandomFeatures(FeatureMap):
         philox.standard_normal(self.seed, range(b * BLOCK_ROWS, b * BLOCK_ROWS + out.shape[0]),
                                self.d, scale_dim=self.d, out=out)
 
-    def weights(self, xp: Any = np, dtype: Any = None, device: Any = None) -> Any:
+    def weights(self, xp: Any = None, dtype: Any = None, device: Any = None, *,
+                like: Any = None) -> Any:
         """Materialise all of V, shape (p, d) — explicit, for small models and tests.
 
         With CuPy (``xp`` a CuPy namespace) V is generated on the device.
+
+        Parameters
+        ----------
+        xp : module, optional
+            Array namespace of the result, where nothing else says: default the namespace of
+            ``like``, else numpy.
+        dtype : dtype, optional
+            Default ``like``'s dtype, else float64 (a float32 V is the float64 one rounded).
+        device : object, optional
+            Default ``like``'s device.
+        like : array, optional
+            An array whose namespace, floating dtype and device V takes (what it will be
+            multiplied with).
+
+        Returns
+        -------
+        array, shape (p, d)
+            V in that namespace, dtype and device.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> rf = RandomFeatures("relu", d=3, p=4, seed=0)
+        >>> rf.weights(like=np.zeros(3, dtype=np.float32)).dtype
+        dtype('float32')
         """
+        if like is not None:
+            lxp = namespace_of(like)
+            xp = lxp if xp is None else xp
+            if dtype is None and xp is lxp and xp.isdtype(like.dtype, "real floating"):
+                dtype = like.dtype
+            device = array_device(like) if device is None and xp is lxp else device
+        xp = np if xp is None else xp
         dtype = xp.float64 if dtype is None else dtype
         if is_cupy_namespace(xp):
             with _on_device(device):

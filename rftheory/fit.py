@@ -71,10 +71,10 @@ def train_min_norm(features: FeatureMap, X: Any, Y: Any, *, rcond: float | None 
     With p ≫ n the labels are fit exactly, and θ* is a zero of the projection loss at the
     training set:
 
-    >>> from rftheory.data import gaussian_labels, sphere_data
+    >>> from rftheory.data import gaussian_labels, sphere_points
     >>> from rftheory.features import RandomFeatures, train_min_norm
     >>> from rftheory.projection import projection_loss
-    >>> X, Y = sphere_data(4, 10, seed=0), gaussian_labels(4, seed=0)
+    >>> X, Y = sphere_points(4, 10, seed=0), gaussian_labels(4, seed=0)
     >>> model = train_min_norm(RandomFeatures("relu", d=10, p=200, seed=1), X, Y)
     >>> model.theta.shape, bool(model.train_residual < 1e-12)
     ((200,), True)

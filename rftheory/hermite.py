@@ -93,8 +93,10 @@ class HermiteCoefficients:
     method : str
         ``"exact"``, ``"mpmath"`` or ``"fast"``.
     values : tuple
-        μ_0..μ_K: Python floats (fast), ``mpmath.mpf`` (mpmath), sympy expressions or ``None``
-        where no closed form was found within the work bound (exact).
+        μ_0..μ_K in the method's own number type: Python floats (fast), ``mpmath.mpf``
+        (mpmath), sympy expressions or ``None`` where no closed form was found within the work
+        bound (exact). The same numbers as :attr:`exact`; :attr:`coefficients` (and
+        ``numpy.asarray`` of the object) gives them as one float64 ndarray.
     errors : tuple
         Absolute error estimate of each coefficient as a float: ``0.0`` for exact values,
         ``inf`` where unknown.
@@ -125,6 +127,32 @@ class HermiteCoefficients:
     def as_float(self) -> np.ndarray:
         """μ_0..μ_K as float64 (NaN where the exact method found no value)."""
         return np.array([coefficient_to_float(v) for v in self.values], dtype=np.float64)
+
+    @property
+    def coefficients(self) -> np.ndarray:
+        """μ_0..μ_K as a read-only float64 ndarray, NaN where a value is unknown.
+
+        Each entry is the correctly rounded double of the method's number
+        (:func:`coefficient_to_float`); the numbers themselves are :attr:`exact`.
+        """
+        out = self.as_float()
+        out.setflags(write=False)
+        return out
+
+    @property
+    def exact(self) -> tuple:
+        """μ_0..μ_K in the method's own number type (sympy, mpmath or float; None: unknown),
+        kept apart from the float array :attr:`coefficients`."""
+        return self.values
+
+    def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
+        """``numpy.asarray(coefficients)``: :attr:`coefficients` (float64, NaN where unknown)."""
+        out = self.as_float()
+        return out if dtype is None else out.astype(dtype, copy=False)
+
+    def __len__(self) -> int:
+        """K + 1, the number of coefficients."""
+        return len(self.values)
 
     @property
     def tail_mass(self) -> Any:

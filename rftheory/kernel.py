@@ -33,7 +33,7 @@ import numpy as np
 import sympy as sp
 
 from .activations import Activation, Z, get_activation
-from .errors import BackendError, RFTheoryError, ShapeError
+from .errors import BackendError, InvalidValueError, RFTheoryError, ShapeError
 from .hermite import coefficient_to_float, hermite_coefficients
 
 __all__ = [
@@ -67,11 +67,11 @@ T_SLACK = 1e-12
 _METHODS = ("fast", "mpmath", "exact")
 
 
-class OffSphereError(RFTheoryError):
+class OffSphereError(InvalidValueError):
     """Points are not on the sphere of radius sqrt(d) (or ``|t| > 1``) where the series needs it."""
 
 
-class NoClosedFormError(RFTheoryError):
+class NoClosedFormError(InvalidValueError):
     """The activation has no closed-form kernel in this module."""
 
 
@@ -677,9 +677,9 @@ def kernel_matrix(activation: "str | Activation | KernelSeries", X: Any, Y: Any 
     Examples
     --------
     >>> import numpy as np
-    >>> from rftheory.data import sphere_data
+    >>> from rftheory.data import sphere_points
     >>> from rftheory.kernel import kernel_matrix
-    >>> K = kernel_matrix("relu", sphere_data(4, 10, seed=0))
+    >>> K = kernel_matrix("relu", sphere_points(4, 10, seed=0))
     >>> K.values.shape, bool(np.allclose(K.values, K.values.T))
     ((4, 4), True)
     >>> bool(np.all(np.abs(np.diag(K.values) - 0.5) <= K.error_bound))  # K(1) = E[relu(g)²]
@@ -1264,9 +1264,9 @@ def hermite_lower_bound(activation: "str | Activation | KernelSeries", X: Any, *
     The bound lies below λ_min of the kernel matrix it bounds:
 
     >>> import numpy as np
-    >>> from rftheory.data import sphere_data
+    >>> from rftheory.data import sphere_points
     >>> from rftheory.kernel import hermite_lower_bound, kernel_matrix
-    >>> X = sphere_data(4, 10, seed=0)
+    >>> X = sphere_points(4, 10, seed=0)
     >>> bound = hermite_lower_bound("relu", X)
     >>> K = kernel_matrix("relu", X)
     >>> lam_min = np.linalg.eigvalsh(K.values)[0]

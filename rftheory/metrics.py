@@ -149,9 +149,9 @@ def match(X: Any, X_hat: Any, variant: str = "abs") -> Matching:
 
     Examples
     --------
-    >>> from rftheory.data import sphere_data
+    >>> from rftheory.data import sphere_points
     >>> from rftheory.metrics import match
-    >>> X = sphere_data(4, 10, seed=0)
+    >>> X = sphere_points(4, 10, seed=0)
     >>> m = match(X, -X[::-1], "sign_invariant")  # reversed and negated
     >>> m.rho, m.assignment.tolist(), bool(m.flipped.all())
     (0.0, [3, 2, 1, 0], True)

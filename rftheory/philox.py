@@ -52,7 +52,7 @@ from typing import Any
 
 import numpy as np
 
-from .errors import RFTheoryError
+from .errors import InvalidTypeError, RFTheoryError, ShapeError
 
 __all__ = [
     "V_DEFINITION",
@@ -132,7 +132,9 @@ def philox_key(seed: int) -> np.ndarray:
     >>> philox_key(2**64 + 3).tolist()
     [3, 1]
     """
-    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or not 0 <= seed < 2**128:
+    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)):
+        raise InvalidTypeError(f"seed must be an integer in [0, 2**128), got {seed!r}")
+    if not 0 <= seed < 2**128:
         raise RFTheoryError(f"seed must be an integer in [0, 2**128), got {seed!r}")
     seed = int(seed)
     return np.array([seed & _M64, seed >> 64], dtype=np.uint64)
@@ -149,7 +151,8 @@ def _window(spec: Any, name: str) -> tuple[int, int]:
     try:
         start, stop = operator.index(start), operator.index(stop)
     except TypeError:
-        raise RFTheoryError(f"{name} must be a count, a range or a slice of integers, got {spec!r}") from None
+        raise InvalidTypeError(f"{name} must be a count, a range or a slice of integers, "
+                               f"got {spec!r}") from None
     if not 0 <= start <= stop < 2**62:
         raise RFTheoryError(f"{name} must satisfy 0 <= start <= stop < 2**62, got {spec!r}")
     return start, stop
@@ -263,8 +266,10 @@ def box_muller(words: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
     [[[1.364342, -1.736887, -0.583238, 0.022786]]]
     """
     words = np.asarray(words)
-    if words.dtype != np.uint64 or words.shape[-1:] != (4,):
-        raise RFTheoryError(f"words must be uint64 of shape (..., 4), got {words.dtype} {words.shape}")
+    if words.dtype != np.uint64:
+        raise InvalidTypeError(f"words must be uint64 of shape (..., 4), got {words.dtype} {words.shape}")
+    if words.shape[-1:] != (4,):
+        raise ShapeError(f"words must be uint64 of shape (..., 4), got {words.dtype} {words.shape}")
     if out is None:
         out = np.empty(words.shape, dtype=np.float64)
     a, b = words[..., 0::2], words[..., 1::2]
@@ -533,10 +538,15 @@ def standard_normal(seed: int, rows: Any, cols: Any, *, scale_dim: int | None = 
     shape = (r1 - r0, c1 - c0)
     if out is None:
         out = np.empty(shape)
-    elif out.shape != shape or out.dtype not in (np.float32, np.float64):
-        raise RFTheoryError(f"out must be float32/float64 of shape {shape}, got {out.dtype} {out.shape}")
+    elif not isinstance(out, np.ndarray) or out.dtype not in (np.float32, np.float64):
+        raise InvalidTypeError(f"out must be a float32/float64 numpy array of shape {shape}, "
+                               f"got {getattr(out, 'dtype', type(out).__name__)}")
+    elif out.shape != shape:
+        raise ShapeError(f"out must be float32/float64 of shape {shape}, got {out.dtype} {out.shape}")
     if scale_dim is not None and (isinstance(scale_dim, bool)
-                                  or not isinstance(scale_dim, (int, np.integer)) or scale_dim < 1):
+                                  or not isinstance(scale_dim, (int, np.integer))):
+        raise InvalidTypeError(f"scale_dim must be a positive integer, got {scale_dim!r}")
+    if scale_dim is not None and scale_dim < 1:
         raise RFTheoryError(f"scale_dim must be a positive integer, got {scale_dim!r}")
     _fill(key, r0, c0, out, 1.0 if scale_dim is None else math.sqrt(scale_dim))
     return out

@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from .errors import RFTheoryError
+from .errors import InvalidTypeError, RFTheoryError
 from .philox import GROUP, kernel_source, philox_key
 
 __all__ = ["NVRTC_OPTIONS", "cupy_fill", "cupy_words"]
@@ -61,7 +61,9 @@ def cupy_fill(seed: int, row0: int, out: Any, *, scale_dim: int | None = None) -
     """
     import cupy
 
-    if not out.flags.c_contiguous or out.dtype not in (cupy.float32, cupy.float64) or out.ndim < 1:
+    if out.dtype not in (cupy.float32, cupy.float64):
+        raise InvalidTypeError(f"out must be a C-contiguous float32/float64 CuPy array, got {out.dtype}")
+    if not out.flags.c_contiguous or out.ndim < 1:
         raise RFTheoryError("out must be a C-contiguous float32/float64 CuPy array")
     key = philox_key(seed)
     d = int(out.shape[-1])

@@ -378,7 +378,7 @@ def fit_model(*, activation: str, n: int, p: int, d: int | None = None, seed: in
         raise RFTheoryError(f"labels must be 'gaussian' or 'sign', got {labels!r}")
     start = time.perf_counter()
     xp = namespace(device)
-    dataset = load_dataset(data, n, d, seed)
+    dataset = load_dataset(data, n, d=d, rng=seed)
     features = RandomFeatures(activation, d=dataset.d, p=p, seed=seed, v_cache_bytes=v_cache_bytes)
     Y = gaussian_labels(n, seed) if labels == "gaussian" else sign_labels(n, seed)
     model = train_min_norm(features, xp.asarray(dataset.X), xp.asarray(Y))

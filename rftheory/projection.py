@@ -120,14 +120,14 @@ def projection_loss(features: FeatureMap, X_hat: Any, theta: Any, *, gradient: b
     --------
     The loss vanishes at the training set and not at an unrelated candidate set:
 
-    >>> from rftheory.data import gaussian_labels, sphere_data
+    >>> from rftheory.data import gaussian_labels, sphere_points
     >>> from rftheory.features import RandomFeatures, train_min_norm
     >>> from rftheory.projection import projection_loss
-    >>> X, Y = sphere_data(4, 10, seed=0), gaussian_labels(4, seed=0)
+    >>> X, Y = sphere_points(4, 10, seed=0), gaussian_labels(4, seed=0)
     >>> features = RandomFeatures("relu", d=10, p=200, seed=1)
     >>> theta = train_min_norm(features, X, Y).theta
     >>> at_truth = projection_loss(features, X, theta)
-    >>> elsewhere = projection_loss(features, sphere_data(4, 10, seed=7), theta)
+    >>> elsewhere = projection_loss(features, sphere_points(4, 10, seed=7), theta)
     >>> bool(at_truth.loss < 1e-20), bool(elsewhere.loss > 1e-2), at_truth.gradient.shape
     (True, True, (4, 10))
     """

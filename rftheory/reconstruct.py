@@ -404,10 +404,10 @@ def reconstruct(features: FeatureMap, theta: Any, n_hat: int, *, method: str = "
 
     Examples
     --------
-    >>> from rftheory.data import gaussian_labels, sphere_data
+    >>> from rftheory.data import gaussian_labels, sphere_points
     >>> from rftheory.features import RandomFeatures, train_min_norm
     >>> from rftheory.metrics import rho
-    >>> X = sphere_data(4, 8, seed=1)
+    >>> X = sphere_points(4, 8, seed=1)
     >>> rf = RandomFeatures("relu+tanh", d=8, p=10 * 8 * 4, seed=1)
     >>> theta = train_min_norm(rf, X, gaussian_labels(4, seed=1)).theta
     >>> result = reconstruct(rf, theta, 4, seed=1)

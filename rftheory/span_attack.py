@@ -30,6 +30,7 @@ from threadpoolctl import threadpool_limits
 from .backend import to_host
 from .errors import RFTheoryError, ShapeError
 from .features import FeatureMap
+from .seeding import RNGLike, generator, rng_or_seed
 
 __all__ = ["ThetaSpan", "theta_span", "span_residual", "SpanAttackResult", "span_attack"]
 
@@ -124,8 +125,8 @@ def span_residual(features: FeatureMap, span: ThetaSpan, x_hat: Any, *,
     Examples
     --------
     >>> from rftheory.features import RandomFeatures, train_min_norm
-    >>> from rftheory.data import sphere_data
-    >>> X = sphere_data(3, 4, 0)
+    >>> from rftheory.data import sphere_points
+    >>> X = sphere_points(3, 4, 0)
     >>> f = RandomFeatures("tanh", 4, 40, seed=1)
     >>> theta = train_min_norm(f, X, np.eye(3)).theta          # k = n = 3 outputs
     >>> s = theta_span(theta)
@@ -177,9 +178,9 @@ class SpanAttackResult:
     iterations: list = field(repr=False)
 
 
-def span_attack(features: FeatureMap, theta: Any, *, starts: int = 50, seed: int = 0,
+def span_attack(features: FeatureMap, theta: Any, *, starts: int = 50, rng: RNGLike = 0,
                 zero_tol: float = 1e-16, distinct: float = 1e-4, maxiter: int = 1000,
-                target: float = 1e-28) -> SpanAttackResult:
+                target: float = 1e-28, seed: int | None = None) -> SpanAttackResult:
     """Minimise the span residual r(x̂)² over single points from many random starts.
 
     Parameters
@@ -190,8 +191,11 @@ def span_attack(features: FeatureMap, theta: Any, *, starts: int = 50, seed: int
         Trained weights.
     starts : int
         Random starting points, uniform on the √d-sphere.
-    seed : int
-        Seed of the starts.
+    rng : int, numpy.random.SeedSequence or numpy.random.Generator, default 0
+        Randomness of the starts (SPEC 7, :func:`rftheory.seeding.generator`): an integer seed
+        or a SeedSequence gives the function's own stream, a Generator is drawn from as it is.
+    seed : int, optional
+        The old name of an integer ``rng``.
     zero_tol : float
         End points with r² ≤ zero_tol are zeros (the attack's candidates). The floor at a
         training point is ~1e-30; non-zero local minima measured at p ≥ n + d are ≳ 1e-6.
@@ -219,7 +223,7 @@ def span_attack(features: FeatureMap, theta: Any, *, starts: int = 50, seed: int
     for name, v in (("starts", starts), ("maxiter", maxiter)):
         if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 1:
             raise RFTheoryError(f"{name} must be a positive integer, got {v!r}")
-    rng = np.random.default_rng([int(seed), _STREAM])
+    rng = generator(rng_or_seed(rng, seed), _STREAM)
 
     def fun(u):
         nu = float(np.linalg.norm(u))

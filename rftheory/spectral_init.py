@@ -213,9 +213,9 @@ def spectral_init(features: FeatureMap, theta: Any, n: int, *, seed: int = 0) ->
     Examples
     --------
     >>> import numpy as np
-    >>> from rftheory.data import gaussian_labels, sphere_data
+    >>> from rftheory.data import gaussian_labels, sphere_points
     >>> from rftheory.features import RandomFeatures, train_min_norm
-    >>> X = sphere_data(4, 6, 0)
+    >>> X = sphere_points(4, 6, 0)
     >>> rf = RandomFeatures("relu+tanh", 6, 2000, seed=0)
     >>> theta = train_min_norm(rf, X, gaussian_labels(4, 0)).theta
     >>> init = spectral_init(rf, theta, 4)

@@ -44,7 +44,7 @@ import dataclasses
 import math
 from typing import Any, Mapping, Sequence
 
-from .errors import RFTheoryError
+from .errors import InvalidTypeError, RFTheoryError
 from .metrics import RHO_SUCCESS
 
 __all__ = [
@@ -52,6 +52,7 @@ __all__ = [
     "Tolerance",
     "TOLERANCES",
     "tolerance",
+    "dtype_name",
     "VERDICTS",
     "assert_hermite_coefficients",
     "assert_verdict",
@@ -124,6 +125,44 @@ TOLERANCES: dict[str, dict[str, Tolerance]] = {
 }
 
 
+def dtype_name(dtype: Any) -> str:
+    """The name of a precision group from a dtype given any way numpy users give one.
+
+    Parameters
+    ----------
+    dtype : str, numpy.dtype or type
+        ``"float32"``, ``np.float32``, ``np.dtype("float32")``, an array's ``.dtype``, or a group
+        name that is not a dtype (``"mpmath"``, ``"statistical"``).
+
+    Returns
+    -------
+    str
+        ``"float32"``, ``"float64"``, ... (numpy's name of the dtype), or the string itself when
+        it names no dtype.
+
+    Raises
+    ------
+    rftheory.errors.InvalidTypeError
+        For something that is neither a string nor a dtype.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> dtype_name(np.float32), dtype_name(np.dtype("float64")), dtype_name("mpmath")
+    ('float32', 'float64', 'mpmath')
+    """
+    if isinstance(dtype, str) and dtype in TOLERANCES:
+        return dtype
+    import numpy as np
+
+    try:
+        return np.dtype(dtype).name
+    except TypeError:
+        if isinstance(dtype, str):
+            return dtype
+        raise InvalidTypeError(f"dtype must be a dtype or a dtype's name, got {dtype!r}") from None
+
+
 def tolerance(name: str, dtype: str = "float64") -> float:
     """A default tolerance from :data:`TOLERANCES` (``dtype``: its precision group).
 
@@ -131,7 +170,7 @@ def tolerance(name: str, dtype: str = "float64") -> float:
     ----------
     name : str
         Name of the tolerance in its group (e.g. ``"quadrature_atol"``, ``"rho"``).
-    dtype : {"float64", "float32", "mpmath", "statistical"}, default "float64"
+    dtype : {"float64", "float32", "mpmath", "statistical"} or numpy dtype, default "float64"
         Precision group of :data:`TOLERANCES`.
 
     Returns
@@ -151,7 +190,7 @@ def tolerance(name: str, dtype: str = "float64") -> float:
     >>> tolerance("rho", "statistical")
     0.1
     """
-    group = TOLERANCES.get(str(dtype))
+    group = TOLERANCES.get(dtype_name(dtype))
     if group is None or name not in group:
         raise RFTheoryError(f"no tolerance {name!r} for {dtype!r}; the table has "
                             + "; ".join(f"{g}: {', '.join(t)}" for g, t in TOLERANCES.items()))
@@ -229,7 +268,7 @@ def assert_hermite_coefficients(activation: str, expected: Any, *, rtol: float |
         How the coefficients are computed (:func:`rftheory.hermite.hermite_coefficients`).
     dps : int
         Digits of the mpmath method.
-    dtype : {"float64", "float32"}, optional
+    dtype : {"float64", "float32"}, numpy dtype or type, optional
         Precision of the expected values, which picks the default tolerances (default: float32
         when ``expected`` is a float32 array, else float64; ignored by ``method="mpmath"``).
 
@@ -252,6 +291,7 @@ def assert_hermite_coefficients(activation: str, expected: Any, *, rtol: float |
 
     if dtype is None:
         dtype = "float32" if str(getattr(expected, "dtype", "")) == "float32" else "float64"
+    dtype = dtype_name(dtype)
     if dtype not in ("float64", "float32"):
         raise RFTheoryError(f"dtype must be 'float64' or 'float32', got {dtype!r}")
     want = _expected_map(expected)

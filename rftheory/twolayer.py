@@ -56,7 +56,7 @@ import numpy as np
 from array_api_compat import array_namespace, device as array_device
 
 from .activations import Activation, get_activation
-from .errors import RFTheoryError, ShapeError
+from .errors import InvalidValueError, RFTheoryError, ShapeError
 from .features import DenseFeatures, RandomFeatures, check_data
 
 __all__ = [
@@ -84,7 +84,7 @@ LAST_LAYER_INITS = ("zero", "normal")
 _STREAM_LAST_LAYER = 2**41 + 1
 
 
-class TrainingDivergedError(RFTheoryError):
+class TrainingDivergedError(InvalidValueError):
     """Gradient descent blew up (non-finite or exploding loss): the step size is too large."""
 
 
@@ -551,9 +551,9 @@ def train_two_layer(X: Any, Y: Any, *, width: int | None = None, activation: "st
     With W₁ frozen and W₂(0) = 0, gradient descent converges to the RF model's min-norm
     interpolator:
 
-    >>> from rftheory.data import gaussian_labels, sphere_data
+    >>> from rftheory.data import gaussian_labels, sphere_points
     >>> from rftheory.twolayer import train_two_layer
-    >>> X, Y = sphere_data(4, 5, seed=0), gaussian_labels(4, seed=0)
+    >>> X, Y = sphere_points(4, 5, seed=0), gaussian_labels(4, seed=0)
     >>> out = train_two_layer(X, Y, width=64, train_first_layer=False, steps=3000, tol=1e-10)
     >>> out.stop_reason, bool(out.train_loss <= 1e-10)
     ('tolerance', True)

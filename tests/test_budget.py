@@ -10,7 +10,7 @@ import pytest
 
 import rftheory.budget as budget
 from rftheory.concentration import measurement_memory
-from rftheory.data import gaussian_labels, sphere_data
+from rftheory.data import gaussian_labels, sphere_points
 from rftheory.errors import ResourceLimitError, RFTheoryError
 from rftheory.features import RandomFeatures, features_memory, train_memory, train_min_norm
 from rftheory.cells import cell_memory
@@ -57,7 +57,7 @@ def _assert_within(declared: float, measured: float) -> None:
     (300, 50, 60000, 0, "relu+tanh", "float32"),       # host float64 chunks and float32 casts
 ])
 def test_training_peak_memory(d, n, p, cache, activation, dtype):
-    X, Y = sphere_data(n, d, 0).astype(dtype), gaussian_labels(n, 0).astype(dtype)
+    X, Y = sphere_points(n, d, 0).astype(dtype), gaussian_labels(n, 0).astype(dtype)
     features = RandomFeatures(activation, d=d, p=p, seed=0, v_cache_bytes=cache)
     measured, _ = _peak(lambda: train_min_norm(features, X, Y))
     declared, _ = train_memory(d=d, n=n, p=p, itemsize=4 if dtype == "float32" else 8,
@@ -73,7 +73,7 @@ def test_training_peak_memory(d, n, p, cache, activation, dtype):
 @pytest.mark.parametrize("method", ["lbfgs", "varpro"])
 def test_reconstruction_peak_memory(d, n, p, cache, method):
     """3 steps of one run: no exchange (single_run), as declared."""
-    X, Y = sphere_data(n, d, 0), gaussian_labels(n, 0)
+    X, Y = sphere_points(n, d, 0), gaussian_labels(n, 0)
 
     def job():
         features = RandomFeatures("relu+tanh", d=d, p=p, seed=0, v_cache_bytes=cache)
@@ -90,7 +90,7 @@ def test_varpro_peak_memory_with_an_exchange():
     """80 steps: LM runs with a grow exchange between them, whose screen of random points
     (batches of SCREEN_BATCH rows with the candidates) sets the peak."""
     d, n, p = 50, 20, 30000
-    X, Y = sphere_data(n, d, 0), gaussian_labels(n, 0)
+    X, Y = sphere_points(n, d, 0), gaussian_labels(n, 0)
 
     def job():
         features = RandomFeatures("relu+tanh", d=d, p=p, seed=0, v_cache_bytes=2**30)
@@ -107,7 +107,7 @@ def test_varpro_peak_memory_with_an_exchange():
 def test_dense_gauss_newton_matrix_is_counted():
     """solver="dense" at n̂d = 800: H, H + λS and its factor ((n̂d)² float64 each) dominate."""
     d, n, p = 40, 20, 1000
-    X, Y = sphere_data(n, d, 0), gaussian_labels(n, 0)
+    X, Y = sphere_points(n, d, 0), gaussian_labels(n, 0)
 
     def job():
         features = RandomFeatures("relu+tanh", d=d, p=p, seed=0, v_cache_bytes=2**30)
@@ -135,7 +135,7 @@ def test_kernel_measurement_peak_memory(d, n, p_values, reps):
 @pytest.mark.parametrize("n, p, d", [(100, 50000, 20), (1000, 20000, 10)])
 def test_materialised_features_peak_memory(n, p, d):
     features = RandomFeatures("relu", d=d, p=p, seed=0)
-    X = sphere_data(n, d, 0)
+    X = sphere_points(n, d, 0)
     measured, _ = _peak(lambda: features.features(X, allow_large=True))
     _assert_within(features_memory(n=n, p=p, d=d)[0], measured)
 
@@ -160,7 +160,8 @@ def test_absurd_sizes_are_refused_at_once_in_one_line():
             assert time.perf_counter() - start < 0.1
             message = str(info.value)
             assert "\n" not in message and "of memory" in message and "over the limit" in message
-            assert isinstance(info.value, RFTheoryError) and isinstance(info.value, ValueError)
+            assert isinstance(info.value, RFTheoryError) and isinstance(info.value, MemoryError)
+            assert not isinstance(info.value, ValueError)  # `except ValueError` misses a refusal
         assert tracemalloc.get_traced_memory()[1] < 2**20  # sized, never allocated
     finally:
         tracemalloc.stop()

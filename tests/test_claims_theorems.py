@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from rftheory.data import gaussian_labels, sphere_data
+from rftheory.data import gaussian_labels, sphere_points
 from rftheory.errors import RFTheoryError
 from rftheory.features import RandomFeatures, train_min_norm
 from rftheory.kernel import kernel_series
@@ -23,7 +23,7 @@ D, N = 6, 3  # theorem 1: dn = 18, n + d = 9
 
 @pytest.fixture(scope="module")
 def data1():
-    return sphere_data(N, D, 0), gaussian_labels(N, 0)
+    return sphere_points(N, D, 0), gaussian_labels(N, 0)
 
 
 def _features(activation, d, p, seed=11):
@@ -117,7 +117,7 @@ D2 = 6
 
 @pytest.fixture(scope="module")
 def data2():
-    return sphere_data(2, D2, 0), gaussian_labels(2, 0)
+    return sphere_points(2, D2, 0), gaussian_labels(2, 0)
 
 
 def _model2(activation, p, data2):

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from rftheory.cli import main
-from rftheory.data import sphere_data
+from rftheory.data import sphere_points
 from rftheory.kernel import closed_form_kernel_matrix
 
 ARGS = ["kernel", "relu", "--d", "10", "--n", "5", "--p", "3200,200,800", "--seed", "2",
@@ -24,7 +24,7 @@ def test_json_output_is_complete_and_matches_independent_kernel(capsys):
     assert out["n"] == 5 and out["d"] == 10 and out["reps"] == 2
     # λ_min(K) against the arc-cosine closed form on the same data (data seed = --seed):
     # the series with exact diagonal agrees to rounding (1e-15 entrywise, n = 5).
-    X = sphere_data(5, 10, seed=2)
+    X = sphere_points(5, 10, seed=2)
     lam = np.linalg.eigvalsh(closed_form_kernel_matrix("relu", X))[0]
     assert out["lambda_min_kernel"] == pytest.approx(lam, abs=1e-12)
     assert out["hermite_bound_k0"] <= out["lambda_min_kernel"]

@@ -42,14 +42,14 @@ def test_end_to_end_with_the_real_optimiser(capsys, method):
 def fake_optimiser(transform):
     """A stand-in for the pipeline's optimiser that returns transform(X) of the CLI's training data.
 
-    It regenerates X from the documented seeding (load_dataset(data, n, d, seed)) — so the test
+    It regenerates X from the documented seeding (load_dataset(data, n, d=d, rng=seed)) — so the test
     checks that the CLI scores the reconstruction against exactly that data.
     """
     calls = {}
 
     def reconstruct(features, theta, n_hat, *, seed=0, callback=None, **options):
         calls.update(d=features.d, p=features.p, n_hat=n_hat, seed=seed, options=options)
-        X = load_dataset(calls["spec"], calls["n"], features.d, seed).X
+        X = load_dataset(calls["spec"], calls["n"], d=features.d, rng=seed).X
         X_hat = transform(X)
         history = (0.5, 0.1, 1e-3)
         if callback is not None:

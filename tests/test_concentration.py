@@ -16,7 +16,7 @@ import pytest
 
 import rftheory.concentration as kc
 from rftheory.claims import kernel_concentration as claim
-from rftheory.data import sphere_data
+from rftheory.data import sphere_points
 from rftheory.errors import RFTheoryError
 from rftheory.features import RandomFeatures
 from rftheory.kernel import (
@@ -58,7 +58,7 @@ def test_fit_loglog_slope_recovers_a_power_law_and_refuses_one_point():
 
 
 def test_streamed_gram_error_matches_materialised_features():
-    X = sphere_data(6, 8, seed=1)
+    X = sphere_points(6, 8, seed=1)
     result = kc.concentration("relu", X, [3000], seed=5, reps=1)
     p = 3000
     rf = RandomFeatures("relu", 8, p, seed=result["v_seeds"][0][0])
@@ -79,7 +79,7 @@ def test_streamed_gram_error_matches_materialised_features():
 @pytest.mark.parametrize("activation", ["relu", "erf"])
 def test_lambda_min_converges_within_clt_tolerance(activation):
     n, d, p = 5, 10, 25600
-    X = sphere_data(n, d, seed=2)
+    X = sphere_points(n, d, seed=2)
     K = closed_form_kernel_matrix(activation, X)
     evals, evecs = np.linalg.eigh(K)
     lam, u, gap = evals[0], evecs[:, 0], evals[1] - evals[0]
@@ -103,7 +103,7 @@ def test_lambda_min_converges_within_clt_tolerance(activation):
 
 
 def test_module_reports_the_same_clt_quantities():
-    X = sphere_data(5, 10, seed=2)
+    X = sphere_points(5, 10, seed=2)
     result = kc.concentration("erf", X, [20000], seed=0, reps=2)
     assert result["lambda_min_within_clt"] == [True]
     lam_k = result["lambda_min_kernel"]
@@ -120,7 +120,7 @@ def test_module_reports_the_same_clt_quantities():
 @pytest.mark.parametrize("activation", ["relu", "erf"])
 @pytest.mark.parametrize("n, d", [(40, 8), (30, 60), (60, 30)])
 def test_hermite_lower_bound_is_below_closed_form_lambda_min(activation, n, d):
-    X = sphere_data(n, d, seed=4)
+    X = sphere_points(n, d, seed=4)
     lam = np.linalg.eigvalsh(closed_form_kernel_matrix(activation, X))[0]
     bound0 = hermite_lower_bound(activation, X, k_min=0)
     bound2 = hermite_lower_bound(activation, X, k_min=2)
@@ -137,14 +137,14 @@ def test_hermite_lower_bound_is_tight_when_hadamard_powers_are_near_identity():
     # n = 20, d = 400: off-diagonal t ~ 0.05, so (XXᵀ/d)^{∘k} ≈ I for k >= 2 (deviation
     # ~ sqrt(n)·t^k) and the linear term is estimated by its exact λ_min; the bound must then
     # capture >= 90% of λ_min(K) — a loose or wrong bound (e.g. dropped terms) fails this.
-    X = sphere_data(20, 400, seed=0)
+    X = sphere_points(20, 400, seed=0)
     lam = np.linalg.eigvalsh(closed_form_kernel_matrix("relu", X))[0]
     bound = hermite_lower_bound("relu", X).value
     assert 0.9 * lam <= bound <= lam
 
 
 def test_hadamard_power_bounds_match_direct_eigenvalues(xp_strict):
-    X = sphere_data(25, 6, seed=7)
+    X = sphere_points(25, 6, seed=7)
     T = X @ X.T / 6
     bounds = hadamard_power_bounds(X, 12)
     for k in range(13):
@@ -160,11 +160,11 @@ def test_hadamard_power_bounds_match_direct_eigenvalues(xp_strict):
 
 def test_hadamard_power_bounds_refuse_off_sphere_points():
     with pytest.raises(RFTheoryError):
-        hadamard_power_bounds(2.0 * sphere_data(5, 4, seed=0), 3)
+        hadamard_power_bounds(2.0 * sphere_points(5, 4, seed=0), 3)
 
 
 def test_kernel_on_sphere_has_the_exact_diagonal():
-    X = sphere_data(8, 5, seed=3)
+    X = sphere_points(8, 5, seed=3)
     series = kernel_series("relu")
     K, bound = kc.kernel_on_sphere(series, X)
     exact = closed_form_kernel_matrix("relu", X)
@@ -188,7 +188,7 @@ def test_run_plot_summary_on_a_tiny_configuration(tmp_path):
     assert [c["activation"] for c in saved["curves"]] == list(claim.DEFAULT_ACTIVATIONS)
     # Each curve is the library's measurement on the claim's data (same seeds): the claim adds
     # nothing but the loop over activations.
-    X = sphere_data(4, 6, seed=1)
+    X = sphere_points(4, 6, seed=1)
     direct = kc.concentration("erf", X, [64, 256, 1024], seed=1, reps=2)
     assert saved["curves"][3]["op_error"] == direct["op_error"]
     assert saved["curves"][3]["lambda_min_kernel"] == direct["lambda_min_kernel"]

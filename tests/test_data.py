@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from rftheory.data import (DataNotFoundError, cifar10_data, dataset_dimension, digits_data,
-                           gaussian_labels, load_dataset, sign_labels, sphere_data, to_sphere)
+                           gaussian_labels, load_dataset, sign_labels, sphere_points, to_sphere)
 from rftheory.errors import RFTheoryError, ShapeError
 from rftheory.features import RandomFeatures
 
@@ -13,10 +13,10 @@ NORM_RTOL = 1e-12
 
 
 def test_sphere_data_norms_seeds_and_isotropy():
-    X = sphere_data(2000, 10, seed=3)
+    X = sphere_points(2000, 10, seed=3)
     np.testing.assert_allclose(np.linalg.norm(X, axis=1), np.sqrt(10), rtol=NORM_RTOL)
-    np.testing.assert_array_equal(X, sphere_data(2000, 10, seed=3))
-    assert not np.array_equal(X, sphere_data(2000, 10, seed=4))
+    np.testing.assert_array_equal(X, sphere_points(2000, 10, seed=3))
+    assert not np.array_equal(X, sphere_points(2000, 10, seed=4))
     # Uniform on the √d-sphere: E[x xᵀ] = I. With 2000 points each entry of the empirical second
     # moment has standard deviation ≈ √(2/2000) ≈ 0.03; 0.15 is 5 sigma.
     np.testing.assert_allclose(X.T @ X / 2000, np.eye(10), atol=0.15)
@@ -75,7 +75,7 @@ def test_data_streams_are_independent_of_v():
     # The same user seed must not reproduce the rows of V (Philox counter stream vs numpy's).
     rf = RandomFeatures("relu", d=5, p=3, seed=0)
     V = rf.weights()
-    X = sphere_data(3, 5, seed=0)
+    X = sphere_points(3, 5, seed=0)
     cos = np.abs(np.sum(V * X, axis=1)) / (np.linalg.norm(V, axis=1) * np.sqrt(5))
     assert np.all(cos < 0.999)
 

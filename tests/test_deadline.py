@@ -44,12 +44,12 @@ def test_deadline_object_and_its_parsing(monkeypatch):
 
 def _long_reconstruction(method: str):
     """d = 40, n = 16, p = 4·dn with tol = 0 and a budget of 10⁶ steps: minutes to hours."""
-    from rftheory.data import gaussian_labels, sphere_data
+    from rftheory.data import gaussian_labels, sphere_points
     from rftheory.features import RandomFeatures, train_min_norm
 
     d, n = 40, 16
     features = RandomFeatures("relu+tanh", d=d, p=4 * d * n, seed=0, v_cache_bytes=2**30)
-    theta = train_min_norm(features, sphere_data(n, d, 0), gaussian_labels(n, 0)).theta
+    theta = train_min_norm(features, sphere_points(n, d, 0), gaussian_labels(n, 0)).theta
     return features, theta, n
 
 
@@ -109,10 +109,10 @@ def _one_draw_seconds(d: int, n: int, p: int) -> float:
     """Seconds of one draw of the kernel measurement at width p (its Gram and Φᵀu passes)."""
     import numpy as np
 
-    from rftheory.data import sphere_data
+    from rftheory.data import sphere_points
     from rftheory.features import RandomFeatures
 
-    X = sphere_data(n, d, 0)
+    X = sphere_points(n, d, 0)
     start = time.perf_counter()
     rf = RandomFeatures("relu", d, p, seed=1)
     rf.gram(X)

@@ -67,10 +67,10 @@ def test_rank_deficient_gram_that_passes_cholesky_is_not_trusted():
     # Regression: d = n = 8, p = 7 (seed 2) gives a singular Gram whose Cholesky succeeds with a
     # diagonal condition bound of ~2e13; solving with it gave a label residual of 1.34 where
     # least squares gives 0.24. The min-norm fit must match numpy's lstsq.
-    from rftheory.data import gaussian_labels, sphere_data
+    from rftheory.data import gaussian_labels, sphere_points
     from rftheory.features import RandomFeatures, train_min_norm
 
-    X, Y = sphere_data(8, 8, 2), gaussian_labels(8, 2)
+    X, Y = sphere_points(8, 8, 2), gaussian_labels(8, 2)
     rf = RandomFeatures("relu+tanh", d=8, p=7, seed=2)
     model = train_min_norm(rf, X, Y)
     F = rf.features(X)

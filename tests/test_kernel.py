@@ -169,7 +169,7 @@ def quadrature_series(spec: str, order: int, kink_part: str | None = None) -> Ke
                                      activation=spec, method="test-quadrature")
 
 
-def sphere_data(n: int, d: int, seed: int) -> np.ndarray:
+def sphere_points(n: int, d: int, seed: int) -> np.ndarray:
     x = np.random.default_rng(seed).standard_normal((n, d))
     return x * (math.sqrt(d) / np.linalg.norm(x, axis=1, keepdims=True))
 
@@ -295,8 +295,8 @@ def test_mpmath_kernel_matrix_on_exact_sphere():
 # ---------------------------------------------------------------------------------------------
 
 def test_kernel_matrix_relu_matches_arc_cosine():
-    X = sphere_data(60, 20, seed=0)
-    Y = sphere_data(50, 20, seed=1)
+    X = sphere_points(60, 20, seed=0)
+    Y = sphere_points(50, 20, seed=1)
     series = exact_series("relu", 200)
     square = kernel_matrix(series, X)
     want = closed_form_kernel_matrix("relu", X)
@@ -314,7 +314,7 @@ def test_kernel_matrix_relu_matches_arc_cosine():
 
 def test_kernel_matrix_array_api_strict():
     xps = pytest.importorskip("array_api_strict")
-    X = sphere_data(30, 10, seed=2)
+    X = sphere_points(30, 10, seed=2)
     series = exact_series("erf", 80)
     ref = kernel_matrix(series, X)
     out = kernel_matrix(series, xps.asarray(X))
@@ -328,7 +328,7 @@ def test_kernel_matrix_array_api_strict():
 
 
 def test_kernel_matrix_float32_keeps_dtype():
-    X = sphere_data(40, 16, seed=4).astype(np.float32)
+    X = sphere_points(40, 16, seed=4).astype(np.float32)
     series = exact_series("relu", 64)
     out = kernel_matrix(series, X)
     assert out.values.dtype == np.float32
@@ -339,7 +339,7 @@ def test_kernel_matrix_float32_keeps_dtype():
 
 
 def test_general_norm_closed_forms_reduce_to_sphere_forms():
-    X = sphere_data(12, 9, seed=5)
+    X = sphere_points(12, 9, seed=5)
     t = np.clip(X @ X.T / 9, -1, 1)
     for name in ("relu", "step", "abs", "erf", "sin", "cos", "exp(z/2)", "leaky_relu", "cubic"):
         np.testing.assert_allclose(closed_form_kernel_matrix(name, X),
@@ -352,7 +352,7 @@ def test_general_norm_closed_forms_monte_carlo(name):
     # Off the sphere: norms 0.6 sqrt(d) and 1.5 sqrt(d), plus X with itself.
     d = 5
     rng = np.random.default_rng(11)
-    X = sphere_data(3, d, seed=6) * np.array([[0.6], [1.0], [1.5]])
+    X = sphere_points(3, d, seed=6) * np.array([[0.6], [1.0], [1.5]])
     want = closed_form_kernel_matrix(name, X)
     act = get_activation(name)
     N = 200_000
@@ -365,7 +365,7 @@ def test_general_norm_closed_forms_monte_carlo(name):
 
 
 def test_off_sphere_closed_form_scales_homogeneously():
-    X = sphere_data(4, 6, seed=7)
+    X = sphere_points(4, 6, seed=7)
     Y = 2.5 * X
     np.testing.assert_allclose(closed_form_kernel_matrix("relu", X, Y),
                                2.5 * closed_form_kernel_matrix("relu", X), rtol=1e-13)
@@ -403,7 +403,7 @@ def test_quadrature_tail_bound_is_consistent():
 # ---------------------------------------------------------------------------------------------
 
 def test_off_sphere_rows_are_refused_with_details():
-    X = sphere_data(5, 4, seed=8)
+    X = sphere_points(5, 4, seed=8)
     X[3] *= 1.01
     with pytest.raises(OffSphereError, match=r"row 3 of X.*1\.0201.*tolerance 1\.5e-08"
                        r".*closed_form_kernel_matrix"):
@@ -439,7 +439,7 @@ def test_bad_data_is_refused(bad, match):
 
 
 def test_nested_lists_are_accepted():
-    X = sphere_data(3, 4, seed=12)
+    X = sphere_points(3, 4, seed=12)
     series = exact_series("relu", 16)
     np.testing.assert_array_equal(kernel_matrix(series, X.tolist()).values,
                                   kernel_matrix(series, X).values)
@@ -448,12 +448,12 @@ def test_nested_lists_are_accepted():
 def test_mismatched_dimensions_and_backends():
     series = exact_series("relu", 4)
     with pytest.raises(ShapeError, match="same dimension"):
-        kernel_matrix(series, sphere_data(2, 3, 0), sphere_data(2, 4, 0))
+        kernel_matrix(series, sphere_points(2, 3, 0), sphere_points(2, 4, 0))
     with pytest.raises(ShapeError, match="non-finite"):
         rf_kernel_series(series, np.array([0.1, np.inf]))
     xps = pytest.importorskip("array_api_strict")
     with pytest.raises(BackendError, match="numpy arrays"):
-        kernel_matrix(exact_series("sin", 4, dps=20), xps.asarray(sphere_data(2, 3, 0)))
+        kernel_matrix(exact_series("sin", 4, dps=20), xps.asarray(sphere_points(2, 3, 0)))
 
 
 def test_argument_errors():
@@ -498,7 +498,7 @@ def test_hermite_module_series_agrees_with_exact_coefficients():
     # Each c_k is within ε_k of μ_k² for both series.
     assert np.all(diff <= np.array(production.coefficient_errors)
                   + np.array(reference.coefficient_errors))
-    X = sphere_data(40, 12, seed=9)
+    X = sphere_points(40, 12, seed=9)
     got = kernel_matrix("relu", X, order=200)
     want = closed_form_kernel_matrix("relu", X)
     off = ~np.eye(40, dtype=bool)
@@ -531,7 +531,7 @@ def test_kernel_matrix_cupy_matches_numpy():
             pytest.skip("no CUDA device")
     except cupy.cuda.runtime.CUDARuntimeError:
         pytest.skip("no CUDA device")
-    X = sphere_data(200, 32, seed=10)
+    X = sphere_points(200, 32, seed=10)
     series = exact_series("relu", 64)
     out = kernel_matrix(series, cupy.asarray(X))
     assert isinstance(out.values, cupy.ndarray)

@@ -37,7 +37,7 @@ def test_run_is_the_documented_composition_of_the_steps(run):
     # The streams of the pipeline, written out by hand: data, V and labels of one seed, θ* = Φ⁺Y,
     # the optimiser seeded by the same seed. Bit-identical numbers (same calls, same order).
     with threadpool_limits(limits=1, user_api="blas"):
-        X = load_dataset("sphere", ARGS["n"], ARGS["d"], ARGS["seed"]).X
+        X = load_dataset("sphere", ARGS["n"], d=ARGS["d"], rng=ARGS["seed"]).X
         features = RandomFeatures(ARGS["activation"], d=ARGS["d"], p=ARGS["p"], seed=ARGS["seed"],
                                   v_cache_bytes=DEFAULT_V_CACHE_BYTES)
         model = train_min_norm(features, X, gaussian_labels(ARGS["n"], ARGS["seed"]))

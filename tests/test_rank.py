@@ -33,10 +33,10 @@ def test_rank_refuses_bad_input():
 def test_cross_entropy_theta_has_rank_at_most_k_minus_1():
     """With W₂(0) = 0, every cross-entropy gradient's rows sum to zero over the k classes, so
     θ = ΔW₂ᵀ·1 = 0 and r ≤ k − 1; the square loss on one-hot targets has no such constraint."""
-    from rftheory.data import sphere_data
+    from rftheory.data import sphere_points
     from rftheory.twolayer import train_two_layer
 
-    X = sphere_data(6, 5, seed=0)
+    X = sphere_points(6, 5, seed=0)
     classes = np.array([0, 1, 2, 3, 0, 1])
     ce = train_two_layer(X, classes, width=40, activation="tanh", loss="cross_entropy",
                          train_first_layer=False, steps=300, tol=1e-2, seed=0,

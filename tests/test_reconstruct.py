@@ -289,10 +289,10 @@ def _two_layer(data, loss, k, ratio, seed):
     from rftheory.twolayer import train_two_layer
 
     if data == "sphere":
-        ds = load_dataset("sphere", 6, 6, seed)
+        ds = load_dataset("sphere", 6, d=6, rng=seed)
         classes = np.random.default_rng([seed, 2**41 + 2]).integers(0, k, ds.n)
     else:
-        ds = load_dataset("digits", 5, None, seed)
+        ds = load_dataset("digits", 5, rng=seed)
         classes = np.asarray(ds.classes, dtype=np.int64)
     n, d = ds.X.shape
     Y, tol = (classes, 1e-2) if loss == "cross_entropy" else (np.eye(k)[classes], 1e-16)
@@ -345,7 +345,7 @@ def test_budget_exhausted_in_the_first_pool_phase_returns_the_selected_rows():
     # Regression: a budget spent inside round 1's pool phase used to return the random start.
     import numpy as np
 
-    from rftheory.data import gaussian_labels, sphere_data
+    from rftheory.data import gaussian_labels, sphere_points
     from rftheory.features import RandomFeatures, train_min_norm
     from rftheory.projection import projection_loss
     from rftheory.reconstruct import _STREAM_CANDIDATES, reconstruct
@@ -353,7 +353,7 @@ def test_budget_exhausted_in_the_first_pool_phase_returns_the_selected_rows():
 
     d, n = 8, 4
     rf = RandomFeatures("relu+tanh", d=d, p=10 * d * n, seed=11)
-    theta = train_min_norm(rf, sphere_data(n, d, 11), gaussian_labels(n, 11)).theta
+    theta = train_min_norm(rf, sphere_points(n, d, 11), gaussian_labels(n, 11)).theta
     result = reconstruct(rf, theta, n, seed=3, max_steps=15, method="lbfgs")
     start = random_points(np.random.default_rng([3, _STREAM_CANDIDATES]), n, d)
     assert result.stop_reason == "budget"

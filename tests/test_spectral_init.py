@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from rftheory.data import gaussian_labels, sphere_data, to_sphere
+from rftheory.data import gaussian_labels, sphere_points, to_sphere
 from rftheory.errors import RFTheoryError, ShapeError
 from rftheory.features import RandomFeatures, train_min_norm
 from rftheory.metrics import rho
@@ -13,7 +13,7 @@ from rftheory.spectral_init import spectral_init, usable_orders
 
 
 def _problem(activation, d, n, p, seed=0):
-    X = sphere_data(n, d, seed)
+    X = sphere_points(n, d, seed)
     rf = RandomFeatures(activation, d, p, seed=seed, v_cache_bytes=2**28)
     return rf, train_min_norm(rf, X, gaussian_labels(n, seed)).theta, X
 

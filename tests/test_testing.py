@@ -161,14 +161,14 @@ def test_an_attack_that_does_nothing_cannot_pass_the_failure_assertion(monkeypat
     # A do-nothing attack: the candidates stay at their random start, the loss far above the
     # tolerance. It "fails to reconstruct", but that is no second zero of the loss, so the
     # default kind="spurious" must reject it; kind="unfinished"/"any" accept it as what it is.
-    import rftheory.pipeline as pipeline
+    import rftheory.cells as cells
 
     def idle(**kwargs):
         return {"seed": kwargs["seed"], "rho_abs": 0.6, "rho_signed": 1.1,
                 "rho_sign_invariant": 0.9, "final_loss": 0.4, "steps": 0, "converged": False,
                 "stop_reason": "budget"}
 
-    monkeypatch.setattr(pipeline, "reconstruction_cell", idle)
+    monkeypatch.setattr(cells, "reconstruction_cell", idle)
     with pytest.raises(TheoryAssertionError, match="not a second zero of the loss"):
         assert_reconstruction_fails("relu+tanh", d=3, n=3, p_over_dn=0.5, seeds=2)
     assert len(assert_reconstruction_fails("relu+tanh", d=3, n=3, p_over_dn=0.5, seeds=2,

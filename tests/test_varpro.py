@@ -8,13 +8,13 @@ import numpy as np
 import pytest
 
 from rftheory.activations import get_activation
-from rftheory.data import gaussian_labels, sphere_data
+from rftheory.data import gaussian_labels, sphere_points
 from rftheory.features import DenseFeatures, RandomFeatures, train_min_norm
 from rftheory.varpro import Problem, _tangent, least_useful, retract
 
 
 def _model(d=6, n=4, ratio=3, k=1, seed=3, activation="relu+tanh"):
-    X = sphere_data(n, d, seed)
+    X = sphere_points(n, d, seed)
     rf = RandomFeatures(activation, d, ratio * d * n, seed=seed, v_cache_bytes=2**26)
     Y = gaussian_labels(n, seed) if k == 1 else \
         np.random.default_rng([seed, 9]).standard_normal((n, k))

@@ -56,14 +56,14 @@ _STREAM_LABELS = 2**42 + 31
 
 def _data(dataset: str, n: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
     """Training points on the √d-sphere and ±1 labels (random; the digit's parity for digits)."""
-    from rftheory.data import digits_data, sphere_data
+    from rftheory.data import digits_data, sphere_points
 
     if dataset == "digits":
         ds = digits_data(n, seed)
         return ds.X, np.where(ds.classes % 2 == 0, 1.0, -1.0)
     c, h, w = DATASETS[dataset]
     y = np.where(np.random.default_rng([seed, _STREAM_LABELS]).random(n) < 0.5, 1.0, -1.0)
-    return sphere_data(n, c * h * w, seed), y
+    return sphere_points(n, c * h * w, seed), y
 
 
 def run_case(dataset: str, n: int, ratio: float, seed: int, *, fraction: float, span_tol: float,

@@ -22,7 +22,7 @@ from rftheory.concentration import (
 from rftheory.claims._common import ClaimConfig, main_for
 from rftheory.runtime import TimeLimitReached
 from rftheory.deadline import Deadline
-from rftheory.data import sphere_data
+from rftheory.data import sphere_points
 from rftheory.errors import RFTheoryError
 from rftheory.kernel import DEFAULT_ORDER, hadamard_power_bounds
 from rftheory.output import format_table
@@ -41,7 +41,7 @@ class Config(ClaimConfig):
     Attributes
     ----------
     n, d : int
-        Data ``sphere_data(n, d, seed)`` of the concentration curves.
+        Data ``sphere_points(n, d, seed)`` of the concentration curves.
     p : tuple of int
         Numbers of features (sorted, distinct).
     reps : int
@@ -114,7 +114,7 @@ def run(config: Config = FULL, *, progress: Callable[[str], None] | None = None,
     (True, True)
     """
     seed, activations = config.seed, config.activations
-    X = sphere_data(config.n, config.d, seed)
+    X = sphere_points(config.n, config.d, seed)
     powers = hadamard_power_bounds(X, DEFAULT_ORDER)
     curves = []
     for i, a in enumerate(activations):

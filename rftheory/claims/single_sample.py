@@ -16,7 +16,7 @@ What the counts say (derivation in :mod:`rftheory.sample_recovery`):
   span residual r(x̂) iff φ(Vx̂) ∈ span Φ — Theorem 1's single-candidate problem, d − 1 unknowns
   against p − n conditions: the only zeros are the training points from p = n + d on.
 
-Measured: for each seed (data ``sphere_data(n, d, seed)``, labels ``gaussian_labels(n, seed)``
+Measured: for each seed (data ``sphere_points(n, d, seed)``, labels ``gaussian_labels(n, seed)``
 and Y ∈ R^{n×n} Gaussian, V nested in p) and each p from n to 2dn (:func:`p_values`), every
 attack of :attr:`Config.attacks` (:class:`Attack`: the package's default reconstruction on the
 k = 1 weights, alone and pooled — two restarts of 2n rows each, 4n candidates, at the survey's
@@ -59,7 +59,7 @@ import numpy as np
 from rftheory.deadline import Deadline
 from rftheory.claims._common import ClaimConfig, TaskProgress, check_activations, main_for
 from rftheory.runtime import default_workers, run_tasks
-from rftheory.data import gaussian_labels, sphere_data
+from rftheory.data import gaussian_labels, sphere_points
 from rftheory.errors import RFTheoryError
 from rftheory.features import RandomFeatures, train_min_norm
 from rftheory.output import format_table, save_figure, to_jsonable
@@ -272,7 +272,7 @@ def recovery_cell(config: Config, seed: int, p: int) -> dict[str, Any]:
         ``distances``, ``n_candidates``, ``true_candidates``, ``info`` and ``seconds``.
     """
     d, n = config.d, config.n
-    X = sphere_data(n, d, seed)
+    X = sphere_points(n, d, seed)
     y = gaussian_labels(n, seed)
     Yn = np.random.default_rng([seed, _Y_STREAM]).standard_normal((n, n))
     f = RandomFeatures(config.activation, d, p, seed=feature_seed(seed), v_cache_bytes=2**26)

@@ -48,7 +48,7 @@ import scipy.optimize
 from numpy.polynomial import polynomial as npoly
 
 from rftheory.claims._common import ClaimConfig, main_for
-from rftheory.data import gaussian_labels, sphere_data, to_sphere
+from rftheory.data import gaussian_labels, sphere_points, to_sphere
 from rftheory.errors import RFTheoryError, ShapeError
 from rftheory.features import FeatureMap, RandomFeatures, train_min_norm
 from rftheory.gram import solve_gram
@@ -88,7 +88,7 @@ class Config(ClaimConfig):
     Attributes
     ----------
     d, n : int
-        Input dimension and training-set size; data ``sphere_data(n, d, seed)``.
+        Input dimension and training-set size; data ``sphere_points(n, d, seed)``.
     ratios : tuple of float
         p/(dn) of the zero-loss uniqueness search.
     local_starts, reconstruct_starts : int
@@ -191,13 +191,13 @@ def span_residual(features: FeatureMap, X: Any, x_hat: Any, *,
     --------
     A training point lies in the span of the training features; a fresh point does not:
 
-    >>> from rftheory.data import sphere_data
+    >>> from rftheory.data import sphere_points
     >>> from rftheory.features import RandomFeatures
     >>> from rftheory.claims.theorem1 import span_residual
-    >>> X = sphere_data(3, 6, seed=0)
+    >>> X = sphere_points(3, 6, seed=0)
     >>> features = RandomFeatures("relu+tanh", d=6, p=200, seed=0)
     >>> on, _ = span_residual(features, X, X[0], gradient=False)
-    >>> off, grad = span_residual(features, X, sphere_data(1, 6, seed=5)[0])
+    >>> off, grad = span_residual(features, X, sphere_points(1, 6, seed=5)[0])
     >>> bool(on < 1e-20), bool(off > 1e-3), grad.shape
     (True, True, (6,))
     """
@@ -480,7 +480,7 @@ def run(config: Config = FULL, *, progress: Callable[[str], None] | None = None)
     """
     cfg, seed = config, config.seed
     d, n = cfg.d, cfg.n
-    X = sphere_data(n, d, seed)
+    X = sphere_points(n, d, seed)
     Y = gaussian_labels(n, seed)
     v_seed = feature_seed(seed)
 

@@ -70,7 +70,7 @@ from rftheory.runtime import default_workers, run_tasks
 from rftheory.collisions import (Collision, collision_limit, collision_region_minimum,
                                  collision_types, kink_radius, max_region_radius,
                                  min_collision_limit, zero_threshold)
-from rftheory.data import gaussian_labels, sphere_data
+from rftheory.data import gaussian_labels, sphere_points
 from rftheory.errors import RFTheoryError
 from rftheory.features import RandomFeatures, train_min_norm
 from rftheory.output import format_table, save_figure, sparse_log_ticks
@@ -118,7 +118,7 @@ class Config(ClaimConfig):
     Attributes
     ----------
     d : int
-        n = 2 part: input dimension; data ``sphere_data(2, d, seed)``.
+        n = 2 part: input dimension; data ``sphere_points(2, d, seed)``.
     ratios : tuple of float
         n = 2 part: p/(dn) of the models (V nested in p).
     deltas : tuple of float
@@ -254,7 +254,7 @@ def duplicate_curves(activation: str, d: int, ratios: Sequence[float], deltas: S
                      seed: int = 0, random_starts: int = 4) -> dict[str, Any]:
     """min_D(δ) L against δ and p/(dn), and its δ → 0 limit, for one activation (n = 2).
 
-    Data: ``sphere_data(2, d, seed)``, labels ``gaussian_labels(2, seed)``, V with seed
+    Data: ``sphere_points(2, d, seed)``, labels ``gaussian_labels(2, seed)``, V with seed
     :func:`feature_seed`. δ values above half the distance from x₁ to the nearer of ±x₂ are
     skipped (the region would no longer be a pure duplicate region for odd activations, whose
     features cannot tell x₂ from −x₂). Each p's row holds L₀ (``limit_loss``), the minima per δ
@@ -286,7 +286,7 @@ def duplicate_curves(activation: str, d: int, ratios: Sequence[float], deltas: S
         ``limit_agrees``).
     """
     n = 2
-    X = sphere_data(n, d, seed)
+    X = sphere_points(n, d, seed)
     Y = gaussian_labels(n, seed)
     separation = float(min(np.linalg.norm(X[0] - X[1]), np.linalg.norm(X[0] + X[1])) / math.sqrt(d))
     kept = [float(dl) for dl in sorted(deltas) if dl <= separation / 2]
@@ -438,7 +438,7 @@ def collision_cell(activation: str, n: int, seed: int, config: Config) -> dict[s
     """Limits of every type, the leave-one-out baseline and region minima, for one (activation,
     n, seed) of the general part, over its p grid (:func:`general_p_values`).
 
-    Data ``sphere_data(n, d, seed)``, labels ``gaussian_labels(n, seed)``, V with seed
+    Data ``sphere_points(n, d, seed)``, labels ``gaussian_labels(n, seed)``, V with seed
     :func:`general_feature_seed` (nested in p). Per type: the best placement's limit
     (:func:`rftheory.collisions.min_collision_limit`: value, first-order value, lower bound,
     whether the branch and bound closed) and, at the region p values, the minima over D_m(δ) at
@@ -464,7 +464,7 @@ def collision_cell(activation: str, n: int, seed: int, config: Config) -> dict[s
         and ``rows`` (per p: the leave-one-out baseline, the kink radius and one entry per type).
     """
     d = config.general_d
-    X = sphere_data(n, d, seed)
+    X = sphere_points(n, d, seed)
     Y = gaussian_labels(n, seed)
     ltypes = limit_types(n, config.enumerate_up_to_n)
     rtypes = region_types(n, config.enumerate_up_to_n)
@@ -546,7 +546,7 @@ def limit_check_cell(activation: str, n: int, config: Config) -> list[dict[str, 
         ``deltas``, ``region`` (the minima), ``relative_gap`` and ``note`` (why it was skipped).
     """
     d, seed = config.general_d, config.seed
-    X = sphere_data(n, d, seed)
+    X = sphere_points(n, d, seed)
     Y = gaussian_labels(n, seed)
     p = 2 * d * n
     f = RandomFeatures(activation, d, p, seed=general_feature_seed(seed), v_cache_bytes=2**26)

@@ -250,9 +250,9 @@ def reconstruct(net: Any, params: Any, theta: Any, n_hat: int, *, rng: Any, meth
     The loss at the true X is the span residual, and an attack from there stays there:
 
     >>> import numpy as np
-    >>> from rftheory.data import sphere_data
+    >>> from rftheory.data import sphere_points
     >>> from rftheory.deep import ResNet, train_gd, reconstruct
-    >>> X = sphere_data(2, 64, seed=1)
+    >>> X = sphere_points(2, 64, seed=1)
     >>> t = train_gd(ResNet(16, (1, 8, 8)), X, np.array([1.0, -1.0]), rng=1)
     >>> rec = reconstruct(t.net, t.params, t.theta, 2, rng=0, X0=X, max_steps=3)
     >>> bool(rec.loss <= t.span_residual * (1 + 1e-6))

@@ -23,7 +23,7 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import RFTheoryError, ShapeError
+from ..errors import InvalidValueError, RFTheoryError, ShapeError
 from .backend import float64, require_jax
 from .projection import span_loss
 
@@ -36,7 +36,7 @@ __all__ = ["DeepTrained", "ThetaNotInSpanError", "train_gd", "check_span", "SPAN
 SPAN_TOL = 0.05
 
 
-class ThetaNotInSpanError(RFTheoryError):
+class ThetaNotInSpanError(InvalidValueError):
     """θ = head − head(0) is not (nearly) in the span of the trained features at the true X."""
 
 
@@ -128,9 +128,9 @@ def train_gd(net: Any, X: Any, y: Any, *, rng: Any, fraction: float = 0.1, tol: 
     Examples
     --------
     >>> import numpy as np
-    >>> from rftheory.data import sphere_data
+    >>> from rftheory.data import sphere_points
     >>> from rftheory.deep import ResNet, train_gd
-    >>> X, y = sphere_data(2, 64, seed=0), np.array([1.0, -1.0])
+    >>> X, y = sphere_points(2, 64, seed=0), np.array([1.0, -1.0])
     >>> t = train_gd(ResNet(8, (1, 8, 8)), X, y, rng=0)
     >>> t.stop_reason, bool(t.train_loss < 1e-7), t.theta.shape
     ('tol', True, (392,))

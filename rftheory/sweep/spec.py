@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Iterator, Mapping
 
-from ..errors import RFTheoryError
+from ..errors import InvalidValueError, RFTheoryError
 from ..pipeline import check_method, feature_count
 from .cells import CELL_KINDS, CellKind
 
@@ -31,7 +31,7 @@ __all__ = ["MAX_CELLS", "Cell", "SweepSpec", "SweepSpecError", "canonical_json",
            "load_spec", "parse_spec", "p_from_expression"]
 
 
-class SweepSpecError(RFTheoryError):
+class SweepSpecError(InvalidValueError):
     """A sweep file was refused: missing, not TOML, or a key/value the cell kind does not accept."""
 
 

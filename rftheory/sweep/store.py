@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any, Iterable, Iterator, Mapping
 
 from .. import __version__
-from ..errors import RFTheoryError
+from ..errors import InvalidValueError
 from .spec import Cell, SweepSpec, canonical_json, sha256_hex, cell_key
 
 __all__ = ["STORE_FILE", "LOCK_FILE", "SCHEMA_VERSION", "LEGACY_V_DEFINITION", "SweepStore",
@@ -41,7 +41,7 @@ LEGACY_V_DEFINITION = "numpy-pcg64-blocks/0"
 SCANNED_ROW_BYTES = 1024
 
 
-class SweepStoreError(RFTheoryError):
+class SweepStoreError(InvalidValueError):
     """A sweep store cannot be used: wrong sweep, locked by another writer, damaged or missing."""
 
 
