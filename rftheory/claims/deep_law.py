@@ -489,7 +489,9 @@ def summary(result: dict[str, Any]) -> str:
 
 
 def _num(x: Any) -> str:
-    return "-" if x is None or not np.isfinite(x) else f"{x:.3g}"
+    if x is None:
+        return "-"
+    return f"{x:.3g}" if np.isfinite(x) else ("inf" if x > 0 else "-inf" if x < 0 else "-")
 
 
 def _fit_text(fit: dict[str, Any]) -> str:

@@ -211,6 +211,7 @@ def _aggregate(cases: list[dict[str, Any]], ratios: tuple[float, ...]) -> dict[s
                 "success_rate": sum(c["success"] for c in sel) / len(sel),
                 "median_span_residual": statistics.median(c["span_residual"] for c in sel),
                 "median_first_layer_change": statistics.median(c["first_layer_change"] for c in sel),
+                "theta_rank": sorted({c["theta_rank"] for c in sel}),
                 "seeds": len(sel)})
         ok = [row["median_rho"] < RHO_SUCCESS for row in rows]
         threshold = None
@@ -218,9 +219,59 @@ def _aggregate(cases: list[dict[str, Any]], ratios: tuple[float, ...]) -> dict[s
             if all(ok[i:]):
                 threshold = rows[i]["ratio_nominal"]
                 break
+        mine = [c for c in cases if c["dataset"] == dataset and c["setup"] == setup]
         out[f"{dataset}/{setup}"] = {"dataset": dataset, "setup": setup, "rows": rows,
-                                     "threshold": threshold}
+                                     "threshold": threshold,
+                                     "fitted_threshold": fitted_threshold(mine)}
     return out
+
+
+def fitted_threshold(cases: list[dict[str, Any]]) -> dict[str, Any]:
+    """The fitted threshold in p^(L)/(dn) of some runs (each a Bernoulli outcome at its ratio).
+
+    Parameters
+    ----------
+    cases : list of dict
+        Runs of :func:`run_case` (``ratio`` and ``success`` are read).
+
+    Returns
+    -------
+    dict
+        :meth:`rftheory.thresholds.ThresholdFit.as_dict`: ``location`` and its 95 %
+        profile-likelihood ``interval`` in p^(L)/(dn), ``status``, and ``crossing`` (the
+        crossing rule, a secondary number).
+    """
+    from rftheory.thresholds import fit_threshold
+
+    return fit_threshold([c["ratio"] for c in cases], [bool(c["success"]) for c in cases]).as_dict()
+
+
+def rank_collapse(cases: list[dict[str, Any]]) -> dict[str, Any]:
+    """Do the runs' successes collapse in r·width/(dn), k·width/(dn) or width/(dn)?
+
+    One fitted threshold per abscissa across all the given runs (every setup, k = 1 and k
+    classes), compared by AIC (:func:`rftheory.rank.compare_abscissae`). r is the numerical rank
+    of θ (singular values above max(width, k)·eps·σ_max).
+
+    Parameters
+    ----------
+    cases : list of dict
+        Runs of :func:`run_case`.
+
+    Returns
+    -------
+    dict
+        :func:`~rftheory.rank.compare_abscissae`'s result; ``best`` is None when no abscissa
+        beats the others by ΔAIC ≥ 2.
+    """
+    from rftheory.rank import compare_abscissae
+
+    dn = [c["d"] * c["n"] for c in cases]
+    return compare_abscissae(
+        {"width/(dn)": [c["width"] / m for c, m in zip(cases, dn)],
+         "k·width/(dn)": [c["k"] * c["width"] / m for c, m in zip(cases, dn)],
+         "r·width/(dn)": [c["theta_rank"] * c["width"] / m for c, m in zip(cases, dn)]},
+        [bool(c["success"]) for c in cases])
 
 
 @dataclasses.dataclass(frozen=True)
@@ -274,7 +325,7 @@ class Config(ClaimConfig):
             raise RFTheoryError("ratios must be positive and seeds >= 1")
 
 
-FULL = Config()
+FULL = Config(seeds=3)
 QUICK = Config(ratios=(1.0, 2.0, 4.0, 8.0), seeds=1, setups=("rf_gd", "square", "cross_entropy"),
                max_steps=2000)
 
@@ -339,6 +390,7 @@ def run(config: Config = FULL, *, progress: Callable[[str], None] | None = None,
                           "succeeds_at_largest_ratio": succeeds_top,
                           "law_holds": fails_below and succeeds_top,
                           "threshold": entry["threshold"],
+                          "fitted_threshold": entry["fitted_threshold"],
                           "k": next(c["k"] for c in cases
                                     if f"{c['dataset']}/{c['setup']}" == key)}
     rf_thresholds = {key: v["threshold"] for key, v in per_setup.items()
@@ -359,6 +411,8 @@ def run(config: Config = FULL, *, progress: Callable[[str], None] | None = None,
                                            if v["k"] == 1),
             "per_setup": per_setup,
             "rf_control_thresholds": rf_thresholds,
+            "rank_collapse": {ds: rank_collapse([c for c in cases if c["dataset"] == ds])
+                              for ds in dict.fromkeys(c["dataset"] for c in cases)},
             "largest_ratio": top,
             "criterion": (f"for every setup: median ρ ≥ {RHO_SUCCESS} at every p^(L)/(dn) ≤ 1 and "
                           f"< {RHO_SUCCESS} at p^(L)/(dn) = {top:g}"),
@@ -382,14 +436,18 @@ def summary(result: dict[str, Any]) -> str:
     """
     ratios = result["ratios"]
     verdicts = result["verdict"]["per_setup"]
-    headers = ["data", "setup", "k"] + [f"{r:g}" for r in ratios] + ["threshold", "law"]
+    headers = (["data", "setup", "k", "r"] + [f"{r:g}" for r in ratios]
+               + ["fitted p*/(dn) [95 %]", "crossing", "law"])
     rows = []
     for key, entry in result["summary"].items():
         by_ratio = {row["ratio_nominal"]: row for row in entry["rows"]}
         v = verdicts[key]
-        rows.append([entry["dataset"], entry["setup"], v["k"]]
+        fit = entry.get("fitted_threshold") or {}
+        ranks = sorted({r for row in entry["rows"] for r in row.get("theta_rank", [])})
+        rows.append([entry["dataset"], entry["setup"], v["k"],
+                     f"{ranks[0]}–{ranks[-1]}" if len(ranks) > 1 else (ranks or ["-"])[0]]
                     + [f"{by_ratio[r]['median_rho']:.1e}" if r in by_ratio else "-" for r in ratios]
-                    + ["none" if entry["threshold"] is None else f"{entry['threshold']:g}",
+                    + [_fit_text(fit), _num(fit.get("crossing")),
                        "holds" if v["law_holds"] else "fails"])
     v = result["verdict"]
     lines = [f"median ρ (official, over {result['seeds']} seed(s)) against p^(L)/(dn); "
@@ -399,7 +457,30 @@ def summary(result: dict[str, Any]) -> str:
              f"verdict: {'SUPPORTED' if v['supported'] else 'NOT SUPPORTED'} for all setups; "
              f"single-output (k = 1) setups: "
              f"{'supported' if v['supported_single_output'] else 'not supported'}"]
+    for ds, rc in v.get("rank_collapse", {}).items():
+        aics = ", ".join(f"{name} ΔAIC {f['delta_aic']:.1f}" for name, f in rc["fits"].items())
+        lines.append(f"{ds}: successes collapse in "
+                     f"{rc['best'] or 'no single abscissa (ΔAIC < 2)'} ({aics}; {rc['runs']} runs, "
+                     f"r = numerical rank of θ)")
     return "\n".join(lines)
+
+
+def _num(x: Any) -> str:
+    if x is None:
+        return "-"
+    return f"{x:.3g}" if np.isfinite(x) else ("inf" if x > 0 else "-inf" if x < 0 else "-")
+
+
+def _fit_text(fit: dict[str, Any]) -> str:
+    """The fitted threshold as 'location [lo, hi] (status)', or the grid bound when not located."""
+    if not fit:
+        return "-"
+    if fit["status"] == "below_grid":
+        return f"≤ {_num(fit['bound'])} (below grid)"
+    if fit["status"] == "above_grid":
+        return f"> {_num(fit['bound'])} (above grid)"
+    lo, hi = fit["interval"]
+    return f"{_num(fit['location'])} [{_num(lo)}, {_num(hi)}] ({fit['status']})"
 
 
 def plot(result: dict[str, Any], stem: str | Path) -> list[Path]:
