@@ -258,11 +258,12 @@ class Config(ClaimConfig):
 
 
 FULL = Config()
-QUICK = Config(ratios=(0.5, 1.0, 4.0, 16.0), ns=(2,))
+QUICK = Config(ratios=(0.5, 1.0, 4.0, 16.0), ns=(2,), datasets=("sphere", "digits"))
 
 
 def run(config: Config = FULL, *, progress: Callable[[str], None] | None = None,
-        workers: int | None = None) -> dict[str, Any]:
+        workers: int | None = None, deadline: Any = None,
+        out_dir: str | Path | None = None) -> dict[str, Any]:
     """Sweep ρ against p^(L)/(dn) for the official ResNet trained by small-step GD.
 
     Parameters
@@ -273,6 +274,13 @@ def run(config: Config = FULL, *, progress: Callable[[str], None] | None = None,
         One line per finished (n, ratio) cell.
     workers : int, optional
         Processes (default min(2, cores)); results do not depend on it.
+    deadline : rftheory.deadline.Deadline, optional
+        Where the run stops (:func:`rftheory.claims._common.run_tasks` raises ``TimeLimitReached``,
+        which :func:`~rftheory.claims._common.run_claim` saves as a partial result).
+    out_dir : path, optional
+        If given, every finished cell's runs are appended to ``out_dir/deep_law.cells.jsonl`` as
+        they finish (one JSON line per run), so that a run stopped at its deadline keeps its
+        numbers; :func:`result_from_cases` rebuilds the summary from them.
 
     Returns
     -------
@@ -299,7 +307,7 @@ def run(config: Config = FULL, *, progress: Callable[[str], None] | None = None,
     seeds = tuple(config.seed + s for s in range(config.seeds))
     options = {"fraction": config.fraction, "span_tol": config.span_tol, "method": config.method,
                "max_steps": config.max_steps, "rounds": config.rounds}
-    cells = [(a, n, r) for a in config.archs for n in config.ns for r in config.ratios]
+    cells = [(a, n, r) for n in config.ns for a in config.archs for r in config.ratios]
     tick = TaskProgress(progress, len(cells))
 
     def describe(cell: list[dict[str, Any]]) -> str:
@@ -309,12 +317,51 @@ def run(config: Config = FULL, *, progress: Callable[[str], None] | None = None,
                 f"({sum(x['seconds'] for x in cell):.0f} s)")
 
     t0 = time.perf_counter()
-    # the widest cells first, so that no long cell is left alone at the end
-    order = sorted(range(len(cells)), key=lambda i: -cells[i][1] * cells[i][2])
+    # by (n, arch) group — a run stopped at its deadline then has whole curves — and within a
+    # group the widest cells first, so that no long cell is left alone at the end
+    order = sorted(range(len(cells)), key=lambda i: (config.ns.index(cells[i][1]),
+                                                      config.archs.index(cells[i][0]),
+                                                      -cells[i][2]))
+    sink = None if out_dir is None else Path(out_dir) / f"{CLAIM}.cells.jsonl"
+    if sink is not None:
+        sink.parent.mkdir(parents=True, exist_ok=True)
+        sink.write_text("")
+
+    def on_result(i: int, cell: list[dict[str, Any]]) -> None:
+        if sink is not None:
+            import json
+
+            with sink.open("a") as fh:
+                for case in cell:
+                    fh.write(json.dumps(case) + "\n")
+        tick(lambda: describe(cell))
+
     results = run_tasks([partial(run_cell, config.datasets, n, r, seeds, arch=a, **options)
                          for a, n, r in cells], workers=workers, order=order,
-                        on_result=lambda i, cell: tick(lambda: describe(cell)))
+                        deadline=deadline, on_result=on_result)
     cases = [c for cell in results for c in cell]
+    out = result_from_cases(cases, config)
+    out["workers"] = workers
+    out["sweep_seconds"] = round(time.perf_counter() - t0, 1)
+    return out
+
+
+def result_from_cases(cases: list[dict[str, Any]], config: Config) -> dict[str, Any]:
+    """The claim's result (summary, thresholds, verdict) from a list of runs.
+
+    Parameters
+    ----------
+    cases : list of dict
+        Runs of :func:`run_case` (all of a run, or the lines of a ``deep_law.cells.jsonl`` left
+        by a run stopped at its deadline: the verdict then covers the cells that finished).
+    config : Config
+        The configuration they were run with.
+
+    Returns
+    -------
+    dict
+        As :func:`run`, without ``workers`` and ``sweep_seconds``.
+    """
     summary_ = _aggregate(cases, config.ratios)
     top = max(config.ratios)
     per_key = judge(summary_, top)
@@ -329,7 +376,7 @@ def run(config: Config = FULL, *, progress: Callable[[str], None] | None = None,
         "archs": list(config.archs),
         "rho_success": RHO_SUCCESS, "fraction": config.fraction, "span_tol": config.span_tol,
         "method": config.method, "max_steps": config.max_steps, "rounds": config.rounds,
-        "workers": workers, "cases": cases, "summary": summary_,
+        "cases": cases, "summary": summary_,
         "cpu_seconds": round(sum(c["cpu_seconds"] for c in cases), 1),
         "verdict": {
             "supported": all(v["law_holds"] for v in per_key.values()),
@@ -337,7 +384,6 @@ def run(config: Config = FULL, *, progress: Callable[[str], None] | None = None,
             "criterion": (f"for every architecture, data set and n: success rate (ρ < {RHO_SUCCESS}; refused "
                           f"runs fail) < 1/2 at every p^(L)/(dn) ≤ 1 and ≥ 1/2 at p^(L)/(dn) = {top:g}"),
         },
-        "sweep_seconds": round(time.perf_counter() - t0, 1),
     }
 
 
