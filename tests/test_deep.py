@@ -352,6 +352,16 @@ def test_deep_law_claim_runs_and_its_verdict_can_fail(deep, tmp_path):
     result = run_claim("deep_law", config=config, out_dir=tmp_path, figures=False)
     assert {c["status"] for c in result["cases"]} <= {"attacked", "refused"}
     assert all(c["theta_rank"] == 1 for c in result["cases"])
+    assert {c["arch"] for c in result["cases"]} == {"resnet", "vit"}
+    assert {c["p_last"] % 16 for c in result["cases"] if c["arch"] == "vit"} == {0}
+    # every finished cell is streamed to the cells file, and the result rebuilds from it
+    lines = (tmp_path / "deep_law.cells.jsonl").read_text().splitlines()
+    again = deep_law.result_from_cases([json.loads(x) for x in lines], config)
+    assert again["summary"].keys() == result["summary"].keys() == {
+        "resnet/sphere/n=2", "vit/sphere/n=2"}
+    assert again["verdict"]["supported"] == result["verdict"]["supported"]
+    for entry in result["summary"].values():
+        assert entry["fitted_threshold"]["runs"] == 2
     assert "verdict" in deep_law.summary(json.loads((tmp_path / "deep_law.json").read_text()))
     # the verdict reads the numbers: success at p^(L) < dn contradicts the law, failure at the
     # top as well

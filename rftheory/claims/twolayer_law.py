@@ -274,6 +274,78 @@ def rank_collapse(cases: list[dict[str, Any]]) -> dict[str, Any]:
         [bool(c["success"]) for c in cases])
 
 
+def rank_growth(ns: tuple[int, ...] = (5, 10, 20), checkpoints: tuple[int, ...] = (
+        10, 30, 100, 300, 1000, 3000, 10000, 20000), *, ratio: float = 16.0, seed: int = 0,
+        activation: str = "relu+tanh", train_first_layer: bool = True) -> list[dict[str, Any]]:
+    """How the rank of θ grows with training time and with n: cross-entropy on digits (k = 10).
+
+    For each n, one network of width ratio·dn/k (so p^(L) = k·width = ratio·dn) is trained by
+    full-batch GD on the cross-entropy (W₂(0) = 0, the claim's ``cross_entropy`` setup, or its
+    frozen-W₁ control), without a loss tolerance, and θ = ΔW₂ᵀ ∈ R^{width×10} is read at each
+    checkpoint (one continuous run: each stretch continues the last with the same step η).
+
+    Parameters
+    ----------
+    ns : tuple of int
+        Training-set sizes (digits, d = 64).
+    checkpoints : tuple of int
+        GD step counts at which θ is read (increasing).
+    ratio : float
+        k·width/(dn).
+    seed : int
+        Seed of the data subset and the initialisation.
+    activation : str
+        φ (the claim's default).
+    train_first_layer : bool
+        False for the control (θ exactly in the span of the fixed features).
+
+    Returns
+    -------
+    list of dict
+        Per (n, checkpoint): ``steps``, ``train_loss``, ``train_accuracy``, ``width``,
+        ``singular_values`` (of θ, descending), ``rank_eps`` (above max(width, k)·eps·σ₁: exact
+        rank), ``rank_span`` (singular values whose share σᵢ²/Σσⱼ² of ‖θ‖² exceeds the span
+        residual s = ‖P⊥_{Φ(X)}θ‖²/‖θ‖²: directions of θ above the level at which θ is not in
+        the span, the ones an attack can use), ``span_residual``, ``first_layer_change``,
+        ``rank_ratio_span`` = rank_span·width/(dn).
+    """
+    from rftheory.data import digits_data
+    from rftheory.projection import projection_loss
+    from rftheory.rank import numerical_rank, singular_values
+    from rftheory.twolayer import train_two_layer
+
+    rows: list[dict[str, Any]] = []
+    for n in ns:
+        ds = digits_data(n, seed)
+        X, classes = ds.X, np.asarray(ds.classes, dtype=np.int64)
+        d, k = X.shape[1], 10
+        width = max(1, round(ratio * d * n / k))
+        first = None
+        net, eta, done = None, None, 0
+        for target in checkpoints:
+            out = train_two_layer(X, classes, width=width, activation=activation,
+                                  loss="cross_entropy", train_first_layer=train_first_layer,
+                                  steps=target - done, tol=0.0, seed=seed, last_layer_init="zero",
+                                  n_classes=k, initial=net, learning_rate=eta)
+            first = out if first is None else first
+            net, eta, done = out.network, out.learning_rate, target
+            theta = np.asarray(net.W2 - first.initial.W2).T
+            sv = singular_values(theta)
+            span = projection_loss(net.features(), X, theta, gradient=False).loss
+            share = sv ** 2 / np.sum(sv ** 2)
+            r_span = int(np.sum(share > span))
+            w1_change = float(np.linalg.norm(np.asarray(net.W1 - first.initial.W1))
+                              / np.linalg.norm(np.asarray(first.initial.W1)))
+            rows.append({"n": n, "d": d, "k": k, "width": width, "steps": target,
+                         "train_loss": out.train_loss, "train_accuracy": out.train_accuracy,
+                         "singular_values": [float(v) for v in sv],
+                         "rank_eps": numerical_rank(theta), "rank_span": r_span,
+                         "span_residual": float(span), "first_layer_change": w1_change,
+                         "rank_ratio_span": r_span * width / (d * n),
+                         "train_first_layer": bool(train_first_layer)})
+    return rows
+
+
 @dataclasses.dataclass(frozen=True)
 class Config(ClaimConfig):
     """The two-layer sweep (see :func:`run`); checked on creation.
