@@ -35,6 +35,7 @@ def test_tiny_sweep_result_summary_and_figure(tmp_path):
     # r = 1 (one output): the three abscissae coincide, so the collapse test names none
     assert all(c["theta_rank"] == 1 for c in saved["cases"])
     assert saved["verdict"]["rank_collapse"]["sphere"]["best"] is None
+    assert saved["verdict"]["counted_by_rank"] is False  # k·width/(dn) is not rejected
     text = twolayer_law.summary(saved)
     row = text.splitlines()[3].split()
     assert row[:4] == ["sphere", "rf_gd", "1", "1"] and row[4] == f"{cases[1.0]['rho']:.1e}"

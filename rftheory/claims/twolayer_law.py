@@ -12,9 +12,16 @@ digits images shipped with scikit-learn — trains each network (:mod:`rftheory.
 reconstructs with :func:`rftheory.reconstruct.reconstruct` from θ = ΔW₂ᵀ and the features at the
 trained W₁, and measures the official ρ (:mod:`rftheory.metrics`).
 
+Outputs are counted by the rank r of θ = ΔW₂ᵀ ∈ R^{width×k} (:func:`rftheory.rank.numerical_rank`):
+θ gives r(width − n) equations, not k(width − n), and r ≤ min(n, k) (≤ k − 1 for the
+cross-entropy from W₂(0) = 0). Whether the successes collapse in r·width/(dn) rather than in
+k·width/(dn) or width/(dn) is tested per data set over every run (:func:`rank_collapse`).
+
 Verdict (falsifiable, per setup and data set): the law holds when (i) reconstruction fails
-(median ρ over seeds ≥ :data:`RHO_SUCCESS`) at every p^(L)/(dn) ≤ 1, where the unknowns dn (+kn
-coefficients) outnumber the equations, and (ii) it succeeds at the largest ratio of the grid.
+(median ρ over seeds ≥ :data:`RHO_SUCCESS`) at every grid point where r·width/(dn) ≤ 1 for
+every seed (for k = 1: p^(L)/(dn) ≤ 1), where the unknowns outnumber the equations, and (ii) it
+succeeds at the largest ratio of the grid. Separately, ``counted_by_rank`` holds when on every
+data set r·width/(dn) fits the runs within ΔAIC 2 of the best abscissa and k·width/(dn) does not.
 The claim is supported when the law holds for every setup; the result also reports it for the
 single-output (k = 1) setups alone and, per setup, the measured threshold: the smallest grid
 ratio from which every larger ratio succeeds, to compare with the random-features control
@@ -212,6 +219,7 @@ def _aggregate(cases: list[dict[str, Any]], ratios: tuple[float, ...]) -> dict[s
                 "median_span_residual": statistics.median(c["span_residual"] for c in sel),
                 "median_first_layer_change": statistics.median(c["first_layer_change"] for c in sel),
                 "theta_rank": sorted({c["theta_rank"] for c in sel}),
+                "max_rank_ratio": max(c["rank_ratio"] for c in sel),
                 "seeds": len(sel)})
         ok = [row["median_rho"] < RHO_SUCCESS for row in rows]
         threshold = None
@@ -453,7 +461,10 @@ def run(config: Config = FULL, *, progress: Callable[[str], None] | None = None,
     top = max(ratios)
     per_setup = {}
     for key, entry in summary_.items():
-        below = [row for row in entry["rows"] if row["ratio_nominal"] <= 1.0]
+        # below the count: every seed's r·width/(dn) ≤ 1 (r = rank of θ; for k = 1 this is
+        # p^(L)/(dn) ≤ 1, and since r ≤ k it includes every row with k·width/(dn) ≤ 1)
+        below = [row for row in entry["rows"]
+                 if row["ratio_nominal"] <= 1.0 or row.get("max_rank_ratio", 2.0) <= 1.0]
         at_top = [row for row in entry["rows"] if row["ratio_nominal"] == top]
         # A grid without ratios ≤ 1 (or without the top ratio) cannot confirm the law.
         fails_below = bool(below) and all(row["median_rho"] >= RHO_SUCCESS for row in below)
@@ -465,6 +476,8 @@ def run(config: Config = FULL, *, progress: Callable[[str], None] | None = None,
                           "fitted_threshold": entry["fitted_threshold"],
                           "k": next(c["k"] for c in cases
                                     if f"{c['dataset']}/{c['setup']}" == key)}
+    collapse = {ds: rank_collapse([c for c in cases if c["dataset"] == ds])
+                for ds in dict.fromkeys(c["dataset"] for c in cases)}
     rf_thresholds = {key: v["threshold"] for key, v in per_setup.items()
                      if key.split("/")[1].startswith("rf_gd")}
     return {
@@ -483,10 +496,14 @@ def run(config: Config = FULL, *, progress: Callable[[str], None] | None = None,
                                            if v["k"] == 1),
             "per_setup": per_setup,
             "rf_control_thresholds": rf_thresholds,
-            "rank_collapse": {ds: rank_collapse([c for c in cases if c["dataset"] == ds])
-                              for ds in dict.fromkeys(c["dataset"] for c in cases)},
+            "rank_collapse": collapse,
+            "counted_by_rank": all(
+                rc["fits"]["r·width/(dn)"]["delta_aic"] < rc["margin"]
+                and rc["fits"]["k·width/(dn)"]["delta_aic"] >= rc["margin"]
+                for rc in collapse.values()),
             "largest_ratio": top,
-            "criterion": (f"for every setup: median ρ ≥ {RHO_SUCCESS} at every p^(L)/(dn) ≤ 1 and "
+            "criterion": (f"for every setup: median ρ ≥ {RHO_SUCCESS} at every grid point where "
+                          f"r·width/(dn) ≤ 1 for every seed (r = rank of θ; k = 1: p^(L)/(dn) ≤ 1) and "
                           f"< {RHO_SUCCESS} at p^(L)/(dn) = {top:g}"),
         },
         "sweep_seconds": round(time.perf_counter() - t0, 1),
@@ -534,6 +551,9 @@ def summary(result: dict[str, Any]) -> str:
         lines.append(f"{ds}: successes collapse in "
                      f"{rc['best'] or 'no single abscissa (ΔAIC < 2)'} ({aics}; {rc['runs']} runs, "
                      f"r = numerical rank of θ)")
+    if "counted_by_rank" in v:
+        lines.append(f"outputs counted by the rank of θ (r·width/(dn) within ΔAIC 2 of the best, "
+                     f"k·width/(dn) not, on every data set): {'yes' if v['counted_by_rank'] else 'no'}")
     return "\n".join(lines)
 
 
@@ -567,6 +587,8 @@ def plot(result: dict[str, Any], stem: str | Path) -> list[Path]:
     as for a frozen W₁, are drawn at 10⁻¹⁴). Last column: ρ against the span residual for the
     runs with p^(L) > dn (top) and the span residual against the width (bottom); circles:
     sphere data, squares: digits. Once the count is met, a small span residual decides success.
+    Third row: ρ of every run against r·width/(dn), outputs counted by the rank r of θ; dashed
+    vertical: the threshold fitted in that abscissa over all runs of the data set.
 
     Parameters
     ----------
@@ -600,7 +622,7 @@ def plot(result: dict[str, Any], stem: str | Path) -> list[Path]:
     floor = 1e-14  # for log axes: residuals at rounding level (frozen W₁) are drawn here
     span_label = r"$\|P^\perp_{\Phi(X)}\Delta W_2^\top\|^2/\|\Delta W_2\|^2$"
     with paper_style():
-        fig, axes = paper_figure(2, nrows=2, ncols=ncol, aspect=0.8, squeeze=False)
+        fig, axes = paper_figure(2, nrows=3, ncols=ncol, aspect=0.8, squeeze=False)
         for j, dataset in enumerate(datasets):
             ax_rho, ax_span = axes[0, j], axes[1, j]
             ratios = set()
@@ -630,6 +652,21 @@ def plot(result: dict[str, Any], stem: str | Path) -> list[Path]:
             ax_rho.set_ylabel(SYMBOLS["rho"])
             ax_span.set_ylabel(span_label)
             ax_span.set_xlabel(SYMBOLS["width_ratio"])
+            ax_r = axes[2, j]
+            for setup in setups:
+                sel = [c for c in cases if c["dataset"] == dataset and c["setup"] == setup]
+                ax_r.plot([c["rank_ratio"] for c in sel], [max(c["rho"], 1e-6) for c in sel], "o",
+                          ms=2.5, alpha=0.6, color=colours.get(setup))
+            rc = result["verdict"].get("rank_collapse", {}).get(dataset)
+            if rc and rc["fits"]["r·width/(dn)"]["status"] in ("ok", "step", "open"):
+                ax_r.axvline(rc["fits"]["r·width/(dn)"]["location"], color="k", lw=0.6, ls="--")
+            ax_r.axhline(result["rho_success"], color="k", lw=0.6, ls="--")
+            ax_r.axvline(1.0, color="0.5", lw=0.6, ls=":")
+            ax_r.set_xscale("log")
+            ax_r.set_yscale("log")
+            tidy_log_axis(ax_r, "y")
+            ax_r.set_xlabel(r"$r\cdot\mathrm{width}/(dn)$")
+            ax_r.set_ylabel(SYMBOLS["rho"])
         ax_rs, ax_sw = axes[0, -1], axes[1, -1]
         for c in cases:
             kw = dict(color=colours.get(c["setup"]), marker=markers.get(c["dataset"], "o"),
@@ -649,7 +686,8 @@ def plot(result: dict[str, Any], stem: str | Path) -> list[Path]:
             tidy_log_axis(ax, "x")
             tidy_log_axis(ax, "y")
         ax_rs.xaxis.set_major_locator(LogLocator(base=10, numticks=5))  # 12 decades: labels fit
-        for k, ax in enumerate(axes.flat):  # row by row: (a), (b), … along the top row
+        axes[2, -1].axis("off")
+        for k, ax in enumerate(a for a in axes.flat if a.axison):  # row by row: (a), (b), …
             panel_label(ax, "abcdefghijklmnop"[k])
         key = [Line2D([], [], marker="o", color=colours.get(setup),
                       label=result["setups"][setup]["label"]) for setup in setups]
