@@ -49,6 +49,7 @@ __all__ = [
     "digits_data",
     "cifar10_data",
     "patches_data",
+    "pooled_patches_data",
     "PATCH_SOURCES",
     "NORMALISATIONS",
     "load_dataset",
@@ -546,6 +547,46 @@ def patches_data(n: int, rng: RNGLike = 0, *, normalisation: str = "sphere",
     else:
         X = (rows - pool.mean()) / pool.std()
     return Dataset(X, "patches", (3, _PATCH, _PATCH), idx, sources[idx], normalisation)
+
+
+def pooled_patches_data(n: int, seed: int = 0, *, factor: int = 4) -> Dataset:
+    """The patches of :func:`patches_data`, average-pooled ``factor``×``factor``: 8×8×3 = 192 by default.
+
+    Parameters
+    ----------
+    n : int
+        Number of patches (the same tiles as ``patches_data(n, seed)``).
+    seed : int
+        Seed of the subset, as :func:`patches_data`.
+    factor : int
+        Pooling side; must divide 32 (4 gives 8×8 images, d = 192).
+
+    Returns
+    -------
+    Dataset
+        Rows centred and scaled to norm √d (d = 3·(32/factor)²), ``image_shape``
+        (3, 32/factor, 32/factor), ``indices`` and ``classes`` as :func:`patches_data`.
+
+    Notes
+    -----
+    Average pooling is linear and maps a constant image to a constant image, so pooling the
+    centred, scaled rows of :func:`patches_data` and normalising again equals pooling the raw tiles
+    and normalising: the result is a function of the tiles alone.
+
+    Examples
+    --------
+    >>> ds = pooled_patches_data(2, seed=0)  # doctest: +SKIP
+    >>> ds.X.shape, ds.image_shape  # doctest: +SKIP
+    ((2, 192), (3, 8, 8))
+    """
+    if isinstance(factor, bool) or not isinstance(factor, (int, np.integer)) or factor < 1 \
+            or _PATCH % factor:
+        raise RFTheoryError(f"factor must be a positive divisor of {_PATCH}, got {factor!r}")
+    ds = patches_data(n, seed)
+    side = _PATCH // int(factor)
+    imgs = ds.X.reshape(ds.n, 3, side, factor, side, factor).mean(axis=(3, 5))
+    return Dataset(to_sphere(imgs.reshape(ds.n, -1), centre=True), "patches", (3, side, side),
+                   ds.indices, ds.classes)
 
 
 def _parse_dataset(spec: Any, d: int | None) -> tuple[str, str, int]:

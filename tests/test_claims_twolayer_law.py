@@ -25,9 +25,21 @@ def test_tiny_sweep_result_summary_and_figure(tmp_path):
     assert cases[1.0]["rho"] > 0.1 and cases[4.0]["rho"] < 0.01
     verdict = saved["verdict"]["per_setup"]["sphere/rf_gd"]
     assert verdict["law_holds"] and verdict["threshold"] == 4.0
-    row = twolayer_law.summary(saved).splitlines()[3].split()
-    assert row[:3] == ["sphere", "rf_gd", "1"] and row[3] == f"{cases[1.0]['rho']:.1e}"
-    assert row[-2:] == ["4", "holds"]
+    # the fitted threshold: one failure at 1, one success at 4 — a step somewhere in (1, 4), its
+    # interval open (two runs cannot bound a 95 % interval)
+    fit = verdict["fitted_threshold"]
+    assert fit["status"] in ("step", "open") and fit["gap"] == [1.0, 4.0]
+    assert fit["location"] == pytest.approx(2.0) and fit["crossing"] == pytest.approx(2.0)
+    lo, hi = result["verdict"]["per_setup"]["sphere/rf_gd"]["fitted_threshold"]["interval"]
+    assert lo < 1.0 and hi > 4.0  # may be ±inf (JSON null once saved)
+    # r = 1 (one output): the three abscissae coincide, so the collapse test names none
+    assert all(c["theta_rank"] == 1 for c in saved["cases"])
+    assert saved["verdict"]["rank_collapse"]["sphere"]["best"] is None
+    assert saved["verdict"]["counted_by_rank"] is False  # k·width/(dn) is not rejected
+    text = twolayer_law.summary(saved)
+    row = text.splitlines()[3].split()
+    assert row[:4] == ["sphere", "rf_gd", "1", "1"] and row[4] == f"{cases[1.0]['rho']:.1e}"
+    assert row[-1] == "holds" and f"({fit['status']})" in text and "collapse in no single abscissa" in text
     paths = twolayer_law.plot(saved, tmp_path / "twolayer_law")
     assert paths == [tmp_path / "twolayer_law.png", tmp_path / "twolayer_law.pdf"]
     assert all(p.exists() for p in paths)
@@ -38,3 +50,23 @@ def test_refuses_unknown_setup():
         twolayer_law.Config(setups=("hinge",))
     with pytest.raises(RFTheoryError, match="unknown data set"):
         twolayer_law.QUICK.replace(datasets=("mnist",))
+
+
+def test_rank_growth_is_one_continuous_run_and_respects_r_le_k_minus_1():
+    """Checkpoints continue one GD run (θ at 12 steps equals a single 12-step run's); with
+    W₂(0) = 0 the cross-entropy θ has rank ≤ k − 1 = 9 (its rows sum to zero over the classes)."""
+    import numpy as np
+
+    from rftheory.data import digits_data
+    from rftheory.twolayer import train_two_layer
+
+    rows = twolayer_law.rank_growth(ns=(3,), checkpoints=(4, 12), ratio=2.0)
+    assert [r["steps"] for r in rows] == [4, 12] and rows[0]["width"] == round(2.0 * 64 * 3 / 10)
+    assert all(1 <= r["rank_span"] <= r["rank_eps"] <= 9 for r in rows)
+    ds = digits_data(3, 0)
+    one = train_two_layer(ds.X, ds.classes, width=rows[0]["width"], activation="relu+tanh",
+                          loss="cross_entropy", steps=12, tol=0.0, seed=0,
+                          last_layer_init="zero", n_classes=10)
+    sv = np.linalg.svd(np.asarray(one.theta), compute_uv=False)
+    # the same float operations in the same order: equal up to the SVD's rounding
+    np.testing.assert_allclose(rows[1]["singular_values"], sv, rtol=1e-10, atol=1e-14 * sv[0])

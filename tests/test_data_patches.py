@@ -103,3 +103,23 @@ def test_cli_reconstruct_on_patches_writes_a_colour_figure(tmp_path, capsys):
     assert image.ndim == 3 and image.shape[2] in (3, 4)
     rgb = image[..., :3]
     assert np.abs(rgb[..., 0] - rgb[..., 1]).max() > 0.1  # colour, not grey
+
+
+def test_pooled_patches_are_the_tiles_average_pooled_and_normalised():
+    """8×8×3 = 192 (issue 29): the same tiles as patches_data, 4×4 means, centred, norm √192."""
+    from rftheory.data import pooled_patches_data, to_sphere
+    from rftheory.errors import RFTheoryError
+
+    ds, full = pooled_patches_data(5, seed=3), patches_data(5, seed=3)
+    assert ds.X.shape == (5, 192) and ds.image_shape == (3, 8, 8)
+    np.testing.assert_array_equal(ds.indices, full.indices)
+    tiles = data._patch_pool()[0][full.indices]  # raw 0–255 tiles, pooled by loops
+    pooled = np.array([[[[tiles[i, c, 4 * a:4 * a + 4, 4 * b:4 * b + 4].mean() for b in range(8)]
+                         for a in range(8)] for c in range(3)] for i in range(5)])
+    np.testing.assert_allclose(ds.X, to_sphere(pooled.reshape(5, -1), centre=True),
+                               rtol=NORM_RTOL, atol=NORM_RTOL * np.sqrt(192))
+    np.testing.assert_allclose(np.linalg.norm(ds.X, axis=1), np.sqrt(192), rtol=NORM_RTOL)
+    assert pooled_patches_data(2, seed=0, factor=2).X.shape == (2, 768)
+    for bad in (3, 0, True):
+        with pytest.raises(RFTheoryError):
+            pooled_patches_data(2, seed=0, factor=bad)

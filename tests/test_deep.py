@@ -207,6 +207,140 @@ def test_reconstruct_refuses_bad_input(deep):
         deep.reconstruct(net, params, np.zeros(49), 2, rng=0)
 
 
+# -- the ViT --------------------------------------------------------------------------------------
+
+def _vit_body_loops(net, params, X):
+    """The ViT's body token by token in numpy (the module docstring's formulas)."""
+    c, h, _ = net.image_shape
+    p, g = net.patch, h // net.patch
+    imgs = X.reshape((X.shape[0],) + net.image_shape)
+
+    def ln(u):
+        u = u - u.mean()
+        return u / np.sqrt(np.mean(u * u) + deep_vit_eps())
+
+    out = []
+    for img in imgs:
+        t = np.array([params["embed"] @ img[:, a * p:(a + 1) * p, b * p:(b + 1) * p].ravel()
+                      for a in range(g) for b in range(g)]) + params["pos"]
+        for blk in params["blocks"]:
+            u = np.array([ln(row) for row in t])
+            q, k, v = u @ blk["wq"], u @ blk["wk"], u @ blk["wv"]
+            new = np.empty_like(t)
+            for s in range(len(t)):
+                e = np.exp(q[s] @ k.T / np.sqrt(net.width) - np.max(q[s] @ k.T / np.sqrt(net.width)))
+                new[s] = t[s] + ((e / e.sum()) @ v) @ blk["wo"]
+            t = new
+            u = np.array([ln(row) for row in t])
+            t = t + np.maximum(u @ blk["w1"], 0.0) @ blk["w2"]
+        out.append(np.concatenate([ln(row) for row in t]))
+    return np.array(out)
+
+
+def deep_vit_eps():
+    from rftheory.deep.vit import LN_EPS
+
+    return LN_EPS
+
+
+@pytest.mark.parametrize("shape,patch,blocks", [((1, 8, 8), 2, 2), ((3, 6, 6), 3, 1)])
+def test_vit_matches_a_hand_computed_body(deep, shape, patch, blocks):
+    net = deep.ViT(3, shape, patch=patch, blocks=blocks)
+    T = (shape[1] // patch) ** 2
+    assert net.tokens == T and net.p_last == 3 * T and net.d == int(np.prod(shape))
+    params = net.init(5)
+    assert params["embed"].shape == (3, shape[0] * patch * patch) and params["pos"].shape == (T, 3)
+    assert len(params["blocks"]) == blocks and params["head"].shape == (3 * T,)
+    assert params["blocks"][0]["w1"].shape == (3, 6) and params["blocks"][0]["w2"].shape == (6, 3)
+    X = sphere_points(2, net.d, 1)
+    got = net.features(params, X)
+    want = _vit_body_loops(net, params, X)
+    assert got.shape == (2, net.p_last)
+    # float64, a few dozen operations per value through ≤ 2 blocks, LN divides by a variance of
+    # O(1): rounding ~1e-14 relative
+    np.testing.assert_allclose(got, want, rtol=1e-10, atol=1e-12)
+    with deep.float64():
+        np.testing.assert_allclose(np.asarray(net.apply(params, X)), got @ params["head"],
+                                   rtol=1e-12, atol=1e-13)
+
+
+def test_vit_inits_have_the_stated_variances(deep):
+    net = deep.ViT(16, (3, 8, 8))
+    params = net.init(0)
+    blk = params["blocks"][1]
+    # sample variances of N ≥ 192 draws: relative standard error √(2/N) ≤ 0.1; 5σ bounds
+    for arr, var in [(params["embed"], 1 / 12), (params["pos"], 1.0), (blk["wq"], 1 / 16),
+                     (blk["wo"], 1 / 16), (blk["w1"], 1 / 16), (blk["w2"], 1 / 32),
+                     (params["head"], 1 / 256)]:
+        assert abs(arr.var() / var - 1) < 5 * np.sqrt(2 / arr.size)
+    assert np.array_equal(net.init(0)["head"], params["head"])
+    assert not np.array_equal(net.init(1)["head"], params["head"])
+
+
+def test_vit_refuses_bad_shapes(deep):
+    from rftheory.errors import RFTheoryError
+
+    for bad in [dict(width=0), dict(width=2, image_shape=(1, 8, 8), patch=3),
+                dict(width=2, image_shape=(1, 8, 6)), dict(width=2, blocks=-1)]:
+        with pytest.raises(RFTheoryError):
+            deep.ViT(**bad)
+
+
+def test_vit_gradients_match_finite_differences(deep):
+    """The training gradient (in the parameters) and the attack's (in X) against central
+    differences: both go through softmax and the layer norms."""
+    import jax
+    from jax.flatten_util import ravel_pytree
+
+    from rftheory.deep.train import _train_fns
+
+    net = deep.ViT(4, (1, 4, 4), patch=2, blocks=2)
+    params = net.init(3)
+    rng = np.random.default_rng(7)
+    X, y = sphere_points(3, net.d, 2), np.array([1.0, -1.0, 1.0])
+    fns = _train_fns(net, 1e-7, 10)
+    with deep.float64():
+        w, _ = ravel_pytree(jax.tree_util.tree_map(jax.numpy.asarray, params))
+        w = np.asarray(w)
+        f = np.asarray(fns["loss"](w, X, y))
+        r = np.asarray(net.apply(params, X)) - y
+        grad = np.asarray(fns["out_vjp"](w, X, 2.0 * r / 3))
+        V = rng.standard_normal(w.shape)
+        eps = 1e-5
+        fd = (float(fns["loss"](w + eps * V, X, y)) - float(fns["loss"](w - eps * V, X, y))) / (2 * eps)
+    assert f > 0
+    # smooth except at ReLU kinks (none within ±1e-5 here): truncation O(eps²), rounding
+    # eps_mach·L/eps ≈ 1e-11
+    assert np.dot(grad, V) == pytest.approx(fd, rel=1e-6, abs=1e-10)
+    theta = rng.standard_normal(net.p_last)
+    loss, gX = deep.projection_loss(net, params, X, theta)
+    U = rng.standard_normal(X.shape)
+    U -= (U * X).sum(1, keepdims=True) * X / net.d
+
+    def at(t):
+        Y = X + t * U
+        return deep.projection_loss(net, params, Y * np.sqrt(net.d) / np.linalg.norm(Y, axis=1,
+                                                                               keepdims=True), theta)[0]
+    assert np.sum(gX * U) == pytest.approx((at(eps) - at(-eps)) / (2 * eps), rel=1e-6, abs=1e-10)
+
+
+def test_vit_recovery_at_16_dn_for_n_2_and_the_span_check(deep):
+    """p^(L) = 16 tokens × w = 128: 2048 = 16·dn for d = 64 (1×8×8, 2×2 patches), n = 2."""
+    from rftheory.metrics import rho
+
+    X = sphere_points(2, 64, 0)
+    net = deep.ViT(128, (1, 8, 8))
+    assert net.p_last == 16 * 64 * 2
+    t = deep.train_gd(net, X, np.array([1.0, -1.0]), rng=0)
+    assert t.stop_reason == "tol" and t.label_fit < 1e-3
+    deep.check_span(t)
+    with pytest.raises(deep.ThetaNotInSpanError):
+        deep.check_span(t, tol=t.span_residual / 2)
+    rec = deep.reconstruct(net, t.params, t.theta, 2, rng=0, max_steps=200, rounds=2)
+    assert rec.loss < 2 * t.span_residual + 1e-12
+    assert rho(X, rec.X_hat) < 0.1
+
+
 # -- the claim -------------------------------------------------------------------------------------
 
 @pytest.mark.slow
@@ -218,6 +352,16 @@ def test_deep_law_claim_runs_and_its_verdict_can_fail(deep, tmp_path):
     result = run_claim("deep_law", config=config, out_dir=tmp_path, figures=False)
     assert {c["status"] for c in result["cases"]} <= {"attacked", "refused"}
     assert all(c["theta_rank"] == 1 for c in result["cases"])
+    assert {c["arch"] for c in result["cases"]} == {"resnet", "vit"}
+    assert {c["p_last"] % 16 for c in result["cases"] if c["arch"] == "vit"} == {0}
+    # every finished cell is streamed to the cells file, and the result rebuilds from it
+    lines = (tmp_path / "deep_law.cells.jsonl").read_text().splitlines()
+    again = deep_law.result_from_cases([json.loads(x) for x in lines], config)
+    assert again["summary"].keys() == result["summary"].keys() == {
+        "resnet/sphere/n=2", "vit/sphere/n=2"}
+    assert again["verdict"]["supported"] == result["verdict"]["supported"]
+    for entry in result["summary"].values():
+        assert entry["fitted_threshold"]["runs"] == 2
     assert "verdict" in deep_law.summary(json.loads((tmp_path / "deep_law.json").read_text()))
     # the verdict reads the numbers: success at p^(L) < dn contradicts the law, failure at the
     # top as well

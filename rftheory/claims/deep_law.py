@@ -1,4 +1,5 @@
-"""Claim "and beyond", deep part: the law for the official ResNet, p^(L) = 49·width against dn.
+"""Claim "and beyond", deep part: the law for the official ResNet (p^(L) = 49·width) and a small
+ViT (p^(L) = tokens·width) against dn.
 
 For the paper's bias-free ResNet (:class:`rftheory.deep.resnet.ResNet`: stem conv to 7×7, 4
 residual blocks, scalar head; p^(L) = 49w) trained by small-step full-batch gradient descent on
@@ -9,16 +10,19 @@ with "θ not in the span" when the projection loss at the true X is above a tole
 (:func:`rftheory.deep.attack.reconstruct`, Levenberg–Marquardt on JVPs/VJPs) and ρ measured
 (official and sign-invariant, :mod:`rftheory.metrics`).
 
-The sweep: p^(L)/(dn) by width, n ∈ {2, 4}, seeds, on uniform points of the √d-sphere and on the
-8×8 digits (both d = 64, one channel, H = 8: stem kernel 4). Per run it also records the label
-fit, the feature drift, the span residual and the numerical rank r of θ (1 here: one output;
-:func:`rftheory.rank.numerical_rank`).
+The sweep: p^(L)/(dn) by width, n ∈ {2, 4}, seeds, on uniform points of the √d-sphere, the 8×8
+digits (both d = 64, one channel, H = 8: stem kernel 4) and scikit-image's photograph patches
+average-pooled to 8×8×3 = 192 (:func:`rftheory.data.pooled_patches_data`), for the ResNet and, as
+a variant, the ViT (:class:`rftheory.deep.vit.ViT`: 2×2 patches, 16 tokens, 2 blocks). Per run it
+also records the label fit, the feature drift, the span residual and the numerical rank r of θ
+(1 here: one output; :func:`rftheory.rank.numerical_rank`).
 
 Verdict (falsifiable, per data set and n): the law holds when the success rate over seeds is
 below one half at every p^(L)/(dn) ≤ 1 (refused runs count as failures: nothing is recovered) and
-at least one half at the largest ratio. The threshold is the simple crossing: the smallest grid
-ratio from which every larger ratio succeeds (the fitted thresholds of ``rftheory.thresholds``,
-being built for issue 25, are not used yet).
+at least one half at the largest ratio. The threshold reported is the fitted one
+(:func:`rftheory.thresholds.fit_threshold`: a probit success curve in log p^(L)/(dn) fitted by
+maximum likelihood to every run, with its 95 % profile-likelihood interval); the crossing rule is
+kept as a labelled secondary number.
 
 Needs JAX: ``pip install 'rftheory[deep]'``. Run: ``rftheory verify deep_law --quick`` (by name;
 not part of ``verify all``).
@@ -48,27 +52,60 @@ CLAIM = "deep_law"
 #: (ρ 0.01 – 0.06 at p^(L) ≈ 10–16·dn); failed runs sit at ρ ≈ 0.4 – 0.7.
 RHO_SUCCESS = _metrics.RHO_SUCCESS
 
-#: Data sets: (C, H, H) of the network's input; both d = 64.
-DATASETS: dict[str, tuple[int, int, int]] = {"sphere": (1, 8, 8), "digits": (1, 8, 8)}
+#: Data sets: (C, H, H) of the network's input; d = 64, 64 and 192.
+DATASETS: dict[str, tuple[int, int, int]] = {"sphere": (1, 8, 8), "digits": (1, 8, 8),
+                                             "patches": (3, 8, 8)}
+
+#: Architectures: the official ResNet and the ViT variant (2×2 patches, 2 blocks).
+ARCHS = ("resnet", "vit")
 
 _STREAM_LABELS = 2**42 + 31
 
 
 def _data(dataset: str, n: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
     """Training points on the √d-sphere and ±1 labels (random; the digit's parity for digits)."""
-    from rftheory.data import digits_data, sphere_points
+    from rftheory.data import digits_data, pooled_patches_data, sphere_points
 
     if dataset == "digits":
         ds = digits_data(n, seed)
         return ds.X, np.where(ds.classes % 2 == 0, 1.0, -1.0)
     c, h, w = DATASETS[dataset]
     y = np.where(np.random.default_rng([seed, _STREAM_LABELS]).random(n) < 0.5, 1.0, -1.0)
+    if dataset == "patches":
+        return pooled_patches_data(n, seed).X, y
     return sphere_points(n, c * h * w, seed), y
 
 
+def make_net(arch: str, dataset: str, n: int, ratio: float) -> Any:
+    """The network of one run: width = max(1, round(ratio·dn / (p^(L) per unit width))).
+
+    Parameters
+    ----------
+    arch : str
+        One of :data:`ARCHS`.
+    dataset : str
+        One of :data:`DATASETS` (sets the input shape).
+    n : int
+        Training points.
+    ratio : float
+        Target p^(L)/(dn).
+
+    Returns
+    -------
+    ResNet or ViT
+    """
+    from rftheory.deep import ResNet, ViT
+
+    shape = DATASETS[dataset]
+    cls = {"resnet": ResNet, "vit": ViT}[arch]
+    d = shape[0] * shape[1] * shape[2]
+    per_width = cls(1, shape).p_last
+    return cls(max(1, round(ratio * d * n / per_width)), shape)
+
+
 def run_case(dataset: str, n: int, ratio: float, seed: int, *, fraction: float, span_tol: float,
-             method: str, max_steps: int, rounds: int) -> dict[str, Any]:
-    """Train one ResNet at p^(L) ≈ ratio·dn, check the span, attack, measure ρ.
+             method: str, max_steps: int, rounds: int, arch: str = "resnet") -> dict[str, Any]:
+    """Train one network at p^(L) ≈ ratio·dn, check the span, attack, measure ρ.
 
     Parameters
     ----------
@@ -77,11 +114,13 @@ def run_case(dataset: str, n: int, ratio: float, seed: int, *, fraction: float, 
     n : int
         Training points.
     ratio : float
-        Target p^(L)/(dn); width = max(1, round(ratio·dn/49)).
+        Target p^(L)/(dn) (:func:`make_net`).
     seed : int
         Seed of the data, labels, initialisation and the attack's starts.
     fraction, span_tol, method, max_steps, rounds
         As :class:`Config`.
+    arch : str
+        One of :data:`ARCHS`.
 
     Returns
     -------
@@ -89,24 +128,24 @@ def run_case(dataset: str, n: int, ratio: float, seed: int, *, fraction: float, 
         JSON-serialisable: sizes, training diagnostics, span residual, rank of θ, status
         (``"attacked"`` or ``"refused"`` with the message), ρ (None when refused).
     """
-    from rftheory.deep import ResNet, ThetaNotInSpanError, check_span, reconstruct, train_gd
+    from rftheory.deep import ThetaNotInSpanError, check_span, reconstruct, train_gd
     from rftheory.metrics import rho
     from rftheory.rank import numerical_rank
 
     t0, c0 = time.perf_counter(), time.process_time()
     X, y = _data(dataset, n, seed)
     d = X.shape[1]
-    width = max(1, round(ratio * d * n / 49))
-    net = ResNet(width, DATASETS[dataset])
+    net = make_net(arch, dataset, n, ratio)
+    width = net.width
     trained = train_gd(net, X, y, rng=seed, fraction=fraction)
     case: dict[str, Any] = {
-        "dataset": dataset, "d": d, "n": n, "width": width, "p_last": net.p_last,
+        "arch": arch, "dataset": dataset, "d": d, "n": n, "width": width, "p_last": net.p_last,
         "ratio": net.p_last / (d * n), "ratio_nominal": ratio, "seed": seed,
         "train_steps": trained.steps, "train_loss": trained.train_loss,
         "label_fit": trained.label_fit, "train_stop": trained.stop_reason,
         "step_size": trained.step_size, "lambda_max": trained.lambda_max,
         "feature_change": trained.feature_change, "span_residual": trained.span_residual,
-        "theta_rank": numerical_rank(trained.theta), "k": 1,
+        "theta_rank": numerical_rank(trained.theta), "theta_rank_rtol": "max(p, k)·eps", "k": 1,
         "train_seconds": trained.seconds}
     try:
         check_span(trained, span_tol)
@@ -127,7 +166,7 @@ def run_case(dataset: str, n: int, ratio: float, seed: int, *, fraction: float, 
 
 
 def run_cell(dataset_names: tuple[str, ...], n: int, ratio: float, seeds: tuple[int, ...],
-             **options: Any) -> list[dict[str, Any]]:
+             arch: str = "resnet", **options: Any) -> list[dict[str, Any]]:
     """Every data set and seed at one (n, ratio), in one process: one width, so JAX compiles the
     network's functions once (about 10–20 s of CPU each width) for all of them.
 
@@ -141,6 +180,8 @@ def run_cell(dataset_names: tuple[str, ...], n: int, ratio: float, seeds: tuple[
         p^(L)/(dn), which sets the width.
     seeds : tuple of int
         The seeds.
+    arch : str
+        One of :data:`ARCHS`.
     **options
         Passed on to :func:`run_case`.
 
@@ -149,7 +190,7 @@ def run_cell(dataset_names: tuple[str, ...], n: int, ratio: float, seeds: tuple[
     list of dict
         One :func:`run_case` result per data set and seed.
     """
-    return [run_case(ds, n, ratio, s, **options) for ds in dataset_names for s in seeds]
+    return [run_case(ds, n, ratio, s, arch=arch, **options) for ds in dataset_names for s in seeds]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -166,6 +207,8 @@ class Config(ClaimConfig):
         Runs per point, seeds ``seed, seed+1, ...``.
     datasets : tuple of str
         Keys of :data:`DATASETS`.
+    archs : tuple of str
+        Architectures (:data:`ARCHS`), each run on every data set.
     fraction : float
         GD step as a fraction of 2/λ_max.
     span_tol : float
@@ -182,6 +225,7 @@ class Config(ClaimConfig):
     ns: tuple[int, ...] = (2, 4)
     seeds: int = 3
     datasets: tuple[str, ...] = tuple(DATASETS)
+    archs: tuple[str, ...] = ARCHS
     fraction: float = 0.1
     span_tol: float = 0.05  # rftheory.deep.train.SPAN_TOL (not imported: the claim module loads without JAX)
     method: str = "lm"
@@ -193,6 +237,9 @@ class Config(ClaimConfig):
         self._set("ratios", tuple(float(r) for r in self.ratios))
         self._set("ns", tuple(int(v) for v in self.ns))
         self._set("datasets", tuple(self.datasets))
+        self._set("archs", tuple(self.archs))
+        if not self.archs or any(a not in ARCHS for a in self.archs):
+            raise RFTheoryError(f"archs must be among {', '.join(ARCHS)}, got {self.archs!r}")
         for name in self.datasets:
             if name not in DATASETS:
                 raise RFTheoryError(f"unknown data set {name!r}; choose from {', '.join(DATASETS)}")
@@ -212,11 +259,12 @@ class Config(ClaimConfig):
 
 
 FULL = Config()
-QUICK = Config(ratios=(0.5, 1.0, 4.0, 16.0), ns=(2,))
+QUICK = Config(ratios=(0.5, 1.0, 4.0, 16.0), ns=(2,), datasets=("sphere", "digits"))
 
 
 def run(config: Config = FULL, *, progress: Callable[[str], None] | None = None,
-        workers: int | None = None) -> dict[str, Any]:
+        workers: int | None = None, deadline: Any = None,
+        out_dir: str | Path | None = None) -> dict[str, Any]:
     """Sweep ρ against p^(L)/(dn) for the official ResNet trained by small-step GD.
 
     Parameters
@@ -227,6 +275,13 @@ def run(config: Config = FULL, *, progress: Callable[[str], None] | None = None,
         One line per finished (n, ratio) cell.
     workers : int, optional
         Processes (default min(2, cores)); results do not depend on it.
+    deadline : rftheory.deadline.Deadline, optional
+        Where the run stops (:func:`rftheory.claims._common.run_tasks` raises ``TimeLimitReached``,
+        which :func:`~rftheory.claims._common.run_claim` saves as a partial result).
+    out_dir : path, optional
+        If given, every finished cell's runs are appended to ``out_dir/deep_law.cells.jsonl`` as
+        they finish (one JSON line per run), so that a run stopped at its deadline keeps its
+        numbers; :func:`result_from_cases` rebuilds the summary from them.
 
     Returns
     -------
@@ -253,43 +308,83 @@ def run(config: Config = FULL, *, progress: Callable[[str], None] | None = None,
     seeds = tuple(config.seed + s for s in range(config.seeds))
     options = {"fraction": config.fraction, "span_tol": config.span_tol, "method": config.method,
                "max_steps": config.max_steps, "rounds": config.rounds}
-    cells = [(n, r) for n in config.ns for r in config.ratios]
+    cells = [(a, n, r) for n in config.ns for a in config.archs for r in config.ratios]
     tick = TaskProgress(progress, len(cells))
 
     def describe(cell: list[dict[str, Any]]) -> str:
         c = cell[0]
         rhos = ["refused" if x["rho"] is None else f"{x['rho']:.2g}" for x in cell]
-        return (f"n={c['n']} p^(L)/(dn)={c['ratio']:.2f} (w={c['width']}) ρ: {' '.join(rhos)} "
+        return (f"{c['arch']} n={c['n']} p^(L)/(dn)={c['ratio']:.2f} (w={c['width']}) ρ: {' '.join(rhos)} "
                 f"({sum(x['seconds'] for x in cell):.0f} s)")
 
     t0 = time.perf_counter()
-    # the widest cells first, so that no long cell is left alone at the end
-    order = sorted(range(len(cells)), key=lambda i: -cells[i][0] * cells[i][1])
-    results = run_tasks([partial(run_cell, config.datasets, n, r, seeds, **options)
-                         for n, r in cells], workers=workers, order=order,
-                        on_result=lambda i, cell: tick(lambda: describe(cell)))
+    # by (n, arch) group — a run stopped at its deadline then has whole curves — and within a
+    # group the widest cells first, so that no long cell is left alone at the end
+    order = sorted(range(len(cells)), key=lambda i: (config.ns.index(cells[i][1]),
+                                                      config.archs.index(cells[i][0]),
+                                                      -cells[i][2]))
+    sink = None if out_dir is None else Path(out_dir) / f"{CLAIM}.cells.jsonl"
+    if sink is not None:
+        sink.parent.mkdir(parents=True, exist_ok=True)
+        sink.write_text("")
+
+    def on_result(i: int, cell: list[dict[str, Any]]) -> None:
+        if sink is not None:
+            import json
+
+            with sink.open("a") as fh:
+                for case in cell:
+                    fh.write(json.dumps(case) + "\n")
+        tick(lambda: describe(cell))
+
+    results = run_tasks([partial(run_cell, config.datasets, n, r, seeds, arch=a, **options)
+                         for a, n, r in cells], workers=workers, order=order,
+                        deadline=deadline, on_result=on_result)
     cases = [c for cell in results for c in cell]
+    out = result_from_cases(cases, config)
+    out["workers"] = workers
+    out["sweep_seconds"] = round(time.perf_counter() - t0, 1)
+    return out
+
+
+def result_from_cases(cases: list[dict[str, Any]], config: Config) -> dict[str, Any]:
+    """The claim's result (summary, thresholds, verdict) from a list of runs.
+
+    Parameters
+    ----------
+    cases : list of dict
+        Runs of :func:`run_case` (all of a run, or the lines of a ``deep_law.cells.jsonl`` left
+        by a run stopped at its deadline: the verdict then covers the cells that finished).
+    config : Config
+        The configuration they were run with.
+
+    Returns
+    -------
+    dict
+        As :func:`run`, without ``workers`` and ``sweep_seconds``.
+    """
     summary_ = _aggregate(cases, config.ratios)
     top = max(config.ratios)
     per_key = judge(summary_, top)
     return {
         "claim": CLAIM,
-        "statement": ("The official ResNet trained by small-step GD obeys the law of data "
-                      "reconstruction with p = p^(L) = 49·width (head parameters): the training set "
-                      "is recovered from (body, head − head(0)) once p^(L) ≳ dn, not below."),
+        "statement": ("The official ResNet (and a small ViT) trained by small-step GD obeys the law "
+                      "of data reconstruction with p = p^(L), the head's parameters (49·width; "
+                      "tokens·width): the training set is recovered from (body, head − head(0)) "
+                      "once p^(L) ≳ dn, not below."),
         "ratios": list(config.ratios), "ns": list(config.ns), "seeds": config.seeds,
         "base_seed": config.seed, "datasets": {k: list(DATASETS[k]) for k in config.datasets},
+        "archs": list(config.archs),
         "rho_success": RHO_SUCCESS, "fraction": config.fraction, "span_tol": config.span_tol,
         "method": config.method, "max_steps": config.max_steps, "rounds": config.rounds,
-        "workers": workers, "cases": cases, "summary": summary_,
+        "cases": cases, "summary": summary_,
         "cpu_seconds": round(sum(c["cpu_seconds"] for c in cases), 1),
         "verdict": {
             "supported": all(v["law_holds"] for v in per_key.values()),
             "per_dataset_n": per_key, "largest_ratio": top,
-            "criterion": (f"for every data set and n: success rate (ρ < {RHO_SUCCESS}; refused "
+            "criterion": (f"for every architecture, data set and n: success rate (ρ < {RHO_SUCCESS}; refused "
                           f"runs fail) < 1/2 at every p^(L)/(dn) ≤ 1 and ≥ 1/2 at p^(L)/(dn) = {top:g}"),
         },
-        "sweep_seconds": round(time.perf_counter() - t0, 1),
     }
 
 
@@ -323,18 +418,49 @@ def judge(summary_: dict[str, Any], top: float) -> dict[str, dict[str, Any]]:
         fails_below = bool(below) and all(row["success_rate"] < 0.5 for row in below)
         succeeds_top = bool(at_top) and all(row["success_rate"] >= 0.5 for row in at_top)
         out[key] = {"fails_at_or_below_dn": fails_below, "succeeds_at_largest_ratio": succeeds_top,
-                    "law_holds": fails_below and succeeds_top, "threshold": entry["threshold"]}
+                    "law_holds": fails_below and succeeds_top, "threshold": entry["threshold"],
+                    "fitted_threshold": entry.get("fitted_threshold")}
     return out
 
 
+def fitted_threshold(ratios: Any, success: Any) -> dict[str, Any]:
+    """The fitted threshold in p^(L)/(dn) of a set of runs, and the crossing as secondary number.
+
+    Parameters
+    ----------
+    ratios : array_like of float
+        p^(L)/(dn) of every run (realised, not nominal).
+    success : array_like of bool
+        Whether each run succeeded (refused runs: False).
+
+    Returns
+    -------
+    dict
+        :meth:`rftheory.thresholds.ThresholdFit.as_dict` (``location`` and ``interval`` in
+        p^(L)/(dn), ``status``, ``crossing`` the secondary rule on the success fraction per
+        distinct ratio).
+
+    Examples
+    --------
+    >>> fit = fitted_threshold([0.5, 0.5, 1, 1, 4, 4, 16, 16], [0, 0, 0, 0, 1, 1, 1, 1])
+    >>> fit["status"], round(fit["location"], 3), round(fit["crossing"], 3)
+    ('step', 2.0, 2.0)
+    """
+    from rftheory.thresholds import fit_threshold
+
+    return fit_threshold(np.asarray(ratios, dtype=np.float64), np.asarray(success, dtype=bool)).as_dict()
+
+
 def _aggregate(cases: list[dict[str, Any]], ratios: tuple[float, ...]) -> dict[str, Any]:
-    """Per (data set, n): per ratio, the medians over seeds and the success rate; the crossing."""
+    """Per (arch, data set, n): per ratio, the medians over seeds and the success rate; the
+    fitted threshold and the crossing."""
     out: dict[str, Any] = {}
-    for dataset, n in sorted({(c["dataset"], c["n"]) for c in cases}):
+    for arch, dataset, n in sorted({(c.get("arch", "resnet"), c["dataset"], c["n"]) for c in cases}):
         rows = []
+        mine = [c for c in cases if c.get("arch", "resnet") == arch and c["dataset"] == dataset
+                and c["n"] == n]
         for r in ratios:
-            sel = [c for c in cases if c["dataset"] == dataset and c["n"] == n
-                   and c["ratio_nominal"] == r]
+            sel = [c for c in mine if c["ratio_nominal"] == r]
             if not sel:
                 continue
             attacked = [c for c in sel if c["rho"] is not None]
@@ -355,7 +481,10 @@ def _aggregate(cases: list[dict[str, Any]], ratios: tuple[float, ...]) -> dict[s
             if all(row["success_rate"] >= 0.5 for row in rows[i:]):
                 threshold = rows[i]["ratio_nominal"]
                 break
-        out[f"{dataset}/n={n}"] = {"dataset": dataset, "n": n, "rows": rows, "threshold": threshold}
+        out[f"{arch}/{dataset}/n={n}"] = {
+            "arch": arch, "dataset": dataset, "n": n, "rows": rows, "threshold": threshold,
+            "fitted_threshold": fitted_threshold([c["ratio"] for c in mine],
+                                                 [c["success"] for c in mine])}
     return out
 
 
@@ -374,7 +503,8 @@ def summary(result: dict[str, Any]) -> str:
     """
     ratios = result["ratios"]
     verdicts = result["verdict"]["per_dataset_n"]
-    headers = ["data", "n"] + [f"{r:g}" for r in ratios] + ["threshold", "law"]
+    headers = (["net", "data", "n"] + [f"{r:g}" for r in ratios]
+               + ["fitted p*/(dn) [95 %]", "crossing", "law"])
     rows = []
     for key, entry in result["summary"].items():
         by_ratio = {row["ratio_nominal"]: row for row in entry["rows"]}
@@ -386,14 +516,16 @@ def summary(result: dict[str, Any]) -> str:
             rho_ = "refused" if row["median_rho"] is None else f"{row['median_rho']:.2g}"
             return f"{rho_} ({round(row['success_rate'] * row['seeds'])}/{row['seeds']})"
 
-        rows.append([entry["dataset"], entry["n"]] + [cell(r) for r in ratios]
-                    + ["none" if entry["threshold"] is None else f"{entry['threshold']:g}",
+        fit = entry.get("fitted_threshold") or {}
+        rows.append([entry.get("arch", "resnet"), entry["dataset"], entry["n"]]
+                    + [cell(r) for r in ratios] + [_fit_text(fit),
+                       _num(fit.get("crossing")) + f" ({fit.get('crossing_status', '-')})",
                        "holds" if verdicts[key]["law_holds"] else "fails"])
     v = result["verdict"]
     refused = sum(c["status"] == "refused" for c in result["cases"])
     fits = max(c["label_fit"] for c in result["cases"])
     return "\n".join([
-        f"median ρ (official; successes/seeds) against p^(L)/(dn) = 49w/(dn); success = ρ < "
+        f"median ρ (official; successes/seeds) against p^(L)/(dn) (ResNet 49w, ViT 16w); success = ρ < "
         f"{result['rho_success']}; GD step {result['fraction']}·2/λ_max; attack {result['method']}",
         format_table(headers, rows),
         f"label fit max|f(x_i) − y_i| ≤ {fits:.1e}; θ rank r = "
@@ -401,6 +533,24 @@ def summary(result: dict[str, Any]) -> str:
         f"loss at X > {result['span_tol']}): {refused} of {len(result['cases'])} runs",
         f"criterion: {v['criterion']}",
         f"verdict: {'SUPPORTED' if v['supported'] else 'NOT SUPPORTED'}"])
+
+
+def _num(x: Any) -> str:
+    if x is None:
+        return "-"
+    return f"{x:.3g}" if np.isfinite(x) else ("inf" if x > 0 else "-inf" if x < 0 else "-")
+
+
+def _fit_text(fit: dict[str, Any]) -> str:
+    """The fitted threshold as 'location [lo, hi] (status)', or the grid bound when not located."""
+    if not fit:
+        return "-"
+    if fit["status"] == "below_grid":
+        return f"≤ {_num(fit['bound'])} (below grid)"
+    if fit["status"] == "above_grid":
+        return f"> {_num(fit['bound'])} (above grid)"
+    lo, hi = fit["interval"]
+    return f"{_num(fit['location'])} [{_num(lo)}, {_num(hi)}] ({fit['status']})"
 
 
 def plot(result: dict[str, Any], stem: str | Path) -> list[Path]:
@@ -432,17 +582,18 @@ def plot(result: dict[str, Any], stem: str | Path) -> list[Path]:
     stem = Path(stem)
     stem.parent.mkdir(parents=True, exist_ok=True)
     cases = result["cases"]
-    datasets = list(dict.fromkeys(c["dataset"] for c in cases))
+    datasets = list(dict.fromkeys((c.get("arch", "resnet"), c["dataset"]) for c in cases))
     ns = sorted({c["n"] for c in cases})
     colours = {n: PALETTE[i % len(PALETTE)] for i, n in enumerate(ns)}
     with paper_style():
         fig, axes = paper_figure(2, nrows=2, ncols=len(datasets), aspect=0.8, squeeze=False)
         handles = []
-        for j, dataset in enumerate(datasets):
+        for j, (arch, dataset) in enumerate(datasets):
             ax_rho, ax_span = axes[0, j], axes[1, j]
             xs_all = set()
             for n in ns:
-                sel = [c for c in cases if c["dataset"] == dataset and c["n"] == n]
+                sel = [c for c in cases if c["dataset"] == dataset and c["n"] == n
+                       and c.get("arch", "resnet") == arch]
                 if not sel:
                     continue
                 colour = colours[n]
@@ -451,7 +602,7 @@ def plot(result: dict[str, Any], stem: str | Path) -> list[Path]:
                 ax_rho.plot([c["ratio"] for c in att], [max(c["rho"], 1e-4) for c in att], "o",
                             ms=2.5, alpha=0.4, color=colour)
                 ax_rho.plot([c["ratio"] for c in ref], [1.0] * len(ref), "x", ms=3, color=colour)
-                rows = result["summary"][f"{dataset}/n={n}"]["rows"]
+                rows = result["summary"][f"{arch}/{dataset}/n={n}"]["rows"]
                 med = [(row["ratio"], row["median_rho"]) for row in rows if row["median_rho"] is not None]
                 xs_all.update(row["ratio"] for row in rows)
                 (line,) = ax_rho.plot([x for x, _ in med], [max(v, 1e-4) for _, v in med], "-o",
@@ -462,7 +613,8 @@ def plot(result: dict[str, Any], stem: str | Path) -> list[Path]:
                              "o", ms=2.5, alpha=0.4, color=colour)
                 ax_span.plot([row["ratio"] for row in rows],
                              [max(row["median_span_residual"], 1e-12) for row in rows], "-o", color=colour)
-            ax_rho.set_title(f"{dataset}: $d = {cases[0]['d']}$, ResNet")
+            d_ = next(c["d"] for c in cases if c["dataset"] == dataset)
+            ax_rho.set_title(f"{dataset}: $d = {d_}$, {'ResNet' if arch == 'resnet' else 'ViT'}")
             for ax in (ax_rho, ax_span):
                 ax.set_xscale("log")
                 ax.set_yscale("log")

@@ -12,9 +12,16 @@ digits images shipped with scikit-learn — trains each network (:mod:`rftheory.
 reconstructs with :func:`rftheory.reconstruct.reconstruct` from θ = ΔW₂ᵀ and the features at the
 trained W₁, and measures the official ρ (:mod:`rftheory.metrics`).
 
+Outputs are counted by the rank r of θ = ΔW₂ᵀ ∈ R^{width×k} (:func:`rftheory.rank.numerical_rank`):
+θ gives r(width − n) equations, not k(width − n), and r ≤ min(n, k) (≤ k − 1 for the
+cross-entropy from W₂(0) = 0). Whether the successes collapse in r·width/(dn) rather than in
+k·width/(dn) or width/(dn) is tested per data set over every run (:func:`rank_collapse`).
+
 Verdict (falsifiable, per setup and data set): the law holds when (i) reconstruction fails
-(median ρ over seeds ≥ :data:`RHO_SUCCESS`) at every p^(L)/(dn) ≤ 1, where the unknowns dn (+kn
-coefficients) outnumber the equations, and (ii) it succeeds at the largest ratio of the grid.
+(median ρ over seeds ≥ :data:`RHO_SUCCESS`) at every grid point where r·width/(dn) ≤ 1 for
+every seed (for k = 1: p^(L)/(dn) ≤ 1), where the unknowns outnumber the equations, and (ii) it
+succeeds at the largest ratio of the grid. Separately, ``counted_by_rank`` holds when on every
+data set r·width/(dn) fits the runs within ΔAIC 2 of the best abscissa and k·width/(dn) does not.
 The claim is supported when the law holds for every setup; the result also reports it for the
 single-output (k = 1) setups alone and, per setup, the measured threshold: the smallest grid
 ratio from which every larger ratio succeeds, to compare with the random-features control
@@ -212,6 +219,8 @@ def _aggregate(cases: list[dict[str, Any]], ratios: tuple[float, ...]) -> dict[s
                 "success_rate": sum(c["success"] for c in sel) / len(sel),
                 "median_span_residual": statistics.median(c["span_residual"] for c in sel),
                 "median_first_layer_change": statistics.median(c["first_layer_change"] for c in sel),
+                "theta_rank": sorted({c["theta_rank"] for c in sel}),
+                "max_rank_ratio": max(c["rank_ratio"] for c in sel),
                 "seeds": len(sel)})
         ok = [row["median_rho"] < RHO_SUCCESS for row in rows]
         threshold = None
@@ -219,9 +228,131 @@ def _aggregate(cases: list[dict[str, Any]], ratios: tuple[float, ...]) -> dict[s
             if all(ok[i:]):
                 threshold = rows[i]["ratio_nominal"]
                 break
+        mine = [c for c in cases if c["dataset"] == dataset and c["setup"] == setup]
         out[f"{dataset}/{setup}"] = {"dataset": dataset, "setup": setup, "rows": rows,
-                                     "threshold": threshold}
+                                     "threshold": threshold,
+                                     "fitted_threshold": fitted_threshold(mine)}
     return out
+
+
+def fitted_threshold(cases: list[dict[str, Any]]) -> dict[str, Any]:
+    """The fitted threshold in p^(L)/(dn) of some runs (each a Bernoulli outcome at its ratio).
+
+    Parameters
+    ----------
+    cases : list of dict
+        Runs of :func:`run_case` (``ratio`` and ``success`` are read).
+
+    Returns
+    -------
+    dict
+        :meth:`rftheory.thresholds.ThresholdFit.as_dict`: ``location`` and its 95 %
+        profile-likelihood ``interval`` in p^(L)/(dn), ``status``, and ``crossing`` (the
+        crossing rule, a secondary number).
+    """
+    from rftheory.thresholds import fit_threshold
+
+    return fit_threshold([c["ratio"] for c in cases], [bool(c["success"]) for c in cases]).as_dict()
+
+
+def rank_collapse(cases: list[dict[str, Any]]) -> dict[str, Any]:
+    """Do the runs' successes collapse in r·width/(dn), k·width/(dn) or width/(dn)?
+
+    One fitted threshold per abscissa across all the given runs (every setup, k = 1 and k
+    classes), compared by AIC (:func:`rftheory.rank.compare_abscissae`). r is the numerical rank
+    of θ (singular values above max(width, k)·eps·σ_max).
+
+    Parameters
+    ----------
+    cases : list of dict
+        Runs of :func:`run_case`.
+
+    Returns
+    -------
+    dict
+        :func:`~rftheory.rank.compare_abscissae`'s result; ``best`` is None when no abscissa
+        beats the others by ΔAIC ≥ 2.
+    """
+    from rftheory.rank import compare_abscissae
+
+    dn = [c["d"] * c["n"] for c in cases]
+    return compare_abscissae(
+        {"width/(dn)": [c["width"] / m for c, m in zip(cases, dn)],
+         "k·width/(dn)": [c["k"] * c["width"] / m for c, m in zip(cases, dn)],
+         "r·width/(dn)": [c["theta_rank"] * c["width"] / m for c, m in zip(cases, dn)]},
+        [bool(c["success"]) for c in cases])
+
+
+def rank_growth(ns: tuple[int, ...] = (5, 10, 20), checkpoints: tuple[int, ...] = (
+        10, 30, 100, 300, 1000, 3000, 10000, 20000), *, ratio: float = 16.0, seed: int = 0,
+        activation: str = "relu+tanh", train_first_layer: bool = True) -> list[dict[str, Any]]:
+    """How the rank of θ grows with training time and with n: cross-entropy on digits (k = 10).
+
+    For each n, one network of width ratio·dn/k (so p^(L) = k·width = ratio·dn) is trained by
+    full-batch GD on the cross-entropy (W₂(0) = 0, the claim's ``cross_entropy`` setup, or its
+    frozen-W₁ control), without a loss tolerance, and θ = ΔW₂ᵀ ∈ R^{width×10} is read at each
+    checkpoint (one continuous run: each stretch continues the last with the same step η).
+
+    Parameters
+    ----------
+    ns : tuple of int
+        Training-set sizes (digits, d = 64).
+    checkpoints : tuple of int
+        GD step counts at which θ is read (increasing).
+    ratio : float
+        k·width/(dn).
+    seed : int
+        Seed of the data subset and the initialisation.
+    activation : str
+        φ (the claim's default).
+    train_first_layer : bool
+        False for the control (θ exactly in the span of the fixed features).
+
+    Returns
+    -------
+    list of dict
+        Per (n, checkpoint): ``steps``, ``train_loss``, ``train_accuracy``, ``width``,
+        ``singular_values`` (of θ, descending), ``rank_eps`` (above max(width, k)·eps·σ₁: exact
+        rank), ``rank_span`` (singular values whose share σᵢ²/Σσⱼ² of ‖θ‖² exceeds the span
+        residual s = ‖P⊥_{Φ(X)}θ‖²/‖θ‖²: directions of θ above the level at which θ is not in
+        the span, the ones an attack can use), ``span_residual``, ``first_layer_change``,
+        ``rank_ratio_span`` = rank_span·width/(dn).
+    """
+    from rftheory.data import digits_data
+    from rftheory.projection import projection_loss
+    from rftheory.rank import numerical_rank, singular_values
+    from rftheory.twolayer import train_two_layer
+
+    rows: list[dict[str, Any]] = []
+    for n in ns:
+        ds = digits_data(n, seed)
+        X, classes = ds.X, np.asarray(ds.classes, dtype=np.int64)
+        d, k = X.shape[1], 10
+        width = max(1, round(ratio * d * n / k))
+        first = None
+        net, eta, done = None, None, 0
+        for target in checkpoints:
+            out = train_two_layer(X, classes, width=width, activation=activation,
+                                  loss="cross_entropy", train_first_layer=train_first_layer,
+                                  steps=target - done, tol=0.0, seed=seed, last_layer_init="zero",
+                                  n_classes=k, initial=net, learning_rate=eta)
+            first = out if first is None else first
+            net, eta, done = out.network, out.learning_rate, target
+            theta = np.asarray(net.W2 - first.initial.W2).T
+            sv = singular_values(theta)
+            span = projection_loss(net.features(), X, theta, gradient=False).loss
+            share = sv ** 2 / np.sum(sv ** 2)
+            r_span = int(np.sum(share > span))
+            w1_change = float(np.linalg.norm(np.asarray(net.W1 - first.initial.W1))
+                              / np.linalg.norm(np.asarray(first.initial.W1)))
+            rows.append({"n": n, "d": d, "k": k, "width": width, "steps": target,
+                         "train_loss": out.train_loss, "train_accuracy": out.train_accuracy,
+                         "singular_values": [float(v) for v in sv],
+                         "rank_eps": numerical_rank(theta), "rank_span": r_span,
+                         "span_residual": float(span), "first_layer_change": w1_change,
+                         "rank_ratio_span": r_span * width / (d * n),
+                         "train_first_layer": bool(train_first_layer)})
+    return rows
 
 
 @dataclasses.dataclass(frozen=True)
@@ -275,7 +406,7 @@ class Config(ClaimConfig):
             raise RFTheoryError("ratios must be positive and seeds >= 1")
 
 
-FULL = Config()
+FULL = Config(seeds=3)
 QUICK = Config(ratios=(1.0, 2.0, 4.0, 8.0), seeds=1, setups=("rf_gd", "square", "cross_entropy"),
                max_steps=2000)
 
@@ -331,7 +462,10 @@ def run(config: Config = FULL, *, progress: Callable[[str], None] | None = None,
     top = max(ratios)
     per_setup = {}
     for key, entry in summary_.items():
-        below = [row for row in entry["rows"] if row["ratio_nominal"] <= 1.0]
+        # below the count: every seed's r·width/(dn) ≤ 1 (r = rank of θ; for k = 1 this is
+        # p^(L)/(dn) ≤ 1, and since r ≤ k it includes every row with k·width/(dn) ≤ 1)
+        below = [row for row in entry["rows"]
+                 if row["ratio_nominal"] <= 1.0 or row.get("max_rank_ratio", 2.0) <= 1.0]
         at_top = [row for row in entry["rows"] if row["ratio_nominal"] == top]
         # A grid without ratios ≤ 1 (or without the top ratio) cannot confirm the law.
         fails_below = bool(below) and all(row["median_rho"] >= RHO_SUCCESS for row in below)
@@ -340,8 +474,11 @@ def run(config: Config = FULL, *, progress: Callable[[str], None] | None = None,
                           "succeeds_at_largest_ratio": succeeds_top,
                           "law_holds": fails_below and succeeds_top,
                           "threshold": entry["threshold"],
+                          "fitted_threshold": entry["fitted_threshold"],
                           "k": next(c["k"] for c in cases
                                     if f"{c['dataset']}/{c['setup']}" == key)}
+    collapse = {ds: rank_collapse([c for c in cases if c["dataset"] == ds])
+                for ds in dict.fromkeys(c["dataset"] for c in cases)}
     rf_thresholds = {key: v["threshold"] for key, v in per_setup.items()
                      if key.split("/")[1].startswith("rf_gd")}
     return {
@@ -360,8 +497,14 @@ def run(config: Config = FULL, *, progress: Callable[[str], None] | None = None,
                                            if v["k"] == 1),
             "per_setup": per_setup,
             "rf_control_thresholds": rf_thresholds,
+            "rank_collapse": collapse,
+            "counted_by_rank": all(
+                rc["fits"]["r·width/(dn)"]["delta_aic"] < rc["margin"]
+                and rc["fits"]["k·width/(dn)"]["delta_aic"] >= rc["margin"]
+                for rc in collapse.values()),
             "largest_ratio": top,
-            "criterion": (f"for every setup: median ρ ≥ {RHO_SUCCESS} at every p^(L)/(dn) ≤ 1 and "
+            "criterion": (f"for every setup: median ρ ≥ {RHO_SUCCESS} at every grid point where "
+                          f"r·width/(dn) ≤ 1 for every seed (r = rank of θ; k = 1: p^(L)/(dn) ≤ 1) and "
                           f"< {RHO_SUCCESS} at p^(L)/(dn) = {top:g}"),
         },
         "sweep_seconds": round(time.perf_counter() - t0, 1),
@@ -383,14 +526,18 @@ def summary(result: dict[str, Any]) -> str:
     """
     ratios = result["ratios"]
     verdicts = result["verdict"]["per_setup"]
-    headers = ["data", "setup", "k"] + [f"{r:g}" for r in ratios] + ["threshold", "law"]
+    headers = (["data", "setup", "k", "r"] + [f"{r:g}" for r in ratios]
+               + ["fitted p*/(dn) [95 %]", "crossing", "law"])
     rows = []
     for key, entry in result["summary"].items():
         by_ratio = {row["ratio_nominal"]: row for row in entry["rows"]}
         v = verdicts[key]
-        rows.append([entry["dataset"], entry["setup"], v["k"]]
+        fit = entry.get("fitted_threshold") or {}
+        ranks = sorted({r for row in entry["rows"] for r in row.get("theta_rank", [])})
+        rows.append([entry["dataset"], entry["setup"], v["k"],
+                     f"{ranks[0]}–{ranks[-1]}" if len(ranks) > 1 else (ranks or ["-"])[0]]
                     + [f"{by_ratio[r]['median_rho']:.1e}" if r in by_ratio else "-" for r in ratios]
-                    + ["none" if entry["threshold"] is None else f"{entry['threshold']:g}",
+                    + [_fit_text(fit), _num(fit.get("crossing")),
                        "holds" if v["law_holds"] else "fails"])
     v = result["verdict"]
     lines = [f"median ρ (official, over {result['seeds']} seed(s)) against p^(L)/(dn); "
@@ -400,7 +547,33 @@ def summary(result: dict[str, Any]) -> str:
              f"verdict: {'SUPPORTED' if v['supported'] else 'NOT SUPPORTED'} for all setups; "
              f"single-output (k = 1) setups: "
              f"{'supported' if v['supported_single_output'] else 'not supported'}"]
+    for ds, rc in v.get("rank_collapse", {}).items():
+        aics = ", ".join(f"{name} ΔAIC {f['delta_aic']:.1f}" for name, f in rc["fits"].items())
+        lines.append(f"{ds}: successes collapse in "
+                     f"{rc['best'] or 'no single abscissa (ΔAIC < 2)'} ({aics}; {rc['runs']} runs, "
+                     f"r = numerical rank of θ)")
+    if "counted_by_rank" in v:
+        lines.append(f"outputs counted by the rank of θ (r·width/(dn) within ΔAIC 2 of the best, "
+                     f"k·width/(dn) not, on every data set): {'yes' if v['counted_by_rank'] else 'no'}")
     return "\n".join(lines)
+
+
+def _num(x: Any) -> str:
+    if x is None:
+        return "-"
+    return f"{x:.3g}" if np.isfinite(x) else ("inf" if x > 0 else "-inf" if x < 0 else "-")
+
+
+def _fit_text(fit: dict[str, Any]) -> str:
+    """The fitted threshold as 'location [lo, hi] (status)', or the grid bound when not located."""
+    if not fit:
+        return "-"
+    if fit["status"] == "below_grid":
+        return f"≤ {_num(fit['bound'])} (below grid)"
+    if fit["status"] == "above_grid":
+        return f"> {_num(fit['bound'])} (above grid)"
+    lo, hi = fit["interval"]
+    return f"{_num(fit['location'])} [{_num(lo)}, {_num(hi)}] ({fit['status']})"
 
 
 def plot(result: dict[str, Any], stem: str | Path) -> list[Path]:
@@ -415,6 +588,8 @@ def plot(result: dict[str, Any], stem: str | Path) -> list[Path]:
     as for a frozen W₁, are drawn at 10⁻¹⁴). Last column: ρ against the span residual for the
     runs with p^(L) > dn (top) and the span residual against the width (bottom); circles:
     sphere data, squares: digits. Once the count is met, a small span residual decides success.
+    Third row: ρ of every run against r·width/(dn), outputs counted by the rank r of θ; dashed
+    vertical: the threshold fitted in that abscissa over all runs of the data set.
 
     Parameters
     ----------
@@ -448,7 +623,7 @@ def plot(result: dict[str, Any], stem: str | Path) -> list[Path]:
     floor = 1e-14  # for log axes: residuals at rounding level (frozen W₁) are drawn here
     span_label = r"$\|P^\perp_{\Phi(X)}\Delta W_2^\top\|^2/\|\Delta W_2\|^2$"
     with paper_style():
-        fig, axes = paper_figure(2, nrows=2, ncols=ncol, aspect=0.8, squeeze=False)
+        fig, axes = paper_figure(2, nrows=3, ncols=ncol, aspect=0.8, squeeze=False)
         for j, dataset in enumerate(datasets):
             ax_rho, ax_span = axes[0, j], axes[1, j]
             ratios = set()
@@ -478,6 +653,21 @@ def plot(result: dict[str, Any], stem: str | Path) -> list[Path]:
             ax_rho.set_ylabel(SYMBOLS["rho"])
             ax_span.set_ylabel(span_label)
             ax_span.set_xlabel(SYMBOLS["width_ratio"])
+            ax_r = axes[2, j]
+            for setup in setups:
+                sel = [c for c in cases if c["dataset"] == dataset and c["setup"] == setup]
+                ax_r.plot([c["rank_ratio"] for c in sel], [max(c["rho"], 1e-6) for c in sel], "o",
+                          ms=2.5, alpha=0.6, color=colours.get(setup))
+            rc = result["verdict"].get("rank_collapse", {}).get(dataset)
+            if rc and rc["fits"]["r·width/(dn)"]["status"] in ("ok", "step", "open"):
+                ax_r.axvline(rc["fits"]["r·width/(dn)"]["location"], color="k", lw=0.6, ls="--")
+            ax_r.axhline(result["rho_success"], color="k", lw=0.6, ls="--")
+            ax_r.axvline(1.0, color="0.5", lw=0.6, ls=":")
+            ax_r.set_xscale("log")
+            ax_r.set_yscale("log")
+            tidy_log_axis(ax_r, "y")
+            ax_r.set_xlabel(r"$r\cdot\mathrm{width}/(dn)$")
+            ax_r.set_ylabel(SYMBOLS["rho"])
         ax_rs, ax_sw = axes[0, -1], axes[1, -1]
         for c in cases:
             kw = dict(color=colours.get(c["setup"]), marker=markers.get(c["dataset"], "o"),
@@ -497,7 +687,8 @@ def plot(result: dict[str, Any], stem: str | Path) -> list[Path]:
             tidy_log_axis(ax, "x")
             tidy_log_axis(ax, "y")
         ax_rs.xaxis.set_major_locator(LogLocator(base=10, numticks=5))  # 12 decades: labels fit
-        for k, ax in enumerate(axes.flat):  # row by row: (a), (b), … along the top row
+        axes[2, -1].axis("off")
+        for k, ax in enumerate(a for a in axes.flat if a.axison):  # row by row: (a), (b), …
             panel_label(ax, "abcdefghijklmnop"[k])
         key = [Line2D([], [], marker="o", color=colours.get(setup),
                       label=result["setups"][setup]["label"]) for setup in setups]

@@ -13,6 +13,9 @@ Modules
     JAX import and float64 scope (:func:`~rftheory.deep.backend.float64`).
 :mod:`rftheory.deep.resnet`
     :class:`~rftheory.deep.resnet.ResNet`, the official architecture scaled to the input size.
+:mod:`rftheory.deep.vit`
+    :class:`~rftheory.deep.vit.ViT`, a small bias-free vision transformer (p^(L) = tokens × width)
+    behind the same interface.
 :mod:`rftheory.deep.train`
     Small-step full-batch GD (step from the loss curvature) and the span check.
 :mod:`rftheory.deep.attack`
@@ -24,8 +27,9 @@ Importing this package imports JAX; nothing else in rftheory does.
 
 from .backend import float64, require_jax
 from .resnet import ResNet
+from .vit import ViT
 from .train import DeepTrained, ThetaNotInSpanError, check_span, train_gd
 from .attack import DeepReconstruction, projection_loss, reconstruct
 
-__all__ = ["float64", "require_jax", "ResNet", "DeepTrained", "ThetaNotInSpanError",
+__all__ = ["float64", "require_jax", "ResNet", "ViT", "DeepTrained", "ThetaNotInSpanError",
            "check_span", "train_gd", "DeepReconstruction", "projection_loss", "reconstruct"]
