@@ -94,14 +94,22 @@ DEFAULT_CASES = ("relu+tanh:10:10:1.1,relu+tanh:20:10:1.1,relu+tanh:10:10:1.05,"
 _STREAM_CLASSES = 2**41 + 2   # the class labels' stream of verification/twolayer_law.py
 
 
-def v_cache_bytes() -> int:
-    """This tree's default V cache (:func:`rftheory.features.default_v_cache_bytes`), or 1 GiB
-    in a tree that has none (the CLI's earlier default)."""
+def v_cache_bytes(d: int | None = None, n: int | None = None, p: int | None = None) -> int:
+    """This tree's default V cache (:func:`rftheory.features.default_v_cache_bytes`, given the
+    job's declared peak when the tree's default takes one, as ``rftheory reconstruct`` does),
+    or 1 GiB in a tree that has none (the CLI's earlier default)."""
     try:
         from rftheory.features import default_v_cache_bytes
     except ImportError:
         return 2**30
-    return default_v_cache_bytes()
+    if d is None:
+        return default_v_cache_bytes()
+    from rftheory.pipeline import reconstruction_memory
+    try:
+        return default_v_cache_bytes(
+            lambda cache: reconstruction_memory(d=d, n=n, p=p, v_cache_bytes=cache).peak_bytes)
+    except TypeError:   # a tree whose default takes no peak
+        return default_v_cache_bytes()
 
 
 def rf_problem(activation: str, d: int, n: int, ratio: float, seed: int, data: str = "sphere"):
@@ -109,7 +117,7 @@ def rf_problem(activation: str, d: int, n: int, ratio: float, seed: int, data: s
     X = sphere_points(n, d, seed) if data == "sphere" else load_dataset(data, n, rng=seed).X
     d = X.shape[1]
     p = max(n + 1, int(round(ratio * d * n)))
-    features = RandomFeatures(activation, d, p, seed=seed, v_cache_bytes=v_cache_bytes())
+    features = RandomFeatures(activation, d, p, seed=seed, v_cache_bytes=v_cache_bytes(d, n, p))
     return features, train_min_norm(features, X, gaussian_labels(n, seed)).theta, X
 
 

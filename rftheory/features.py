@@ -37,7 +37,7 @@ import os
 from collections import deque
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, Iterator
+from typing import Any, Callable, ClassVar, Iterator
 
 import numpy as np
 from array_api_compat import device as array_device, is_cupy_namespace
@@ -693,12 +693,29 @@ def available_memory_bytes() -> int | None:
     return None if available is None else int(available)
 
 
-def default_v_cache_bytes() -> int:
-    """The default ``v_cache_bytes``: :data:`V_CACHE_FRACTION` of the memory available now.
+def default_v_cache_bytes(peak: Callable[[int], float] | None = None,
+                          limit: float | None = None) -> int:
+    """The default ``v_cache_bytes``, from the memory available now and the job's declared peak.
+
+    Without ``peak``: :data:`V_CACHE_FRACTION` of the available memory. With ``peak`` (the job's
+    declared peak bytes as a function of its V cache, e.g. from
+    :func:`rftheory.pipeline.reconstruction_memory`): all of the available memory when the job's
+    peak with that cache (V cached if it fits at all) is within ``limit``, else the fraction
+    rule. So a job keeps V whenever its whole declared peak fits the memory limit, and never
+    caches V into a peak that the limit would refuse: at d = 3072, n = 10, p = 10·dn (V =
+    7.0 GiB) on a 24 GB machine with ~20 GB available, the fraction rule (a quarter) streamed V
+    while the job's declared peak with V cached (10.6 GiB) was well within the limit.
 
     At least :data:`V_CACHE_FLOOR` (also the value when the available memory is unknown). The
     cache changes speed only, never results, so a value that depends on the machine's state is
     safe to default to.
+
+    Parameters
+    ----------
+    peak : callable, optional
+        ``peak(v_cache_bytes)``: the job's declared peak memory in bytes with that V cache.
+    limit : float, optional
+        The job's memory limit in bytes (default: :func:`rftheory.budget.memory_limit`'s).
 
     Returns
     -------
@@ -709,11 +726,21 @@ def default_v_cache_bytes() -> int:
     --------
     >>> default_v_cache_bytes() >= V_CACHE_FLOOR
     True
+    >>> default_v_cache_bytes(lambda cache: 0.0) >= default_v_cache_bytes()   # any job fits
+    True
     """
     available = available_memory_bytes()
     if available is None:
         return V_CACHE_FLOOR
-    return max(V_CACHE_FLOOR, int(V_CACHE_FRACTION * available))
+    fallback = max(V_CACHE_FLOOR, int(V_CACHE_FRACTION * available))
+    if peak is None:
+        return fallback
+    if limit is None:
+        from .budget import memory_limit
+
+        limit = memory_limit()[0]
+    whole = max(V_CACHE_FLOOR, int(available))
+    return whole if peak(whole) <= limit else fallback
 
 
 def available_cores() -> int:

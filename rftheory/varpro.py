@@ -250,6 +250,11 @@ class Problem:
         # linearisation at the same point: (X, result, (chunks, Gram)) or None. Dropped before the next evaluation, so no
         # more blocks are held at once than without it.
         self._last: tuple[np.ndarray, Any, tuple[list, Any]] | None = None
+        # V in PRODUCT_DTYPE, per chunk (first block → stacked blocks), made at the first
+        # matrix-free linearisation and reused by every later one: V does not change during a
+        # run, so its low-precision copy is converted once, not at every LM iteration (at
+        # d = 3072, p = 307 200 that conversion read 7.5 GB per iteration).
+        self._low_v: dict[int, Any] = {}
         self.evaluations = 0   # loss (and gradient) evaluations
         self.passes = 0        # streams over V (each pass, or each matrix-free product, is one)
         self.products = 0      # matrix-free JᵀJ products (included in passes)
@@ -352,7 +357,7 @@ class Problem:
                 M.add(ch.first_block, xp.matmul(xp.permute_dims(E, (0, 2, 1)), E))
                 N.add(ch.first_block, xp.matmul(F, E))
             else:
-                kept.append(FeatureChunk(ch.start, V, None, F, D))
+                kept.append(FeatureChunk(ch.start, self._low(ch), None, F, D))
         self.passes += 1
         Gh = to_host(G.result() if gram is None else gram, np.float64)
         Af = A[rows]
@@ -395,6 +400,13 @@ class Problem:
             lin.product = product
         return lin
 
+    def _low(self, ch: FeatureChunk) -> Any:
+        """The chunk's V in PRODUCT_DTYPE, converted at its first use and kept for the run."""
+        V = self._low_v.get(ch.first_block)
+        if V is None or V.shape != ch.V.shape:
+            V = self._low_v[ch.first_block] = self.xp.astype(ch.V, getattr(self.xp, PRODUCT_DTYPE))
+        return V
+
     def _product(self, X: np.ndarray, A: np.ndarray, Gh: np.ndarray,
                  kept: list[FeatureChunk]) -> Callable[[np.ndarray], np.ndarray]:
         """w ↦ JᵀJw/‖θ‖² by two sweeps over the kept blocks (tangent in, tangent out).
@@ -411,7 +423,7 @@ class Problem:
         blocks = []
         for ch in kept:
             nb, r = ch.V.shape[0], ch.V.shape[1]
-            blocks.append((ch.first_block, nb, r, xp.astype(ch.V, dt), xp.astype(ch.F, dt),
+            blocks.append((ch.first_block, nb, r, ch.V, xp.astype(ch.F, dt),
                            xp.astype(ch.D, dt)))
 
         def product(w: np.ndarray) -> np.ndarray:
@@ -965,8 +977,8 @@ def memory(m: float, d: float, p: float, k: float = 1, *, resident: bool = False
     One LM iteration: the curvature pass of :meth:`Problem.linearise` (φ, φ′, G, the Kronecker
     traces) and a trial step's loss evaluation; with the *dense* solver the per-chunk E = φ′ ⊙ V
     and the summed M, N, then H, H + λS and its factor ((md)² each); with *cg* the kept blocks
-    (V unless resident, φ, φ′ in float64 from the pass and their float32 copies) alive through
-    every trial. An exchange (``exchanges``, when m > 1): its leave-one-out pass and the screen
+    (φ, φ′ in float64 from the pass and their float32 copies) alive through every trial, and
+    V's float32 copy, held from the first matrix-free step to the end of the run. An exchange (``exchanges``, when m > 1): its leave-one-out pass and the screen
     of random points in batches of ``SCREEN_BATCH`` rows with the candidates.
 
     Parameters
@@ -1002,7 +1014,8 @@ def memory(m: float, d: float, p: float, k: float = 1, *, resident: bool = False
 
     if solver not in SOLVERS:
         raise RFTheoryError(f"unknown solver {solver!r}; choose one of {', '.join(SOLVERS)}")
-    dense = Problem.dense_for(SimpleNamespace(solver=solver, d=d, p=p), m)  # type: ignore[arg-type]
+    ns = SimpleNamespace(solver=solver, d=d, p=p)
+    dense = Problem.dense_for(ns, m)  # type: ignore[arg-type]
     itemsize = 8
     md = m * d
     rows = min(p, SUM_GROUP * BLOCK_ROWS)
@@ -1017,11 +1030,16 @@ def memory(m: float, d: float, p: float, k: float = 1, *, resident: bool = False
         peak = max(curv + pass_extra, host, 3 * md * md * itemsize + ev)
         parts["Gauss–Newton matrix"] = max(host, 3 * md * md * itemsize)
     else:
-        kept64 = 2 * m * p * itemsize + (0.0 if resident else p * d * itemsize)
+        # φ, φ′ in float64 from the pass, and their float32 copies; V's float32 copy
+        # (Problem._low) is held from the first matrix-free linearisation to the end.
+        kept64 = 2 * m * p * itemsize
         kept32 = (p * d + 2 * m * p) * 4
         sweep = (k * p + 4 * rows * m) * 4
         peak = max(curv + kept64 + kept32, kept32 + sweep, kept32 + ev)
         parts["kept blocks (CG)"] = kept64 + kept32
+    # An exchange's grown set (m + 1 rows, all free) may be solved matrix-free even when the m
+    # rows are not, and then makes V's float32 copy too.
+    low = 0.0 if Problem.dense_for(ns, m + 1 if exchanges and m > 1 else m) else p * d * 4
     if exchanges and m > 1:
         loo = stream_memory(m + 1, d, p, itemsize, cached=resident, threads=threads, gram=True,
                             outputs=k)
@@ -1030,6 +1048,6 @@ def memory(m: float, d: float, p: float, k: float = 1, *, resident: bool = False
                             outputs=k)
         ex = max(loo, one + 3 * (m + batch) ** 2 * itemsize,
                  loss_memory(m + 1, d, p, k, itemsize, resident=resident, threads=threads))
-        parts["exchange"] = ex
-        peak = max(peak, ex)
+        parts["exchange"] = ex + low
+        peak = max(peak, ex + low)
     return peak, parts

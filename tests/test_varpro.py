@@ -187,3 +187,81 @@ def test_lapack_cholesky_is_scipys():
         _cho_factor(-A)
     with pytest.raises(ValueError):   # non-finite input: SciPy's own check
         _cho_factor(np.full((2, 2), np.nan))
+
+
+# -- the solver switch (issue #26): "auto" picks by size, on both sides of each threshold -------
+
+@pytest.mark.parametrize("m, d, p, dense", [
+    (16, 16, 10**6, True),     # n̂d = 256 = DENSE_MAX_UNKNOWNS: dense however large p
+    (17, 16, 10**4, False),    # 272 unknowns, p(n̂d)² = 7.4e8 > DENSE_FLOPS = 2.7e8: cg
+    (17, 16, 900, True),       # 272 unknowns, p(n̂d)² = 6.7e7 ≤ DENSE_FLOPS: dense
+    (8, 40, 400, True),        # issue #26's (40, 8) at 1.25dn: 4.1e7 flops, dense
+    (8, 80, 800, False),       # (80, 8) at 1.25dn: 3.3e8 > 2^28, cg
+    (100, 10, 6, False),       # (n̂d)³ = 1e9 > DENSE_FLOPS (the factorisation): cg
+])
+def test_auto_solver_switch_by_size(m, d, p, dense):
+    from types import SimpleNamespace
+
+    from rftheory.varpro import DENSE_FLOPS, DENSE_MAX_UNKNOWNS
+
+    md = m * d
+    assert (md <= DENSE_MAX_UNKNOWNS or max(p, md) * md * md <= DENSE_FLOPS) is dense
+    assert Problem.dense_for(SimpleNamespace(solver="auto", d=d, p=p), m) is dense
+    for forced in ("dense", "cg"):       # an explicit solver overrides the size rule
+        assert Problem.dense_for(SimpleNamespace(solver=forced, d=d, p=p), m) is (forced == "dense")
+
+
+@pytest.mark.parametrize("ratio, m, dense", [(3, 4, True), (3, 40, False)])
+def test_auto_builds_the_model_of_the_solver_it_picks(ratio, m, dense):
+    # d = 8: m = 4 gives n̂d = 32 (dense), m = 40 gives 320 unknowns with p(n̂d)² > 2^28 (cg).
+    rf, X, theta = _model(d=8, n=4, ratio=ratio * 30)
+    Xh = _random_rows(m, 8, 2)
+    auto = Problem(rf, theta, np, None, "auto")
+    assert auto.dense_for(m) is dense
+    lin = auto.linearise(Xh)
+    assert (lin.hessian is not None) is dense and (lin.product is not None) is (not dense)
+    ref = Problem(rf, theta, np, None, "dense" if dense else "cg").linearise(Xh)
+    assert lin.gradient.tobytes() == ref.gradient.tobytes()
+
+
+def test_low_precision_v_is_converted_once_and_changes_no_product():
+    # The matrix-free products use V in PRODUCT_DTYPE: made at the first linearisation, the
+    # same arrays at the next one, and the same bits as a fresh conversion (a cast is exact
+    # to repeat), so every product equals that of a problem that converts afresh.
+    from rftheory.varpro import PRODUCT_DTYPE
+
+    rf, X, theta = _model(k=2)
+    problem = Problem(rf, theta, np, None, "cg")
+    Xa, Xb = _random_rows(4, 6, 8), _random_rows(4, 6, 9)
+    problem.linearise(Xa)
+    low = dict(problem._low_v)
+    assert low and all(v.dtype == np.dtype(PRODUCT_DTYPE) for v in low.values())
+    lin_b = problem.linearise(Xb)
+    assert all(problem._low_v[k] is v for k, v in low.items())     # not converted again
+    V = rf.weights()
+    stacked = np.concatenate([v.reshape(-1, v.shape[-1]) for _, v in sorted(low.items())])
+    assert stacked.tobytes() == V.astype(PRODUCT_DTYPE).tobytes()
+    w = _tangent(Xb, np.random.default_rng(4).standard_normal(Xb.shape))
+    fresh = Problem(rf, theta, np, None, "cg").linearise(Xb)
+    assert lin_b.product(w).tobytes() == fresh.product(w).tobytes()
+
+
+def test_default_v_cache_follows_the_declared_peak(monkeypatch):
+    # All the available memory when the job's declared peak with V cached fits the limit; the
+    # fraction rule when it does not (so a default never makes a job that the limit refuses).
+    from rftheory import features
+
+    monkeypatch.setattr(features, "available_memory_bytes", lambda: 20 * 2**30)
+    fallback = int(features.V_CACHE_FRACTION * 20 * 2**30)
+    assert features.default_v_cache_bytes() == fallback
+    seen = []
+
+    def peak(cache):
+        seen.append(cache)
+        return 11 * 2**30 if cache >= 7 * 2**30 else 4 * 2**30   # V = 7 GiB cached, or not
+
+    assert features.default_v_cache_bytes(peak, 16 * 2**30) == 20 * 2**30
+    assert seen == [20 * 2**30]
+    assert features.default_v_cache_bytes(peak, 10 * 2**30) == fallback
+    monkeypatch.setattr(features, "available_memory_bytes", lambda: None)
+    assert features.default_v_cache_bytes(peak, 16 * 2**30) == features.V_CACHE_FLOOR

@@ -29,7 +29,8 @@ from ._rules import expression, integer_type
 #: Seconds between ρ evaluations for the progress bar (a Hungarian matching on the host).
 PROGRESS_RHO_INTERVAL = 1.0
 #: ``--v-cache-mb`` when not given: None, i.e. :func:`rftheory.features.default_v_cache_bytes`
-#: (a quarter of the memory available at the start, at least 1024 MB). The cache keeps V in
+#: with the job's declared peak (all the memory available at the start when the peak with V
+#: cached fits the memory limit, else a quarter of it; at least 1024 MB). The cache keeps V in
 #: memory between optimiser steps (saves redrawing V every step); it never changes results.
 DEFAULT_V_CACHE_MB = None
 
@@ -65,8 +66,8 @@ def register(subparsers: Any) -> None:
     parser.add_argument("--max-steps", type=integer_type(), help="optimiser iteration budget")
     parser.add_argument("--tol", type=float, help="target loss")
     parser.add_argument("--v-cache-mb", type=integer_type(), default=DEFAULT_V_CACHE_MB,
-                        help="keep V in memory if it fits in this many MB (default: a quarter "
-                             "of the memory available at the start, at least 1024 MB)")
+                        help="keep V in memory if it fits in this many MB (default: keep it when "
+                             "the job's declared peak with V kept fits the memory limit)")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
     parser.add_argument("--json", action="store_true", help="machine-readable output")
     parser.add_argument("--plot", metavar="FILE", help="write a figure (PNG and PDF)")
@@ -104,12 +105,18 @@ def handle(args: argparse.Namespace) -> int:
     d = dataset_dimension(args.data, d)
     from ..features import default_v_cache_bytes  # sympy (through the activations)
 
-    v_cache_bytes = default_v_cache_bytes() if v_cache_mb is None else v_cache_mb * 2**20
-    from ..budget import check
+    from ..budget import check, memory_limit
     from ..pipeline import feature_count, fit_model, reconstruction_memory, recover_training_set
     from ..reconstruction_figure import plot_reconstruction
 
     p = at_least(feature_count(args.p, p_mult=args.p_mult, d=d, n=n), "p")
+    if v_cache_mb is None:   # cache V when the job's declared peak with V cached fits the limit
+        v_cache_bytes = default_v_cache_bytes(
+            lambda cache: reconstruction_memory(d=d, n=n, p=p, n_hat=n_hat, method=args.method,
+                                                v_cache_bytes=cache).peak_bytes,
+            memory_limit(guard["memory_limit"])[0])
+    else:
+        v_cache_bytes = v_cache_mb * 2**20
     if p <= n_hat:
         raise RFTheoryError(f"p = {p} must exceed n_hat = {n_hat}: with p <= n_hat the candidates' "
                             "features span R^p and the loss is identically 0")
