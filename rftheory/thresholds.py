@@ -518,7 +518,7 @@ def label_threshold(p: Sequence[float], residual: Any, tol: float = 1e-6) -> dic
         The grid (sorted).
     residual : array_like, shape (seeds, m)
         Train residual ‖Φθ* − Y‖/‖Y‖ of each seed at each p (NaN: a run that is not there,
-        which counts as not fit).
+        left out; a p without any run counts as not fit).
     tol : float
         Residual below which the labels count as fit (default 1e-6, the law claim's
         ``LABEL_TOL``).
@@ -540,7 +540,10 @@ def label_threshold(p: Sequence[float], residual: Any, tol: float = 1e-6) -> dic
     >>> label_threshold([3, 4, 8], [[0.3, 1e-15, 1e-15], [0.2, 1e-14, 1e-15]])["p_star"]
     4.0
     """
-    worst = np.max(np.asarray(residual, dtype=np.float64), axis=0)
+    table = np.asarray(residual, dtype=np.float64)
+    present = ~np.all(np.isnan(table), axis=0)
+    worst = np.full(table.shape[1], np.nan)
+    worst[present] = np.nanmax(table[:, present], axis=0)
     bad = np.flatnonzero(~(worst < tol))
     if bad.size == 0:
         j = 0

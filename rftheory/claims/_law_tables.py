@@ -160,7 +160,16 @@ def summary(result: dict[str, Any]) -> str:
     """
     variant = result["success_variant"]
     v = result["verdict"]
-    lines = [
+    lines = []
+    if "missing" in result:
+        m = result["missing"]
+        lines.append(
+            f"PARTIAL: {m['cells']} of the {m['of']} cells of the grid are missing"
+            + (f" ({m['failed']} failed)" if m["failed"] else "")
+            + (" — " + "; ".join(f"{k}: {v}" for k, v in m["by_grid"].items()) if m["by_grid"]
+               else "")
+            + " — every number below is fitted to the cells there are; no verdict")
+    lines += [
         f"law of data reconstruction — {result['seeds']} seeds, "
         f"p/(dn) in {min(result['ratios']):g}..{max(result['ratios']):g}, "
         f"success = ρ_{variant} < {result['rho_success']} (p*_data: probit fit of every run, "

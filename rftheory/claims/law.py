@@ -488,12 +488,14 @@ def run(config: Config = FULL, *, progress: Callable[[str], None] | None = None,
 DESIGN_VARIANTS = ("abs", "sign_invariant")
 
 
-def analyse(cells: Sequence[dict[str, Any]], config: Config) -> dict[str, Any]:
+def analyse(cells: Sequence[dict[str, Any]], config: Config, *,
+            partial: bool = False) -> dict[str, Any]:
     """The claim's result from its cells (in memory, from a sweep store or from an export).
 
     Every cell of ``config``'s grid must be there and have succeeded (a missing or failed cell
-    raises :class:`RFTheoryError`: resume the run first). Cells outside the grid are ignored.
-    Every fit is deterministic, so the same cells give the same result.
+    raises :class:`RFTheoryError`: resume the run first), unless ``partial``. Cells outside the
+    grid are ignored (but for the sequential design's runs, :attr:`Config.resolution`). Every
+    fit is deterministic, so the same cells give the same result.
 
     Parameters
     ----------
@@ -501,6 +503,11 @@ def analyse(cells: Sequence[dict[str, Any]], config: Config) -> dict[str, Any]:
         Cells as :func:`run_point` returns them (or :func:`cells_from_store` reads them).
     config : Config
         The configuration whose grid the cells cover.
+    partial : bool
+        Analyse what is there (e.g. the export of a sweep store still being filled): every
+        statistic is over the runs present, a (d, n) without a reconstruction is left out, the
+        result's ``missing`` says how many cells of each (d, n) are not there, and the verdict is
+        never SUPPORTED (``supported`` False, ``complete`` False). Default False.
 
     Returns
     -------
@@ -526,8 +533,9 @@ def analyse(cells: Sequence[dict[str, Any]], config: Config) -> dict[str, Any]:
               and (cell["d"], cell["n"]) in config.grid and cell["p"] >= cell["n"]
               and cell["seed"] >= seed):
             by_key[key] = cell  # a run of the sequential design
-    missing = len(wanted) - sum(k in by_key for k in wanted)
-    if missing:
+    absent = sorted(k for k in wanted if k not in by_key)
+    missing = len(absent)
+    if missing and not partial:
         example = failed[0]["error"] if failed else "not computed yet"
         raise RFTheoryError(f"{missing} of the {len(wanted)} cells of the law's grid are missing "
                             f"or failed ({len(failed)} failed, e.g. {example}); run it again to "
@@ -544,7 +552,18 @@ def analyse(cells: Sequence[dict[str, Any]], config: Config) -> dict[str, Any]:
                                                    fits[config.success_variant]),
                                "fits": fits}
     primary = by_activation[config.activation]
-    return {
+    extra: dict[str, Any] = {}
+    if partial:
+        counts: dict[str, int] = {}
+        for a, d, n, _, _ in absent:
+            counts[f"{a} d={d} n={n}"] = counts.get(f"{a} d={d} n={n}", 0) + 1
+        extra = {"complete": not missing,
+                 "missing": {"cells": missing, "of": len(wanted), "failed": len(failed),
+                             "by_grid": counts}}
+        if missing:  # no verdict from part of a grid
+            for entry in by_activation.values():
+                entry["verdict"]["supported"] = False
+    return extra | {
         "claim": CLAIM,
         "statement": ("The min-norm RF interpolator fits generic labels once p ≳ n, and its training "
                       "set can be recovered from (θ*, V) once p ≳ dn: p*_label/n ≈ 1, "
@@ -587,6 +606,8 @@ def _per_grid(mine: list[dict[str, Any]], config: Config,
         here = [c for c in mine if c["d"] == d and c["n"] == n]
         ps_all = sorted({c["p"] for c in here})
         recs = [c for c in here if c["kind"] == "reconstruction"]
+        if not recs:  # only in a partial analysis: nothing to fit at this (d, n)
+            continue
         ps_rec = sorted({c["p"] for c in recs})
         # the label threshold from the first pass (every p, every seed: a full table)
         ps_label = sorted({c["p"] for c in here if c["seed_index"] < seeds})
@@ -726,7 +747,7 @@ def scaling_fit(per_grid: Sequence[dict[str, Any]], variant: str = "abs") -> dic
 
 
 def result_from_export(path: str | Path | Sequence[str | Path],
-                       config: Config | None = None) -> dict[str, Any]:
+                       config: Config | None = None, *, partial: bool = False) -> dict[str, Any]:
     """The claim's result recomputed from the exports of finished sweep stores (no cell is run):
     the tables, fits and figures of a run, redrawn from the few hundred kB kept in the
     repository (``examples/law_grid_cells.jsonl.gz`` for relu + tanh and
@@ -746,6 +767,10 @@ def result_from_export(path: str | Path | Sequence[str | Path],
         The export(s) (``rftheory sweep export``).
     config : Config, optional
         The configuration the exports cover (default: :data:`LARGE` on the exports' (d, n)).
+    partial : bool
+        The exports of stores still being filled: analyse the cells there are against
+        ``config`` (default :data:`LARGE`, the whole grid) and say which are missing
+        (:func:`analyse`'s ``partial``). Default False.
 
     Returns
     -------
@@ -761,6 +786,10 @@ def result_from_export(path: str | Path | Sequence[str | Path],
     paths = [path] if isinstance(path, (str, Path)) else list(path)
     cells = [c for p in paths for c in cells_from_export(p)]
     shown = ", ".join(str(p) for p in paths)
+    if partial:
+        result = analyse(cells, LARGE if config is None else config, partial=True)
+        result["from_export"] = shown
+        return result
     if config is None:
         def pairs(names: Sequence[str]) -> tuple[tuple[int, int], ...]:
             return tuple(sorted({(int(c["d"]), int(c["n"])) for c in cells
@@ -872,13 +901,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--from-export", metavar="FILE", nargs="+",
                         help="analyse the cells of sweep exports (.jsonl.gz, one per store) of "
                              "the --large grid (or of the part of its (d, n) they hold)")
+    parser.add_argument("--partial", action="store_true",
+                        help="with --from-export: exports of stores still being filled; analyse "
+                             "the cells there are against the whole --large grid and say which "
+                             "are missing (never a verdict)")
     parser.add_argument("--out", default="results", help="directory for JSON and figures")
     args, rest = parser.parse_known_args(argv)
     if args.from_export is None:
         return main_for(CLAIM, rest + ["--out", args.out])
     from rftheory.claims._common import environment
 
-    result = result_from_export(args.from_export)
+    result = result_from_export(args.from_export, partial=args.partial)
     out = Path(args.out)
     result["figures"] = [str(p) for p in plot(result, out / CLAIM)]
     result["environment"] = environment()
