@@ -206,3 +206,42 @@ def _plot_collapse(result: dict[str, Any], name: str, per_grid: list[dict[str, A
         _plain_ticks(ax.xaxis)
     fig.suptitle(f"Data collapse, φ = {name}, {seeds} seeds")
     return save_figure(fig, stem)
+
+
+def plot_steps(curve: dict[str, Any], stem: str | Path) -> list[Path]:
+    """The success fraction at fixed p/(dn) against the step budget (PNG + PDF).
+
+    Parameters
+    ----------
+    curve : dict
+        A result of :func:`rftheory.claims.law.success_against_steps`.
+    stem : str or Path
+        Path of the figure without suffix.
+
+    Returns
+    -------
+    list of Path
+        The files written.
+    """
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from rftheory.plotting import PALETTE, paper_figure, paper_style
+
+    stem = Path(stem)
+    stem.parent.mkdir(parents=True, exist_ok=True)
+    with paper_style():
+        fig, ax = paper_figure(1, aspect=0.7)
+        keys = [k for k in curve if isinstance(curve[k], dict) and "success" in curve[k]]
+        for i, key in enumerate(keys):
+            c = curve[key]
+            ax.step(curve["budgets"], c["success"], where="post", color=PALETTE[i % len(PALETTE)],
+                    label=f"p = {key}·dn ({c['runs']} runs, n ∈ {c['ns']})")
+        ax.set_xscale("log")
+        ax.set_ylim(-0.03, 1.03)
+        ax.axhline(0.5, color="0.6", lw=0.6, ls="--")
+        ax.set_xlabel("step budget")
+        ax.set_ylabel(r"fraction of runs with $\rho < 0.1$ within the budget")
+        ax.set_title(f"d = {curve['d']}: success against steps (runs' budget {curve['budget']})")
+        ax.legend(loc="upper left", fontsize=6)
+        return save_figure(fig, stem)

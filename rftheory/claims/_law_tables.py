@@ -196,3 +196,29 @@ def summary(result: dict[str, Any]) -> str:
         f"thresholds located: {v['data_thresholds_located']}; collapse in dn (b, c ∋ 1, ∌ 1/2): "
         f"{v['collapse_in_dn']}")
     return "\n".join(lines)
+
+
+def steps_table(curve: dict[str, Any]) -> str:
+    """The success fraction against the step budget as a table (one column per p/(dn)).
+
+    Parameters
+    ----------
+    curve : dict
+        A result of :func:`rftheory.claims.law.success_against_steps`.
+
+    Returns
+    -------
+    str
+        A header line and the table.
+    """
+    keys = [k for k in curve if isinstance(curve[k], dict) and "success" in curve[k]]
+    shown = [b for b in (30, 100, 300, 500, 1000, 1500, 2000, 2500, 3000, 5000, 10000, 20000)
+             if b <= curve["budget"]]
+    rows = [[b] + [f"{sum(s <= b for s in curve[k]['steps_of_successes'])}/{curve[k]['runs']}"
+                   for k in keys] for b in shown]
+    head = "; ".join(f"{k}·dn: {curve[k]['runs']} runs (n ∈ {curve[k]['ns']}), "
+                     f"{curve[k]['successes']} succeed, {curve[k]['unfinished']} unfinished at "
+                     f"the budget" for k in keys)
+    return (f"success against the step budget, d = {curve['d']} (ρ_{curve['variant']} < 0.1, "
+            f"from the runs' step counts; runs' budget {curve['budget']}): {head}\n"
+            + format_table(["budget"] + [f"{k}·dn" for k in keys], rows))

@@ -69,7 +69,7 @@ from rftheory.claims._common import (ClaimConfig, check_activations, default_wor
 from rftheory.claims._law_figures import plot  # noqa: F401 - the claim's figures (protocol)
 from rftheory.claims._law_sweep import (cells_from_export, cells_from_store, follow_up,  # noqa: F401
                                         run_point, run_points, sweep_cells)
-from rftheory.claims._law_tables import finite, kind_totals, kinds, summary  # noqa: F401
+from rftheory.claims._law_tables import finite, kind_totals, kinds, steps_table, summary  # noqa: F401
 from rftheory.errors import RFTheoryError
 # the library's sweep grid, label threshold and crossing rule (once here: kept importable from the claim)
 from rftheory.thresholds import crossing, label_threshold, p_values  # noqa: F401
@@ -817,6 +817,78 @@ def result_from_export(path: str | Path | Sequence[str | Path],
     return result
 
 
+def success_against_steps(cells: Sequence[dict[str, Any]], d: int,
+                          ratios: Sequence[float] = (1.25, 1.5), variant: str = "abs",
+                          budgets: Sequence[int] | None = None) -> dict[str, Any]:
+    """How the success fraction at fixed p/(dn) grows with the step budget, from the runs' own
+    step counts (no run is repeated).
+
+    A run that succeeded after s steps would have succeeded under any budget B ≥ s and failed
+    under B < s; a run that failed (at its budget, or at the tolerance with ρ large) fails under
+    every budget up to its own. So the fraction of the runs at one p/(dn) that succeeded within
+    B steps is the success fraction a sweep with budget B would have measured — for B up to the
+    budget the runs had (their ``max_steps``): the budget only stops the optimiser, it does not
+    steer it (:mod:`rftheory.reconstruct`, :mod:`rftheory.varpro`).
+
+    Parameters
+    ----------
+    cells : sequence of dict
+        Reconstruction cells (e.g. :func:`cells_from_export` of the large grid).
+    d : int
+        The input dimension whose runs are read (every n of the cells).
+    ratios : sequence of float
+        The values of p/(dn) (matched to 1e-9 relative; default 1.25 and 1.5).
+    variant : str
+        The ρ that decides success (default the official one).
+    budgets : sequence of int, optional
+        Budgets at which to read the fraction (default 30 points log-spaced from 10 to the
+        runs' budget).
+
+    Returns
+    -------
+    dict
+        ``d``, ``budget`` (the runs' largest step budget), ``budgets``, and per ratio
+        (``"<r>"``): ``runs``, ``ns`` (the n that contribute), ``success`` (the fraction within
+        each budget), ``successes`` (count at the runs' own budget), ``steps_of_successes``
+        (sorted) and ``unfinished`` (failed runs stopped by the budget).
+
+    Raises
+    ------
+    rftheory.errors.RFTheoryError
+        If no reconstruction of dimension ``d`` is at one of the ratios.
+
+    Examples
+    --------
+    >>> cells = [{"kind": "reconstruction", "d": 2, "n": 5, "p": 15, "rho_abs": r, "steps": s,
+    ...           "stop_reason": why, "max_steps": 100}
+    ...          for r, s, why in ((1e-6, 20, "tolerance"), (1e-6, 60, "tolerance"),
+    ...                            (0.4, 100, "budget"))]
+    >>> out = success_against_steps(cells, 2, ratios=(1.5,), budgets=(10, 50, 100))
+    >>> out["1.5"]["success"], out["1.5"]["unfinished"]
+    ([0.0, 0.3333333333333333, 0.6666666666666666], 1)
+    """
+    recs = [c for c in cells if c.get("kind") == "reconstruction" and c.get("d") == d
+            and "error" not in c]
+    budget = max((int(c.get("max_steps") or c["steps"]) for c in recs), default=0)
+    if budgets is None:
+        budgets = sorted({int(round(b)) for b in np.geomspace(10, max(budget, 10), 30)})
+    budgets = [int(b) for b in budgets]
+    out: dict[str, Any] = {"d": d, "variant": variant, "budget": budget, "budgets": budgets}
+    for r in ratios:
+        mine = [c for c in recs if abs(c["p"] / (c["d"] * c["n"]) - r) <= 1e-9 * r]
+        if not mine:
+            raise RFTheoryError(f"no reconstruction at d = {d}, p/(dn) = {r:g} among the cells")
+        ok = [c for c in mine if c[f"rho_{variant}"] < RHO_SUCCESS]
+        steps = sorted(int(c["steps"]) for c in ok)
+        out[f"{r:g}"] = {
+            "runs": len(mine), "ns": sorted({c["n"] for c in mine}),
+            "success": [sum(s <= b for s in steps) / len(mine) for b in budgets],
+            "successes": len(ok), "steps_of_successes": steps,
+            "unfinished": sum(c[f"rho_{variant}"] >= RHO_SUCCESS and c.get("stop_reason") == "budget"
+                              for c in mine)}
+    return out
+
+
 def collapse_in_dn(fit: dict[str, Any]) -> bool:
     """(iv) of the verdict: the intervals of b and of c each contain 1 and exclude 1/2.
 
@@ -905,12 +977,29 @@ def main(argv: list[str] | None = None) -> int:
                         help="with --from-export: exports of stores still being filled; analyse "
                              "the cells there are against the whole --large grid and say which "
                              "are missing (never a verdict)")
+    parser.add_argument("--steps-curve", type=int, metavar="D", default=None,
+                        help="with --from-export: instead of the law, the success fraction at "
+                             "1.25·dn and 1.5·dn against the step budget for input dimension D, "
+                             "from the runs' step counts (law_steps_d<D>.json and the figure)")
     parser.add_argument("--out", default="results", help="directory for JSON and figures")
     args, rest = parser.parse_known_args(argv)
     if args.from_export is None:
         return main_for(CLAIM, rest + ["--out", args.out])
     from rftheory.claims._common import environment
 
+    out = Path(args.out)
+    if args.steps_curve is not None:
+        from rftheory.claims._law_figures import plot_steps
+
+        curve = success_against_steps([c for p in args.from_export for c in cells_from_export(p)],
+                                      args.steps_curve)
+        stem = out / f"{CLAIM}_steps_d{args.steps_curve}"
+        curve["figures"] = [str(p) for p in plot_steps(curve, stem)]
+        curve["from_export"] = ", ".join(args.from_export)
+        write_json_atomic(stem.with_suffix(".json"), curve)
+        print(steps_table(curve))
+        print(f"results: {stem.with_suffix('.json')}; figures: {', '.join(curve['figures'])}")
+        return 0
     result = result_from_export(args.from_export, partial=args.partial)
     out = Path(args.out)
     result["figures"] = [str(p) for p in plot(result, out / CLAIM)]
