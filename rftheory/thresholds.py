@@ -24,6 +24,9 @@ What the grid cannot tell is said, not hidden (:data:`STATUSES`):
 * a likelihood that does not fall by χ²₁(level)/2 within the search range on one side
   (``"open"``): that end of the interval is ±inf.
 
+:func:`followup_points` is a sequential design: given the runs so far, where the next runs
+narrow the interval of the location most (or nothing, once it is narrow enough).
+
 :func:`crossing` keeps the older rule (linear interpolation of the success fraction in log p
 between the grid points around the 1/2 crossing), as a labelled secondary number.
 
@@ -661,8 +664,8 @@ def followup_points(p: Any, success: Any, *, resolution: float, unit: float = 1.
     Raises
     ------
     rftheory.errors.RFTheoryError
-        For a non-positive resolution or unit, a band outside (0, 1), or bad runs (as
-        :func:`fit_threshold`).
+        For a non-positive resolution, unit or step_runs, a band outside (0, 1), or bad runs
+        (as :func:`fit_threshold`).
 
     Notes
     -----
@@ -692,6 +695,8 @@ def followup_points(p: Any, success: Any, *, resolution: float, unit: float = 1.
     lo_band, hi_band = (float(b) for b in band)
     if not 0 < lo_band < hi_band < 1:
         raise RFTheoryError(f"band must be (lo, hi) with 0 < lo < hi < 1, got {band!r}")
+    if isinstance(step_runs, bool) or not isinstance(step_runs, int) or step_runs < 1:
+        raise RFTheoryError(f"step_runs must be a positive integer, got {step_runs!r}")
     fit = fit_threshold(p, success, link=link, level=level)
     if not fit.located:
         return []

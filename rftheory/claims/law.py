@@ -25,6 +25,14 @@ with fewer features than candidates there is no reconstruction to try). From the
   interpolation of the success fraction in log p) is kept as a labelled secondary number. The
   same fit on every run of every (d, n) in x = p/(dn) gives the pooled constant p*/(dn).
 
+The default and quick runs use a **sequential design** (:attr:`Config.resolution`): after a
+first pass over the ratios with two seeds, rounds of further runs are spent only where they
+narrow p*_data's interval — one more seed at each p whose fitted success probability is
+uncertain, or a new p that bisects the bracket of the threshold
+(:func:`rftheory.thresholds.followup_points`) — until every (d, n)'s 95 % interval reaches at
+most ±``resolution``·dn (or a cap of added runs is hit). Deterministic given the base seed: the
+runs added at a p take the next seed indices there.
+
 Each failed run is classified (:func:`rftheory.metrics.run_kind`): a *spurious interpolant* (loss
 at the optimiser's tolerance, ρ large: a second zero of the loss) or an *unfinished descent* (loss
 above the tolerance at the budget); both are counted per p.
@@ -40,7 +48,16 @@ contain 1 and exclude 1/2. The log-likelihoods (AIC) of p* ∝ n, p* ∝ d and p
 next to it. Every shipped grid varies d and n each by at least 4×, so that p* ∝ n or ∝ d would
 give exponents far from 1.
 
-Run: ``python -m rftheory.claims.law [--quick]``, ``rftheory verify law`` or ``rftheory demo``.
+Run: ``python -m rftheory.claims.law [--quick]``, ``rftheory verify law`` or ``rftheory demo``;
+``python -m rftheory.claims.law --from-export FILE ... [--partial | --steps-curve D]`` redraws the
+large grid from sweep exports (``--partial``: of stores still being filled; ``--steps-curve``:
+the success fraction at 1.25·dn and 1.5·dn against the step budget at dimension D).
+
+The claim's pieces: this module (configuration, run, analysis, verdict), its sweep driver
+(:mod:`rftheory.claims._law_sweep`), figures (:mod:`rftheory.claims._law_figures`) and tables
+(:mod:`rftheory.claims._law_tables`); the statistics are the library's (:mod:`rftheory.thresholds`).
+Memory: the run keeps every cell's dict (a few kB each, ~100–1000 cells); one reconstruction
+at a time per worker (:func:`rftheory.pipeline.law_cell`).
 
 Notes
 -----
