@@ -106,7 +106,7 @@ class CardSize:
         The empirical law's problem size (d ≥ 1, n ≥ 2).
     law_ratios : tuple of float
         Its values of p/(dn); the label-fit points p = n − 1, n, n/2 are added
-        (:func:`rftheory.claims.law.p_values`).
+        (:func:`rftheory.thresholds.p_values`).
     law_seeds : int
         Seeds per point (the success probability moves in steps of 1/law_seeds).
     max_steps : int
@@ -267,7 +267,7 @@ class EmpiricalLaw:
         Every p of the grid, increasing.
     label_threshold_over_n : float
         p*_label/n: the smallest grid p from which every seed's train residual is below 1e-6
-        (:func:`rftheory.claims.law.label_threshold`), over n; NaN if none.
+        (:func:`rftheory.thresholds.label_threshold`), over n; NaN if none.
     data_threshold_over_dn, data_threshold_sign_invariant_over_dn : float
         p*_data/(dn), the fitted success curve's location (:func:`rftheory.thresholds.fit_threshold`
         on every run), for the official and the sign-invariant ρ; NaN when not located.
@@ -387,7 +387,7 @@ class ActivationCard:
 # ---------------------------------------------------------------------------------------------
 
 def _law_tasks(activation: str, size: CardSize, seed: int) -> list[dict[str, Any]]:
-    from .claims.law import p_values
+    from .thresholds import p_values
 
     return [{"activation": activation, "d": size.law_d, "n": size.law_n, "p": p,
              "seed": seed + s, "seed_index": s, "max_steps": size.max_steps}
@@ -560,7 +560,7 @@ def _median(values: Sequence[float]) -> float | None:
 
 
 def _empirical_law(size: CardSize, cells: Sequence[dict[str, Any]]) -> EmpiricalLaw:
-    from .claims.law import label_threshold
+    from .thresholds import label_threshold
     from .thresholds import fit_threshold
 
     d, n, seeds = size.law_d, size.law_n, size.law_seeds
@@ -911,7 +911,9 @@ def _verdict_lines(card: ActivationCard) -> list[tuple[str, str]]:
                    f"(−1/2 expected); MC vs series: max z = {card.kernel.max_z:.2f}"),
         ("law", f"d = {law.d}, n = {law.n}, {_count(law.seeds, 'seed')}: p*_label/n = "
                 f"{_g(law.label_threshold_over_n, '.2f')}, p*_data/(dn) = "
-                f"{_g(law.data_threshold_over_dn, '.2f')}"
+                f"{_g(law.data_threshold_over_dn, '.2f')} fitted, 95 % ["
+                f"{_g(law.data_threshold_interval_over_dn[0], '.2f')}, "
+                f"{_g(law.data_threshold_interval_over_dn[1], '.2f')}]"
                 + ("" if law.data_threshold_status == "ok" else f" ({law.data_threshold_status})")
                 + f" (sign-invariant ρ: {_g(law.data_threshold_sign_invariant_over_dn, '.2f')}),"
                 f" budget {law.max_steps} steps"),
@@ -1073,7 +1075,8 @@ def _law_panels(ax_rec: Any, ax_fit: Any, card: ActivationCard, colours: Sequenc
     ax_rec.set_ylabel("fraction of seeds / points")
     star = law.data_threshold_over_dn
     ax_rec.set_title(f"(e) reconstruction, d = {law.d}, n = {law.n}, {_count(law.seeds, 'seed')}: "
-                     + (rf"$p^*/(dn)$ = {star:.2f}" if math.isfinite(star) else "no crossing"))
+                     + (rf"fitted $p^*/(dn)$ = {star:.2f}" if math.isfinite(star)
+                        else "threshold not located"))
     ax_rec.legend(loc="upper left", fontsize=6)
     floor = 1e-17
     for c in law.cells:

@@ -24,6 +24,9 @@ What the grid cannot tell is said, not hidden (:data:`STATUSES`):
 * a likelihood that does not fall by χ²₁(level)/2 within the search range on one side
   (``"open"``): that end of the interval is ±inf.
 
+:func:`followup_points` is a sequential design: given the runs so far, where the next runs
+narrow the interval of the location most (or nothing, once it is narrow enough).
+
 :func:`crossing` keeps the older rule (linear interpolation of the success fraction in log p
 between the grid points around the 1/2 crossing), as a labelled secondary number.
 
@@ -52,7 +55,7 @@ import numpy as np
 from .errors import RFTheoryError
 
 __all__ = ["STATUSES", "LINKS", "ThresholdFit", "fit_threshold", "crossing", "PowerLawFit",
-           "power_law_fit"]
+           "power_law_fit", "label_threshold", "p_values", "interval_sides", "followup_points"]
 
 #: Values of :attr:`ThresholdFit.status`; the first two locate the threshold.
 STATUSES = ("ok", "step", "open", "below_grid", "above_grid")
@@ -507,3 +510,216 @@ def power_law_fit(d: Any, n: Any, location: Any, interval: Any, *,
                         "loglik": loglik, "aic": 2 * params - 2 * loglik}
     return PowerLawFit(k, {"d": float(coef[1]), "n": float(coef[2])}, intervals,
                        float(math.exp(coef[0])), float(level), float(scale), models)
+
+
+def label_threshold(p: Sequence[float], residual: Any, tol: float = 1e-6) -> dict[str, Any]:
+    """p*_label: the smallest grid p from which every seed's train residual is below ``tol``.
+
+    Parameters
+    ----------
+    p : sequence of float, length m
+        The grid (sorted).
+    residual : array_like, shape (seeds, m)
+        Train residual ‖Φθ* − Y‖/‖Y‖ of each seed at each p (NaN: a run that is not there,
+        left out; a p without any run counts as not fit).
+    tol : float
+        Residual below which the labels count as fit (default 1e-6, the law claim's
+        ``LABEL_TOL``).
+
+    Returns
+    -------
+    dict
+        ``p_star`` (NaN if the largest p does not fit), ``p_below`` (the grid point just
+        before, the other end of the bracket; NaN if none) and ``max_residual`` (the largest
+        residual per p).
+
+    Notes
+    -----
+    Exact comparisons: the residual of a least-squares fit jumps by many decades between p = n − 1
+    and p = n, so the result does not depend on ``tol`` over that range.
+
+    Examples
+    --------
+    >>> label_threshold([3, 4, 8], [[0.3, 1e-15, 1e-15], [0.2, 1e-14, 1e-15]])["p_star"]
+    4.0
+    """
+    table = np.asarray(residual, dtype=np.float64)
+    present = ~np.all(np.isnan(table), axis=0)
+    worst = np.full(table.shape[1], np.nan)
+    worst[present] = np.nanmax(table[:, present], axis=0)
+    bad = np.flatnonzero(~(worst < tol))
+    if bad.size == 0:
+        j = 0
+    elif bad[-1] == len(p) - 1:
+        return {"p_star": math.nan, "p_below": float(p[-1]), "max_residual": worst.tolist()}
+    else:
+        j = int(bad[-1]) + 1
+    return {"p_star": float(p[j]), "p_below": float(p[j - 1]) if j > 0 else math.nan,
+            "max_residual": worst.tolist()}
+
+
+def p_values(d: int, n: int, ratios: Sequence[float]) -> list[int]:
+    """The p of a threshold sweep for one (d, n): round(r·dn) for every ratio r, plus n − 1, n
+    and n/2.
+
+    n − 1 and n pin the label-fitting threshold; n/2 shows the residual of an under-parametrised
+    fit. Sorted, distinct, ≥ 1.
+
+    Parameters
+    ----------
+    d, n : int
+        Input dimension and training-set size.
+    ratios : sequence of float
+        Values of p/(dn).
+
+    Returns
+    -------
+    list of int
+        The numbers of features, sorted and distinct.
+
+    Examples
+    --------
+    >>> p_values(4, 8, [0.5, 1.0, 2.0])
+    [4, 7, 8, 16, 32, 64]
+    """
+    ps = {max(1, int(round(r * d * n))) for r in ratios}
+    ps |= {n, max(1, n - 1), max(1, n // 2)}
+    return sorted(ps)
+
+
+def interval_sides(fit: ThresholdFit, unit: float = 1.0) -> tuple[float, float]:
+    """How far the interval of a fitted threshold reaches below and above its location.
+
+    Parameters
+    ----------
+    fit : ThresholdFit
+        A fit of :func:`fit_threshold`.
+    unit : float
+        Divisor of both sides (e.g. dn, for sides in units of dn).
+
+    Returns
+    -------
+    (float, float)
+        ``(location − lo, hi − location)/unit``; inf for an open side, NaN when not located.
+
+    Examples
+    --------
+    >>> fit = fit_threshold([10, 10, 20, 20, 40, 40], [0, 0, 0, 1, 1, 1])
+    >>> lo, hi = interval_sides(fit)
+    >>> 0 < lo < fit.location and 0 < hi
+    True
+    """
+    if not fit.located:
+        return math.nan, math.nan
+    lo, hi = fit.interval
+    return (fit.location - lo) / unit, (hi - fit.location) / unit
+
+
+def followup_points(p: Any, success: Any, *, resolution: float, unit: float = 1.0,
+                    link: str = "probit", level: float = 0.95,
+                    band: tuple[float, float] = (0.1, 0.9), step_runs: int = 4) -> list[int]:
+    """The next runs of a sequential design: where one more run narrows the threshold's interval.
+
+    A sweep that runs every p of a fixed grid with the same number of seeds spends most of its
+    runs where the outcome is all but certain (far below or above the threshold), and its
+    failing runs — the costly ones, which use the whole step budget — on points that tell
+    nothing about the location. This rule spends the next runs only where they are informative:
+
+    * nothing, when the interval already reaches at most ``resolution·unit`` on each side of
+      the location (resolved), or when the threshold is not located (no run on one side: more
+      runs at the same p would not locate it; the grid must be extended);
+    * for a step (every failure below every success) that is resolved, one run at each edge
+      of its gap that holds fewer than ``step_runs`` runs: with two seeds a step between two
+      adjacent grid points is also what a curve of width comparable to the gap gives one time
+      in a few, and its interval (the gap) would then be too narrow;
+    * otherwise, one run at every grid p where the fitted success probability lies within
+      ``band`` (the runs that carry the Fisher information on the location: it is largest where
+      P = 1/2 and falls off as P(1 − P)·φ²/… in the tails), plus the two grid points that
+      bracket the fitted location; when that bracket is wider than ``resolution·unit``, the
+      integer p nearest the location inside it replaces the bracket (bisection: a step between
+      two distant grid points cannot be located closer than their gap by more seeds).
+
+    Parameters
+    ----------
+    p : array_like of int, shape (runs,)
+        The p of every run so far (integers: numbers of features).
+    success : array_like of bool, shape (runs,)
+        Whether each run succeeded.
+    resolution : float
+        The target: the largest side of the interval, in units of ``unit`` (> 0).
+    unit : float
+        The unit of ``resolution`` (e.g. dn; default 1).
+    link, level : str, float
+        As :func:`fit_threshold`.
+    band : (float, float)
+        Fitted success probabilities between which a grid point gets one more run.
+    step_runs : int
+        Runs each edge of a resolved step's gap must hold before the design stops (default 4).
+
+    Returns
+    -------
+    list of int
+        The p of the next runs (one run each), sorted; empty when the design stops.
+
+    Raises
+    ------
+    rftheory.errors.RFTheoryError
+        For a non-positive resolution, unit or step_runs, a band outside (0, 1), or bad runs
+        (as :func:`fit_threshold`).
+
+    Notes
+    -----
+    Deterministic: the same runs give the same points, so a run that draws its next seeds in a
+    fixed order (the law's seed index at each p) is reproduced exactly by the same base seed.
+    Stopping when the interval is narrow enough is a sequential design: the interval's
+    coverage is that of the profile likelihood at the final sample size, slightly below nominal
+    for a stopping rule that looks at the data (the usual sequential-analysis caveat; measured
+    small on synthetic curves, tests/test_thresholds.py). The caller caps the number of rounds.
+
+    Examples
+    --------
+    >>> runs = [10, 10, 11, 11, 12, 12, 13, 13]
+    >>> followup_points(runs, [0, 0, 0, 1, 1, 0, 1, 1], resolution=0.5)  # the mixed points
+    [11, 12]
+    >>> followup_points(runs, [0, 0, 0, 1, 1, 0, 1, 1], resolution=10.0)
+    []
+    >>> followup_points([10, 10, 20, 20], [0, 0, 1, 1], resolution=1.0)  # a step: bisect
+    [14]
+    >>> followup_points([10, 10, 11, 11], [0, 0, 1, 1], resolution=1.0)  # a step: both edges
+    [10, 11]
+    """
+    if not (isinstance(resolution, (int, float)) and resolution > 0 and math.isfinite(resolution)):
+        raise RFTheoryError(f"resolution must be a positive number, got {resolution!r}")
+    if not (isinstance(unit, (int, float)) and unit > 0 and math.isfinite(unit)):
+        raise RFTheoryError(f"unit must be a positive number, got {unit!r}")
+    lo_band, hi_band = (float(b) for b in band)
+    if not 0 < lo_band < hi_band < 1:
+        raise RFTheoryError(f"band must be (lo, hi) with 0 < lo < hi < 1, got {band!r}")
+    if isinstance(step_runs, bool) or not isinstance(step_runs, int) or step_runs < 1:
+        raise RFTheoryError(f"step_runs must be a positive integer, got {step_runs!r}")
+    fit = fit_threshold(p, success, link=link, level=level)
+    if not fit.located:
+        return []
+    grid = np.unique(np.asarray(p, dtype=np.float64))
+    if max(interval_sides(fit, unit)) <= resolution:
+        if fit.status != "step":
+            return []
+        runs = np.asarray(p, dtype=np.float64).ravel()
+        return sorted(int(edge) for edge in fit.gap if np.sum(runs == edge) < step_runs)
+    loc = fit.location
+    if math.isfinite(fit.width):
+        from scipy import special
+
+        eta = (np.log(grid) - math.log(loc)) / fit.width
+        prob = special.ndtr(eta) if link == "probit" else special.expit(eta)
+    else:  # a step: certain on either side of the gap
+        prob = np.where(grid < loc, 0.0, 1.0)
+    chosen = {int(q) for q, f in zip(grid, prob) if lo_band <= f <= hi_band}
+    below, above = grid[grid < loc], grid[grid >= loc]
+    if below.size and above.size:
+        a, b = int(below[-1]), int(above[0])
+        if (b - a) / unit > resolution and b - a >= 2:
+            chosen.add(int(min(max(round(loc), a + 1), b - 1)))
+        else:
+            chosen |= {a, b}
+    return sorted(chosen)

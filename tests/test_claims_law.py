@@ -367,3 +367,89 @@ def test_the_shipped_exports_are_the_large_grid_and_redraw_its_result():
     kinds = result["failure_kinds"]["abs"]
     assert sum(kinds.values()) == sum(c["kind"] == "reconstruction" for c in result["cells"]
                                       if c["activation"] == "relu+tanh")
+
+
+# ---------------------------------------------------------------------------------------------
+# The sequential design (Config.resolution): extra runs where p*_data is not yet resolved
+# ---------------------------------------------------------------------------------------------
+
+def _probit_point(task, p_star_over_dn=1.1, sigma=0.05):
+    """A stand-in for run_point: a seeded Bernoulli outcome of a probit curve in log p (no
+    optimiser), so that the design's bookkeeping is tested in milliseconds."""
+    from scipy import stats
+
+    d, n, p = task["d"], task["n"], task["p"]
+    rng = np.random.default_rng([task["seed"], p, d, n])
+    base = {"activation": task["activation"], "d": d, "n": n, "p": p, "seed": task["seed"],
+            "seed_index": task["seed_index"], "p_over_dn": p / (d * n), "p_over_n": p / n,
+            "train_residual": 1e-15 if p >= n else 0.3, "seconds": 0.0}
+    if p < n:
+        return base | {"kind": "label_fit", "rho_abs": math.nan, "rho_signed": math.nan,
+                       "rho_sign_invariant": math.nan}
+    ok = rng.random() < stats.norm.cdf(math.log(p / (p_star_over_dn * d * n)) / sigma)
+    rho = 1e-6 if ok else 0.4
+    return base | {"kind": "reconstruction", "rho_abs": rho, "rho_signed": rho,
+                   "rho_sign_invariant": rho, "final_loss": 1e-14 if ok else 1e-6,
+                   "converged": ok, "steps": 10, "stop_reason": "tolerance"}
+
+
+def test_the_sequential_design_resolves_every_threshold_and_is_reproducible(monkeypatch):
+    from rftheory.claims import _law_sweep
+
+    monkeypatch.setattr(_law_sweep, "run_point", _probit_point)
+    config = law.Config(grid=((8, 3), (32, 3), (8, 12)), ratios=law.TRANSITION_RATIOS, seeds=2,
+                        resolution=0.045, max_added=200)
+    result = law.run(config, workers=1)
+    for g in result["per_grid"]:
+        th = g["data"]["abs"]
+        lo, hi = th["interval_over_dn"]
+        # the stopping rule: both sides within 0.045·dn, so the interval is narrower than 0.1·dn
+        assert th["p_star_over_dn"] - lo <= 0.045 and hi - th["p_star_over_dn"] <= 0.045
+        assert g["design"]["resolved"] and g["design"]["added"] > 0
+        assert g["design"]["runs"] == sum(r["runs"] for r in g["rows"])
+        # the truth is 1.1·dn: a 95 % interval misses it rarely (three of them here)
+        assert lo - 0.02 < 1.1 < hi + 0.02
+    # added runs draw the next seed index at their p: never a seed twice at one point
+    keys = [(c["d"], c["n"], c["p"], c["seed"]) for c in result["cells"]]
+    assert len(keys) == len(set(keys))
+    assert max(c["seed_index"] for c in result["cells"]) >= config.seeds
+    # deterministic given the base seed, and analysable again from its own cells
+    again = law.run(config, workers=1)
+    assert again["per_grid"] == result["per_grid"]
+    assert law.analyse(result["cells"], config)["per_grid"] == result["per_grid"]
+    # a fixed design (no resolution) of the same cells ignores the added runs
+    fixed = law.analyse(result["cells"], config.replace(resolution=None))
+    assert all(g["design"]["added"] == 0 for g in fixed["per_grid"])
+
+
+def test_the_sequential_design_stops_at_its_cap(monkeypatch):
+    from rftheory.claims import _law_sweep
+
+    monkeypatch.setattr(_law_sweep, "run_point", _probit_point)
+    config = law.Config(grid=((8, 3),), ratios=law.TRANSITION_RATIOS, seeds=2,
+                        resolution=0.001, max_added=7)  # unreachable: 0.001·dn
+    g = law.run(config, workers=1)["per_grid"][0]
+    assert g["design"]["added"] == 7 and g["design"]["resolved"] is False
+
+
+@pytest.mark.parametrize("changes", [{"resolution": 0.0}, {"resolution": "x"},
+                                     {"resolution": 0.05, "sweep": True}, {"max_added": -1}])
+def test_bad_sequential_designs_are_refused(changes):
+    with pytest.raises(RFTheoryError, match="resolution|max_added"):
+        law.Config(**changes)
+
+
+def test_a_partial_analysis_names_the_missing_cells_and_fits_the_rest(tiny_result):
+    cells = [c for c in tiny_result["cells"] if not (c["p"] == 240 and c["seed_index"] == 1)]
+    with pytest.raises(RFTheoryError, match="1 of the 8 cells"):
+        law.analyse(cells, TINY)
+    part = law.analyse(cells, TINY, partial=True)
+    assert part["missing"] == {"cells": 1, "of": 8, "failed": 0,
+                               "by_grid": {"relu+tanh d=4 n=6": 1}}
+    assert part["complete"] is False and part["verdict"]["supported"] is False
+    (g,) = part["per_grid"]
+    assert g["design"]["runs"] == 3 and g["data"]["abs"]["located"]  # 2 at p = n, 1 at 10·dn
+    assert law.summary(part).startswith("PARTIAL: 1 of the 8 cells of the grid are missing")
+    whole = law.analyse(tiny_result["cells"], TINY, partial=True)
+    assert whole["complete"] is True and whole["missing"]["cells"] == 0
+    assert whole["per_grid"] == tiny_result["per_grid"]

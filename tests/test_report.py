@@ -14,7 +14,7 @@ import math
 import pytest
 
 from rftheory.activations import ACTIVATIONS
-from rftheory.claims.law import p_values
+from rftheory.thresholds import p_values
 from rftheory.cli import main
 from rftheory.errors import ResourceLimitError, RFTheoryError
 from rftheory.output import to_jsonable

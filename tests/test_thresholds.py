@@ -9,7 +9,8 @@ import pytest
 from scipy import stats
 
 from rftheory.errors import RFTheoryError
-from rftheory.thresholds import crossing, fit_threshold, power_law_fit
+from rftheory.thresholds import (crossing, fit_threshold, followup_points, interval_sides,
+                                 power_law_fit)
 
 #: The law's grid of p/(dn) near the transition (claims/law.py).
 RATIOS = np.array([0.9, 1.0, 1.05, 1.1, 1.15, 1.2, 1.3, 1.4, 1.5, 2.0])
@@ -171,3 +172,47 @@ def test_power_law_fit_needs_both_d_and_n_to_vary():
     assert math.isnan(fit.exponents["d"]) and fit.points == 3
     with pytest.raises(RFTheoryError, match="same"):
         power_law_fit([10], [4, 8], [40], [[30, 50]])
+
+
+# -- the sequential design ---------------------------------------------------------------------
+
+def test_followup_points_stop_when_resolved_or_not_located():
+    p = np.repeat([10, 11, 12, 13], 2)
+    y = np.array([0, 0, 0, 1, 1, 0, 1, 1], dtype=bool)
+    assert followup_points(p, y, resolution=0.5) == [11, 12]  # the mixed points
+    assert followup_points(p, y, resolution=100.0) == []       # resolved
+    assert followup_points(p, np.zeros(8, bool), resolution=0.01) == []  # not located: no use
+    # a step between distant grid points is bisected (more seeds cannot narrow its gap) ...
+    assert followup_points([10, 10, 20, 20], [0, 0, 1, 1], resolution=1.0) == [14]
+    # ... and a resolved step still needs step_runs runs at each edge of its gap
+    assert followup_points([10, 10, 11, 11], [0, 0, 1, 1], resolution=1.0) == [10, 11]
+    assert followup_points([10] * 4 + [11] * 4, [0] * 4 + [1] * 4, resolution=1.0) == []
+    with pytest.raises(RFTheoryError, match="resolution"):
+        followup_points(p, y, resolution=0.0)
+    with pytest.raises(RFTheoryError, match="band"):
+        followup_points(p, y, resolution=1.0, band=(0.9, 0.1))
+
+
+def test_the_sequential_design_reaches_its_target_and_keeps_its_coverage():
+    # 40 synthetic sequential runs of a probit curve at 1.12·dn (dn = 48, the law's first pass
+    # of 2 seeds, then followup_points until ±0.045·dn, at most 200 added runs). Every run must
+    # end resolved; the final 95 % interval must hold the truth about 95 % of the time (the
+    # stopping rule looks at the data, which costs a little coverage: ≥ 33 of 40 has
+    # probability 0.99 at a true rate of 0.93, and a broken interval would cover far less).
+    rng = np.random.default_rng(25)
+    dn, mu, sigma = 48, math.log(1.12 * 48), 0.06
+    covered = 0
+    for _ in range(40):
+        p = list(np.repeat(np.round(RATIOS * dn).astype(int), 2))
+        y = list(rng.random(len(p)) < stats.norm.cdf((np.log(p) - mu) / sigma))
+        for _ in range(200):
+            nxt = followup_points(p, y, resolution=0.045, unit=dn)
+            if not nxt:
+                break
+            p += nxt
+            y += list(rng.random(len(nxt)) < stats.norm.cdf((np.log(nxt) - mu) / sigma))
+        fit = fit_threshold(p, y)
+        lo, hi = interval_sides(fit, dn)
+        assert max(lo, hi) <= 0.045
+        covered += fit.interval[0] <= math.exp(mu) <= fit.interval[1]
+    assert covered >= 33

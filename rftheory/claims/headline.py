@@ -258,8 +258,28 @@ def run(config: Config = FULL, *, progress: Callable[[str], None] | None = None,
         "max_steps": config.max_steps, "device": config.device, "labels": "gaussian",
         "image_indices": [int(i) for i in dataset.indices],
         "originals": _pixels(originals), "paper_rho": PAPER_RHO, "rows": rows,
-        "verdict": _verdict(rows, config), "sources": sources,
+        "thresholds": _thresholds(rows, config, d), "verdict": _verdict(rows, config),
+        "sources": sources,
     }
+
+
+def _thresholds(rows: list[dict[str, Any]], config: Config, d: int) -> dict[str, Any]:
+    """Per activation, p*_data fitted to the cells that ran (:func:`rftheory.thresholds.fit_threshold`,
+    success = ρ_abs < :data:`RHO_SUCCESS`), in units of dn. With one run at each of p = n, dn and
+    10·dn it is mostly a step (status ``"step"``: somewhere in the gap, which the interval holds)
+    or not located; the crossing rule is kept inside it as the secondary number."""
+    from rftheory.thresholds import fit_threshold
+
+    out = {}
+    dn = d * config.n
+    for name in config.activations:
+        mine = [r for r in rows if r["activation"] == name and r["status"] == "ok"]
+        if not mine:
+            continue
+        fit = fit_threshold([r["p"] for r in mine], [r["rho"]["abs"] < RHO_SUCCESS for r in mine])
+        out[name] = {"status": fit.status, "located": fit.located, "runs": fit.runs,
+                     **{f"{k}_over_dn": v for k, v in fit.scaled(dn).items()}}
+    return out
 
 
 class _StepProgress:
@@ -340,6 +360,11 @@ def summary(result: dict[str, Any]) -> str:
         if r["status"] != "ok":
             lines.append(f"{r['status'].replace('_', ' ')} {r['activation']} at "
                          f"p = {r['multiple']}: {r['reason']}")
+    for name, th in result.get("thresholds", {}).items():
+        lo, hi = th["interval_over_dn"]
+        lines.append(f"{name}: fitted p*_data/(dn) = {_g(th['location_over_dn'])} ({th['status']}; "
+                     f"95 % [{_g(lo)}, {_g(hi)}], {th['runs']} runs; crossing rule, secondary: "
+                     f"{_g(th['crossing_over_dn'])})")
     lines.append(f"verdict: {'SUPPORTED' if v['supported'] else 'NOT SUPPORTED'}"
                  f"{'' if v['complete'] else ' (incomplete: ' + str(v['cells_run']) + ' of ' + str(v['cells']) + ' cells ran)'}"
                  f" — labels fit: {v['labels_fit']}; ρ decreases with p: {v['rho_decreases_with_p']}; "

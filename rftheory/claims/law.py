@@ -25,6 +25,14 @@ with fewer features than candidates there is no reconstruction to try). From the
   interpolation of the success fraction in log p) is kept as a labelled secondary number. The
   same fit on every run of every (d, n) in x = p/(dn) gives the pooled constant p*/(dn).
 
+The default and quick runs use a **sequential design** (:attr:`Config.resolution`): after a
+first pass over the ratios with two seeds, rounds of further runs are spent only where they
+narrow p*_data's interval — one more seed at each p whose fitted success probability is
+uncertain, or a new p that bisects the bracket of the threshold
+(:func:`rftheory.thresholds.followup_points`) — until every (d, n)'s 95 % interval reaches at
+most ±``resolution``·dn (or a cap of added runs is hit). Deterministic given the base seed: the
+runs added at a p take the next seed indices there.
+
 Each failed run is classified (:func:`rftheory.metrics.run_kind`): a *spurious interpolant* (loss
 at the optimiser's tolerance, ρ large: a second zero of the loss) or an *unfinished descent* (loss
 above the tolerance at the budget); both are counted per p.
@@ -40,7 +48,16 @@ contain 1 and exclude 1/2. The log-likelihoods (AIC) of p* ∝ n, p* ∝ d and p
 next to it. Every shipped grid varies d and n each by at least 4×, so that p* ∝ n or ∝ d would
 give exponents far from 1.
 
-Run: ``python -m rftheory.claims.law [--quick]``, ``rftheory verify law`` or ``rftheory demo``.
+Run: ``python -m rftheory.claims.law [--quick]``, ``rftheory verify law`` or ``rftheory demo``;
+``python -m rftheory.claims.law --from-export FILE ... [--partial | --steps-curve D]`` redraws the
+large grid from sweep exports (``--partial``: of stores still being filled; ``--steps-curve``:
+the success fraction at 1.25·dn and 1.5·dn against the step budget at dimension D).
+
+The claim's pieces: this module (configuration, run, analysis, verdict), its sweep driver
+(:mod:`rftheory.claims._law_sweep`), figures (:mod:`rftheory.claims._law_figures`) and tables
+(:mod:`rftheory.claims._law_tables`); the statistics are the library's (:mod:`rftheory.thresholds`).
+Memory: the run keeps every cell's dict (a few kB each, ~100–1000 cells); one reconstruction
+at a time per worker (:func:`rftheory.pipeline.law_cell`).
 
 Notes
 -----
@@ -58,19 +75,21 @@ import dataclasses
 import math
 import re
 import time
-from functools import partial
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
 import numpy as np
 
 from rftheory.deadline import Deadline
-from rftheory.claims._common import (ClaimConfig, TaskProgress, check_activations, default_workers,
-                                     main_for, run_tasks, source_digests)
+from rftheory.claims._common import (ClaimConfig, check_activations, default_workers, main_for,
+                                     source_digests)
+from rftheory.claims._law_figures import plot  # noqa: F401 - the claim's figures (protocol)
+from rftheory.claims._law_sweep import (cells_from_export, cells_from_store, follow_up,  # noqa: F401
+                                        run_point, run_points, sweep_cells)
+from rftheory.claims._law_tables import finite, kind_totals, kinds, steps_table, summary  # noqa: F401
 from rftheory.errors import RFTheoryError
-from rftheory.metrics import FAILURE_KINDS, run_kind
-from rftheory.output import format_table, save_figure
-from rftheory.thresholds import crossing  # noqa: F401 - the secondary rule, kept importable here
+# the library's sweep grid, label threshold and crossing rule (once here: kept importable from the claim)
+from rftheory.thresholds import crossing, label_threshold, p_values  # noqa: F401
 
 CLAIM = "law"
 
@@ -127,6 +146,16 @@ class Config(ClaimConfig):
         (``<out_dir>/law_sweep/sweep.sqlite``) instead of in memory: a run that is interrupted
         continues where it stopped. Needs a grid that is a full product of its d's and n's
         (:func:`sweep_document` writes it as a sweep file's axes).
+    resolution : float, optional
+        The sequential design's target (in memory only, ``activation`` only): after the first
+        pass (every ratio, ``seeds`` seeds), rounds of further runs
+        (:func:`rftheory.thresholds.followup_points`, one run at each p where the fitted success
+        probability is uncertain, or a new p that bisects the bracket of the threshold) are
+        added for each (d, n) until the 95 % interval of p*_data reaches at most
+        ``resolution``·dn on either side of it (official and sign-invariant ρ), or until
+        ``max_added`` runs were added to that (d, n). None (default): the fixed grid only.
+    max_added : int
+        The cap on the runs the sequential design adds to one (d, n) (default 40).
     """
 
     grid: tuple[tuple[int, int], ...] = ((4, 3), (16, 3), (4, 12))
@@ -139,6 +168,8 @@ class Config(ClaimConfig):
     compare_seeds: int | None = None
     compare_grid: tuple[tuple[int, int], ...] | None = None
     sweep: bool = False
+    resolution: float | None = None
+    max_added: int = 40
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -166,6 +197,18 @@ class Config(ClaimConfig):
                 raise RFTheoryError(f"compare_grid must be a subset of grid, got {sub!r}")
             self._set("compare_grid", tuple(sorted(set(sub), key=self.grid.index)))
         self._set("sweep", bool(self.sweep))
+        if self.resolution is not None:
+            try:
+                resolution = float(self.resolution)
+            except (TypeError, ValueError):
+                resolution = math.nan
+            if not (resolution > 0 and math.isfinite(resolution)) or self.sweep:
+                raise RFTheoryError(f"resolution must be a positive number (and the run in "
+                                    f"memory, not sweep-backed), got {self.resolution!r}")
+            self._set("resolution", resolution)
+        if isinstance(self.max_added, bool) or not isinstance(self.max_added, int) \
+                or self.max_added < 0:
+            raise RFTheoryError(f"max_added must be an integer >= 0, got {self.max_added!r}")
         if self.sweep:
             for name in self.activations:
                 grid = self.grid_of(name)
@@ -226,99 +269,6 @@ class Config(ClaimConfig):
 
 
 # ---------------------------------------------------------------------------------------------
-# Cells
-# ---------------------------------------------------------------------------------------------
-
-def p_values(d: int, n: int, ratios: Sequence[float]) -> list[int]:
-    """The p of the sweep for one (d, n): round(r·dn) for every ratio r, plus n − 1, n and n/2.
-
-    n − 1 and n pin the label-fitting threshold; n/2 shows the residual of an under-parametrised
-    fit. Sorted, distinct, ≥ 1.
-
-    Parameters
-    ----------
-    d, n : int
-        Input dimension and training-set size.
-    ratios : sequence of float
-        Values of p/(dn).
-
-    Returns
-    -------
-    list of int
-        The numbers of features, sorted and distinct.
-
-    Examples
-    --------
-    >>> p_values(4, 8, [0.5, 1.0, 2.0])
-    [4, 7, 8, 16, 32, 64]
-    """
-    ps = {max(1, int(round(r * d * n))) for r in ratios}
-    ps |= {n, max(1, n - 1), max(1, n // 2)}
-    return sorted(ps)
-
-
-def run_point(task: dict[str, Any]) -> dict[str, Any]:
-    """One point of the sweep: :func:`rftheory.pipeline.law_cell` (a reconstruction cell when
-    p ≥ n, a label-fitting cell otherwise), the same function the sweep cell kind ``law`` runs.
-
-    BLAS is limited to one thread while it runs: these problems are tiny (n·d ≤ a few hundred
-    unknowns), where threads only add synchronisation, and the last bits of reductions then do
-    not depend on the machine's core count (sweep workers pin it the same way).
-
-    Parameters
-    ----------
-    task : dict
-        ``activation``, ``d``, ``n``, ``p``, ``seed``, ``max_steps`` (the keywords of
-        :func:`~rftheory.pipeline.law_cell`) and ``seed_index`` (the seed's index in the run).
-
-    Returns
-    -------
-    dict
-        The cell of :func:`~rftheory.pipeline.law_cell` with ``seed_index`` and ``seconds``
-        (wall time of the point) added.
-    """
-    from threadpoolctl import threadpool_limits
-
-    from rftheory.pipeline import law_cell
-
-    start = time.perf_counter()
-    with threadpool_limits(limits=1, user_api="blas"):
-        cell = law_cell(activation=task["activation"], d=task["d"], n=task["n"], p=task["p"],
-                        seed=task["seed"], max_steps=task["max_steps"])
-    cell["seed_index"] = task["seed_index"]
-    cell["seconds"] = time.perf_counter() - start
-    return cell
-
-
-def _cost(task: dict[str, Any]) -> float:
-    """A point's rough cost: reconstructions near the threshold, where the optimiser runs to its
-    budget, are the longest; label fits are nearly free."""
-    if task["p"] < task["n"]:
-        return 0.0
-    ratio = task["p"] / (task["d"] * task["n"])
-    return task["d"] * task["n"] * (10.0 if 0.7 <= ratio <= 3.0 else 1.0 + ratio / 10)
-
-
-def _run_points(tasks: list[dict[str, Any]], workers: int,
-                progress: Callable[[str], None] | None,
-                deadline: Deadline | None = None) -> list[dict[str, Any]]:
-    """Run the points, ``workers`` processes at a time, the expensive ones first; results in
-    task order."""
-    tick = TaskProgress(progress, len(tasks))
-
-    def line(cell: dict[str, Any]) -> str:
-        what = (f"ρ={cell['rho_abs']:.1e} loss={cell['final_loss']:.1e} {cell['stop_reason']}"
-                if cell["kind"] == "reconstruction" else "label fit only")
-        return (f"d={cell['d']} n={cell['n']} p={cell['p']} (p/dn={cell['p_over_dn']:.3g}) "
-                f"seed={cell['seed']}: residual={cell['train_residual']:.1e} {what} "
-                f"({cell['seconds']:.1f} s)")
-
-    return run_tasks([partial(run_point, t) for t in tasks], workers=workers,
-                     order=sorted(range(len(tasks)), key=lambda i: -_cost(tasks[i])),
-                     on_result=lambda i, cell: tick(lambda: line(cell)), deadline=deadline)
-
-
-# ---------------------------------------------------------------------------------------------
 # Thresholds
 # ---------------------------------------------------------------------------------------------
 
@@ -347,51 +297,11 @@ def data_threshold(p: Sequence[int], success: np.ndarray, *,
     >>> th["status"], 10 < th["p_star"] < 40, th["interval"][0] < th["p_star"] < th["interval"][1]
     ('ok', True, True)
     """
-    from rftheory.thresholds import fit_threshold
-
     success = np.asarray(success, dtype=bool)
     grid = np.broadcast_to(np.asarray(p, dtype=np.float64), success.shape)
-    fit = fit_threshold(grid.ravel(), success.ravel(), level=level)
-    out = fit.as_dict()
-    out.update(p_star=fit.location, located=fit.located,
-               success_probability=success.mean(axis=0).tolist())
+    out = _fitted(grid.ravel(), success.ravel(), level)
+    out["success_probability"] = success.mean(axis=0).tolist()
     return out
-
-
-def label_threshold(p: Sequence[int], residual: np.ndarray, tol: float = LABEL_TOL) -> dict[str, Any]:
-    """p*_label: the smallest grid p from which every seed's train residual is below ``tol``.
-
-    Parameters
-    ----------
-    p : sequence of int, length m
-        The grid (sorted).
-    residual : numpy.ndarray, shape (seeds, m)
-        Train residual ‖Φθ* − Y‖/‖Y‖ of each seed at each p.
-    tol : float
-        Residual below which the labels count as fit (default :data:`LABEL_TOL`, 1e-6).
-
-    Returns
-    -------
-    dict
-        ``p_star`` (NaN if the largest p does not fit), ``p_below`` (the grid point just
-        before, the other end of the bracket; NaN if none) and ``max_residual`` (the largest
-        residual per p).
-
-    Examples
-    --------
-    >>> label_threshold([3, 4, 8], [[0.3, 1e-15, 1e-15], [0.2, 1e-14, 1e-15]])["p_star"]
-    4.0
-    """
-    worst = np.max(np.asarray(residual, dtype=np.float64), axis=0)
-    bad = np.flatnonzero(~(worst < tol))
-    if bad.size == 0:
-        j = 0
-    elif bad[-1] == len(p) - 1:
-        return {"p_star": math.nan, "p_below": float(p[-1]), "max_residual": worst.tolist()}
-    else:
-        j = int(bad[-1]) + 1
-    return {"p_star": float(p[j]), "p_below": float(p[j - 1]) if j > 0 else math.nan,
-            "max_residual": worst.tolist()}
 
 
 # ---------------------------------------------------------------------------------------------
@@ -421,17 +331,21 @@ def _check_grid(grid: Sequence[Sequence[int]], ratios: Sequence[float], seeds: i
 #: attack sits near 1.1·dn, so steps of 0.05 there and coarser further out.
 TRANSITION_RATIOS = (0.9, 1.0, 1.05, 1.1, 1.15, 1.2, 1.3, 1.4, 1.5, 2.0)
 #: The default sweep (the package's main job, ``rftheory demo``, ``rftheory verify law``):
-#: (4, 3) vs (16, 3) varies d by 4× at fixed n, (4, 3) vs (4, 12) varies n by 4× at fixed d (so
-#: p* ∝ n, ∝ d and ∝ dn give exponents 0 or 1 far apart), p/(dn) in
-#: :data:`TRANSITION_RATIOS` plus 0.5 and 3, 2 seeds: 3 seeds measured 174 s of CPU (2 workers),
-#: over the demo's minute on 2 cores; 2 seeds cost 2/3 of it. Cost and intervals in
-#: ``paper_notes/law.md``.
-FULL = Config()
-#: ``--quick``: the same shape smaller — (3, 3), (12, 3), (3, 12) — a coarser transition grid,
-#: a smaller budget.
-QUICK = Config(grid=((3, 3), (12, 3), (3, 12)),
-               ratios=(0.5, 1.0, 1.1, 1.2, 1.3, 1.4, 1.5, 2.0, 4.0),
-               seeds=3, max_steps=2000)
+#: (3, 3) vs (12, 3) varies d by 4× at fixed n, (12, 3) vs (12, 12) varies n by 4× at fixed d (so
+#: p* ∝ n, ∝ d and ∝ dn give exponents 0 or 1 far apart); first pass p/(dn) in
+#: :data:`TRANSITION_RATIOS` with 2 seeds, then the sequential design (``resolution`` 0.045: each
+#: 95 % interval within ±0.045·dn, i.e. narrower than 0.09·dn; at most 40 added runs per (d, n)).
+#: Why these cells (measured, paper_notes/law.md): the attack's transition is sharp where n ≤ d
+#: and d ≤ 12 — (16, 3), (4, 12), (3, 12) and (8, 8) have unfinished descents over 1.0–1.4·dn at
+#: the 3000-step budget, a curve so wide that ±0.045·dn needs ~100 runs of ~1.4 s each — and
+#: the failing runs, which spend the whole budget, are the cost.
+FULL = Config(grid=((3, 3), (12, 3), (12, 12)), ratios=TRANSITION_RATIOS, seeds=2,
+              max_steps=3000, resolution=0.045, max_added=40)
+#: ``--quick``: the same cells, a coarser first pass (p/(dn) in 0.9, 1, 1.1, 1.2, 1.3, 1.5, 2),
+#: the same target (so that the baseline's bands, 2.03× the intervals, stay under ±0.1·dn) and
+#: a lower cap on the added runs.
+QUICK = Config(grid=((3, 3), (12, 3), (12, 12)), ratios=(0.9, 1.0, 1.1, 1.2, 1.3, 1.5, 2.0),
+               seeds=2, max_steps=3000, resolution=0.045, max_added=30)
 #: ``--large``: the law over a real grid — d ∈ {10, 20, 40, 80} × n ∈ {4, 8, 16} (d over 8×, n
 #: over 4×, dn from 40 to 1280), p/(dn) in :data:`TRANSITION_RATIOS` plus 0.5, 3 and 5, plus
 #: p = n/2, n − 1, n, relu + tanh with 5 seeds (the verdict's), relu compared with 3 seeds at
@@ -530,84 +444,6 @@ def sweep_document(config: Config, activation: str | None = None) -> dict[str, A
     }
 
 
-def _sweep_cells(config: Config, out_dir: Path, workers: int,
-                 progress: Callable[[str], None] | None,
-                 deadline: Deadline | None = None) -> tuple[list[dict[str, Any]], float]:
-    """Run (or resume) the sweep of each of ``config``'s activations into its store under
-    ``out_dir`` (:func:`sweep_dir`); their cells as dicts. At the deadline the stored cells stay
-    (a rerun resumes) and :class:`~rftheory.claims._common.TimeLimitReached` says what is left:
-    no verdict is drawn from part of a grid."""
-    from rftheory.claims._common import TimeLimitReached
-    from rftheory.sweep import parse_spec, run_sweep
-
-    cells, seconds = [], 0.0
-    for activation in config.activations:
-        spec = parse_spec(sweep_document(config, activation), source="law claim")
-        store = out_dir / sweep_dir(config, activation)
-        done = run_sweep(spec, store, resume=True, workers=workers,
-                         progress=progress is not None, deadline=deadline)
-        if progress is not None:
-            progress(f"sweep store {done.store}: {done.already_done} cells already stored, "
-                     f"{done.computed} computed in {done.seconds:.0f} s on {done.executor}")
-        if done.stop_reason == "time_limit":
-            later = config.activations[config.activations.index(activation) + 1:]
-            raise TimeLimitReached(
-                [f"{activation}: {done.already_done + done.computed} cells stored in "
-                 f"{done.store}"],
-                [f"{activation}: {done.planned - done.computed} cells (rerun to resume)"]
-                + [f"{a}: its sweep" for a in later])
-        cells += cells_from_store(store)
-        seconds += done.seconds
-    return cells, seconds
-
-
-def cells_from_store(directory: str | Path) -> list[dict[str, Any]]:
-    """The ``law`` cells of a sweep store as the claim's cell dicts (results plus ``seconds``).
-
-    Parameters
-    ----------
-    directory : str or Path
-        The sweep store (opened read-only).
-
-    Returns
-    -------
-    list of dict
-        One dict per stored ``law`` cell: its result and ``seconds``, or its parameters and
-        ``error`` for a failed cell.
-    """
-    from rftheory.sweep import SweepStore
-
-    with SweepStore.open_reader(directory) as store:
-        scan = store.scan()
-    return [_cell_row(c.params, c.status, c.result, c.seconds) for c in scan.cells.values()
-            if c.kind == "law"]
-
-
-def cells_from_export(path: str | Path) -> list[dict[str, Any]]:
-    """The ``law`` cells of a store's export (``rftheory sweep export``), as from a store.
-
-    Parameters
-    ----------
-    path : str or Path
-        The export file (JSON lines, optionally gzipped).
-
-    Returns
-    -------
-    list of dict
-        As :func:`cells_from_store`.
-    """
-    from rftheory.sweep import read_export
-
-    return [_cell_row(r["params"], r["status"], r["result"], r["seconds"])
-            for r in read_export(path) if r["kind"] == "law"]
-
-
-def _cell_row(params: dict, status: str, result: dict, seconds: float | None) -> dict[str, Any]:
-    if status != "ok":
-        return {**params, "error": result.get("error", "failed")}
-    return {**result, "seconds": float(seconds or 0.0)}
-
-
 def run(config: Config = FULL, *, progress: Callable[[str], None] | None = None,
         workers: int | None = None, out_dir: str | Path = "results",
         deadline: Deadline | None = None) -> dict[str, Any]:
@@ -644,24 +480,39 @@ def run(config: Config = FULL, *, progress: Callable[[str], None] | None = None,
     sources = source_digests()  # before any work: the code the workers will run
     start = time.perf_counter()
     if config.sweep:
-        cells, _ = _sweep_cells(config, Path(out_dir), workers, progress, deadline)
+        documents = [(a, sweep_document(config, a), Path(out_dir) / sweep_dir(config, a))
+                     for a in config.activations]
+        cells, _ = sweep_cells(documents, workers, progress, deadline)
     else:
         tasks = [{"activation": a, "d": d, "n": n, "p": p, "seed": config.seed + s,
                   "seed_index": s, "max_steps": config.max_steps}
                  for a in config.activations for d, n in config.grid_of(a)
                  for p in p_values(d, n, config.ratios) for s in range(config.seeds_of(a))]
-        cells = _run_points(tasks, workers, progress, deadline)
+        if workers > 1:  # the workers fork from here: import the cells' code once, not per round
+            import rftheory.pipeline  # noqa: F401
+        cells = run_points(tasks, workers, progress, deadline)
+        if config.resolution is not None:
+            cells += follow_up(cells, config, rho_success=RHO_SUCCESS, level=LEVEL,
+                               variants=DESIGN_VARIANTS, workers=workers, progress=progress,
+                               deadline=deadline)
     result = analyse(cells, config)
     result.update(workers=workers, sweep_seconds=time.perf_counter() - start, sources=sources)
     return result
 
 
-def analyse(cells: Sequence[dict[str, Any]], config: Config) -> dict[str, Any]:
+#: The ρ variants whose thresholds the sequential design resolves: the official one and the
+#: sign-invariant one (both are held by the baseline).
+DESIGN_VARIANTS = ("abs", "sign_invariant")
+
+
+def analyse(cells: Sequence[dict[str, Any]], config: Config, *,
+            partial: bool = False) -> dict[str, Any]:
     """The claim's result from its cells (in memory, from a sweep store or from an export).
 
     Every cell of ``config``'s grid must be there and have succeeded (a missing or failed cell
-    raises :class:`RFTheoryError`: resume the run first). Cells outside the grid are ignored.
-    Every fit is deterministic, so the same cells give the same result.
+    raises :class:`RFTheoryError`: resume the run first), unless ``partial``. Cells outside the
+    grid are ignored (but for the sequential design's runs, :attr:`Config.resolution`). Every
+    fit is deterministic, so the same cells give the same result.
 
     Parameters
     ----------
@@ -669,6 +520,11 @@ def analyse(cells: Sequence[dict[str, Any]], config: Config) -> dict[str, Any]:
         Cells as :func:`run_point` returns them (or :func:`cells_from_store` reads them).
     config : Config
         The configuration whose grid the cells cover.
+    partial : bool
+        Analyse what is there (e.g. the export of a sweep store still being filled): every
+        statistic is over the runs present, a (d, n) without a reconstruction is left out, the
+        result's ``missing`` says how many cells of each (d, n) are not there, and the verdict is
+        never SUPPORTED (``supported`` False, ``complete`` False). Default False.
 
     Returns
     -------
@@ -689,8 +545,14 @@ def analyse(cells: Sequence[dict[str, Any]], config: Config) -> dict[str, Any]:
         key = (cell["activation"], cell["d"], cell["n"], cell["p"], cell["seed"])
         if key in wanted:
             (failed.append(cell) if "error" in cell else by_key.__setitem__(key, cell))
-    missing = len(wanted) - len(by_key)
-    if missing:
+        elif (config.resolution is not None and "error" not in cell
+              and cell["activation"] == config.activation
+              and (cell["d"], cell["n"]) in config.grid and cell["p"] >= cell["n"]
+              and cell["seed"] >= seed):
+            by_key[key] = cell  # a run of the sequential design
+    absent = sorted(k for k in wanted if k not in by_key)
+    missing = len(absent)
+    if missing and not partial:
         example = failed[0]["error"] if failed else "not computed yet"
         raise RFTheoryError(f"{missing} of the {len(wanted)} cells of the law's grid are missing "
                             f"or failed ({len(failed)} failed, e.g. {example}); run it again to "
@@ -707,7 +569,18 @@ def analyse(cells: Sequence[dict[str, Any]], config: Config) -> dict[str, Any]:
                                                    fits[config.success_variant]),
                                "fits": fits}
     primary = by_activation[config.activation]
-    return {
+    extra: dict[str, Any] = {}
+    if partial:
+        counts: dict[str, int] = {}
+        for a, d, n, _, _ in absent:
+            counts[f"{a} d={d} n={n}"] = counts.get(f"{a} d={d} n={n}", 0) + 1
+        extra = {"complete": not missing,
+                 "missing": {"cells": missing, "of": len(wanted), "failed": len(failed),
+                             "by_grid": counts}}
+        if missing:  # no verdict from part of a grid
+            for entry in by_activation.values():
+                entry["verdict"]["supported"] = False
+    return extra | {
         "claim": CLAIM,
         "statement": ("The min-norm RF interpolator fits generic labels once p ≳ n, and its training "
                       "set can be recovered from (θ*, V) once p ≳ dn: p*_label/n ≈ 1, "
@@ -718,11 +591,12 @@ def analyse(cells: Sequence[dict[str, Any]], config: Config) -> dict[str, Any]:
         "compare_seeds": config.seeds_of(config.compare[0]) if config.compare else None,
         "compare_grid": ([list(g) for g in config.grid_of(config.compare[0])]
                          if config.compare else None),
-        "sweep": config.sweep, "rho_success": RHO_SUCCESS, "label_tol": LABEL_TOL,
+        "sweep": config.sweep, "resolution": config.resolution, "max_added": config.max_added,
+        "rho_success": RHO_SUCCESS, "label_tol": LABEL_TOL,
         "success_variant": config.success_variant, "level": LEVEL,
         "law_exponent": LAW_EXPONENT, "rejected_exponent": REJECTED_EXPONENT,
         "per_grid": primary["per_grid"], "pooled": primary["pooled"],
-        "failure_kinds": {v: _kind_totals(primary["per_grid"], v) for v in VARIANTS},
+        "failure_kinds": {v: kind_totals(primary["per_grid"], v) for v in VARIANTS},
         "fits": primary["fits"], "verdict": primary["verdict"],
         "by_activation": {k: v for k, v in by_activation.items() if k != config.activation},
         "cells": kept,
@@ -741,65 +615,72 @@ def _grid_ps(config: Config, d: int, n: int) -> list[int]:
 
 def _per_grid(mine: list[dict[str, Any]], config: Config,
               activation: str) -> list[dict[str, Any]]:
-    """Thresholds per (d, n) of one activation's cells (see the module docstring)."""
+    """Thresholds per (d, n) of one activation's cells (see the module docstring). The
+    sequential design's runs make the seeds per p uneven: every statistic is over the runs at
+    that p, and each row says how many there are."""
     seeds, per_grid = config.seeds_of(activation), []
     for d, n in config.grid_of(activation):
         here = [c for c in mine if c["d"] == d and c["n"] == n]
         ps_all = sorted({c["p"] for c in here})
-        ps_rec = sorted({c["p"] for c in here if c["kind"] == "reconstruction"})
-
-        def table(key: str, ps: list[int]) -> np.ndarray:
-            out = np.full((seeds, len(ps)), np.nan)
-            for c in here:
-                if c["p"] in ps and key in c:
-                    out[c["seed_index"], ps.index(c["p"])] = c[key]
-            return out
-
-        label = label_threshold(ps_all, table("train_residual", ps_all))
-        rho = {v: table(f"rho_{v}", ps_rec) for v in VARIANTS}
-        loss, steps = table("final_loss", ps_rec), table("steps", ps_rec)
         recs = [c for c in here if c["kind"] == "reconstruction"]
-        rows = [{"p": p, "p_over_dn": p / (d * n), "p_over_n": p / n,
-                 **{f"median_rho_{v}": float(np.median(rho[v][:, j])) for v in VARIANTS},
-                 **{f"success_{v}": float(np.mean(rho[v][:, j] < RHO_SUCCESS)) for v in VARIANTS},
-                 **{f"kinds_{v}": _kinds([c for c in recs if c["p"] == p], v) for v in VARIANTS},
-                 "median_final_loss": float(np.median(loss[:, j])),
-                 "median_steps": float(np.median(steps[:, j]))}
-                for j, p in enumerate(ps_rec)]
+        if not recs:  # only in a partial analysis: nothing to fit at this (d, n)
+            continue
+        ps_rec = sorted({c["p"] for c in recs})
+        # the label threshold from the first pass (every p, every seed: a full table)
+        ps_label = sorted({c["p"] for c in here if c["seed_index"] < seeds})
+        residual = np.full((seeds, len(ps_label)), np.nan)
+        for c in here:
+            if c["seed_index"] < seeds and c["p"] in ps_label:
+                residual[c["seed_index"], ps_label.index(c["p"])] = c["train_residual"]
+        label = label_threshold(ps_label, residual)
+        at = {p: [c for c in recs if c["p"] == p] for p in ps_rec}
+
+        def values(p: int, key: str) -> np.ndarray:
+            return np.array([c[key] for c in at[p]], dtype=np.float64)
+
+        rows = [{"p": p, "p_over_dn": p / (d * n), "p_over_n": p / n, "runs": len(at[p]),
+                 **{f"median_rho_{v}": float(np.median(values(p, f"rho_{v}"))) for v in VARIANTS},
+                 **{f"success_{v}": float(np.mean(values(p, f"rho_{v}") < RHO_SUCCESS))
+                    for v in VARIANTS},
+                 **{f"kinds_{v}": kinds(at[p], v, RHO_SUCCESS) for v in VARIANTS},
+                 "median_final_loss": float(np.median(values(p, "final_loss"))),
+                 "median_steps": float(np.median(values(p, "steps")))}
+                for p in ps_rec]
         thresholds = {}
         for v in VARIANTS:
-            th = data_threshold(ps_rec, rho[v] < RHO_SUCCESS)
+            th = _fitted([c["p"] for c in recs], [c[f"rho_{v}"] < RHO_SUCCESS for c in recs])
+            th["success_probability"] = [row[f"success_{v}"] for row in rows]
             th["p_star_over_dn"] = th["p_star"] / (d * n)
             th["p_star_over_n"] = th["p_star"] / n
             th["interval_over_dn"] = [x / (d * n) for x in th["interval"]]
             th["gap_over_dn"] = [x / (d * n) for x in th["gap"]]
             th["crossing_over_dn"] = th["crossing"] / (d * n)
             thresholds[v] = th
+        first = sum(c["seed_index"] < seeds and c["p"] in p_values(d, n, config.ratios)
+                    for c in recs) if config.resolution is not None else len(recs)
+        sides = [max(th["p_star_over_dn"] - th["interval_over_dn"][0],
+                     th["interval_over_dn"][1] - th["p_star_over_dn"])
+                 for v, th in thresholds.items() if v in DESIGN_VARIANTS]
         per_grid.append({
             "d": d, "n": n, "dn": d * n, "p_grid": ps_all, "p_reconstruction": ps_rec,
             "label": label | {"p_star_over_n": label["p_star"] / n},
             "data": thresholds, "rows": rows,
+            "design": {"runs": len(recs), "added": len(recs) - first,
+                       "largest_side_over_dn": max(sides) if sides else math.nan,
+                       "resolved": (bool(all(x <= config.resolution for x in sides))
+                                    if config.resolution is not None else None)},
             "seconds": float(sum(c["seconds"] for c in here)),
         })
     return per_grid
 
 
-def _kinds(cells: Sequence[dict[str, Any]], variant: str) -> dict[str, int]:
-    """Counts of :data:`rftheory.metrics.FAILURE_KINDS` among reconstruction cells."""
-    out = dict.fromkeys(FAILURE_KINDS, 0)
-    for c in cells:
-        out[run_kind(c, variant, rho_success=RHO_SUCCESS)] += 1
-    return out
+def _fitted(p: Sequence[int], success: Sequence[bool], level: float = LEVEL) -> dict[str, Any]:
+    """:func:`rftheory.thresholds.fit_threshold` of the runs, as :func:`data_threshold` returns
+    it (without ``success_probability``)."""
+    from rftheory.thresholds import fit_threshold
 
-
-def _kind_totals(per_grid: Sequence[dict[str, Any]], variant: str) -> dict[str, int]:
-    """The failure kinds of every reconstruction of the grid, summed."""
-    out = dict.fromkeys(FAILURE_KINDS, 0)
-    for g in per_grid:
-        for row in g["rows"]:
-            for k, v in row[f"kinds_{variant}"].items():
-                out[k] += v
-    return out
+    fit = fit_threshold(p, success, level=level)
+    return fit.as_dict() | {"p_star": fit.location, "located": fit.located}
 
 
 def pooled_threshold(cells: Sequence[dict[str, Any]], variant: str = "abs") -> dict[str, Any]:
@@ -883,7 +764,7 @@ def scaling_fit(per_grid: Sequence[dict[str, Any]], variant: str = "abs") -> dic
 
 
 def result_from_export(path: str | Path | Sequence[str | Path],
-                       config: Config | None = None) -> dict[str, Any]:
+                       config: Config | None = None, *, partial: bool = False) -> dict[str, Any]:
     """The claim's result recomputed from the exports of finished sweep stores (no cell is run):
     the tables, fits and figures of a run, redrawn from the few hundred kB kept in the
     repository (``examples/law_grid_cells.jsonl.gz`` for relu + tanh and
@@ -903,6 +784,10 @@ def result_from_export(path: str | Path | Sequence[str | Path],
         The export(s) (``rftheory sweep export``).
     config : Config, optional
         The configuration the exports cover (default: :data:`LARGE` on the exports' (d, n)).
+    partial : bool
+        The exports of stores still being filled: analyse the cells there are against
+        ``config`` (default :data:`LARGE`, the whole grid) and say which are missing
+        (:func:`analyse`'s ``partial``). Default False.
 
     Returns
     -------
@@ -918,6 +803,10 @@ def result_from_export(path: str | Path | Sequence[str | Path],
     paths = [path] if isinstance(path, (str, Path)) else list(path)
     cells = [c for p in paths for c in cells_from_export(p)]
     shown = ", ".join(str(p) for p in paths)
+    if partial:
+        result = analyse(cells, LARGE if config is None else config, partial=True)
+        result["from_export"] = shown
+        return result
     if config is None:
         def pairs(names: Sequence[str]) -> tuple[tuple[int, int], ...]:
             return tuple(sorted({(int(c["d"]), int(c["n"])) for c in cells
@@ -945,6 +834,78 @@ def result_from_export(path: str | Path | Sequence[str | Path],
     return result
 
 
+def success_against_steps(cells: Sequence[dict[str, Any]], d: int,
+                          ratios: Sequence[float] = (1.25, 1.5), variant: str = "abs",
+                          budgets: Sequence[int] | None = None) -> dict[str, Any]:
+    """How the success fraction at fixed p/(dn) grows with the step budget, from the runs' own
+    step counts (no run is repeated).
+
+    A run that succeeded after s steps would have succeeded under any budget B ≥ s and failed
+    under B < s; a run that failed (at its budget, or at the tolerance with ρ large) fails under
+    every budget up to its own. So the fraction of the runs at one p/(dn) that succeeded within
+    B steps is the success fraction a sweep with budget B would have measured — for B up to the
+    budget the runs had (their ``max_steps``): the budget only stops the optimiser, it does not
+    steer it (:mod:`rftheory.reconstruct`, :mod:`rftheory.varpro`).
+
+    Parameters
+    ----------
+    cells : sequence of dict
+        Reconstruction cells (e.g. :func:`cells_from_export` of the large grid).
+    d : int
+        The input dimension whose runs are read (every n of the cells).
+    ratios : sequence of float
+        The values of p/(dn) (matched to 1e-9 relative; default 1.25 and 1.5).
+    variant : str
+        The ρ that decides success (default the official one).
+    budgets : sequence of int, optional
+        Budgets at which to read the fraction (default 30 points log-spaced from 10 to the
+        runs' budget).
+
+    Returns
+    -------
+    dict
+        ``d``, ``budget`` (the runs' largest step budget), ``budgets``, and per ratio
+        (``"<r>"``): ``runs``, ``ns`` (the n that contribute), ``success`` (the fraction within
+        each budget), ``successes`` (count at the runs' own budget), ``steps_of_successes``
+        (sorted) and ``unfinished`` (failed runs stopped by the budget).
+
+    Raises
+    ------
+    rftheory.errors.RFTheoryError
+        If no reconstruction of dimension ``d`` is at one of the ratios.
+
+    Examples
+    --------
+    >>> cells = [{"kind": "reconstruction", "d": 2, "n": 5, "p": 15, "rho_abs": r, "steps": s,
+    ...           "stop_reason": why, "max_steps": 100}
+    ...          for r, s, why in ((1e-6, 20, "tolerance"), (1e-6, 60, "tolerance"),
+    ...                            (0.4, 100, "budget"))]
+    >>> out = success_against_steps(cells, 2, ratios=(1.5,), budgets=(10, 50, 100))
+    >>> out["1.5"]["success"], out["1.5"]["unfinished"]
+    ([0.0, 0.3333333333333333, 0.6666666666666666], 1)
+    """
+    recs = [c for c in cells if c.get("kind") == "reconstruction" and c.get("d") == d
+            and "error" not in c]
+    budget = max((int(c.get("max_steps") or c["steps"]) for c in recs), default=0)
+    if budgets is None:
+        budgets = sorted({int(round(b)) for b in np.geomspace(10, max(budget, 10), 30)})
+    budgets = [int(b) for b in budgets]
+    out: dict[str, Any] = {"d": d, "variant": variant, "budget": budget, "budgets": budgets}
+    for r in ratios:
+        mine = [c for c in recs if abs(c["p"] / (c["d"] * c["n"]) - r) <= 1e-9 * r]
+        if not mine:
+            raise RFTheoryError(f"no reconstruction at d = {d}, p/(dn) = {r:g} among the cells")
+        ok = [c for c in mine if c[f"rho_{variant}"] < RHO_SUCCESS]
+        steps = sorted(int(c["steps"]) for c in ok)
+        out[f"{r:g}"] = {
+            "runs": len(mine), "ns": sorted({c["n"] for c in mine}),
+            "success": [sum(s <= b for s in steps) / len(mine) for b in budgets],
+            "successes": len(ok), "steps_of_successes": steps,
+            "unfinished": sum(c[f"rho_{variant}"] >= RHO_SUCCESS and c.get("stop_reason") == "budget"
+                              for c in mine)}
+    return out
+
+
 def collapse_in_dn(fit: dict[str, Any]) -> bool:
     """(iv) of the verdict: the intervals of b and of c each contain 1 and exclude 1/2.
 
@@ -966,7 +927,7 @@ def collapse_in_dn(fit: dict[str, Any]) -> bool:
     False
     """
     def holds(lo: float, hi: float) -> bool:
-        return (_finite(lo) and _finite(hi) and lo <= LAW_EXPONENT <= hi
+        return (finite(lo) and finite(hi) and lo <= LAW_EXPONENT <= hi
                 and not lo <= REJECTED_EXPONENT <= hi)
 
     return all(holds(*fit["intervals"][k]) for k in ("d", "n"))
@@ -1004,318 +965,6 @@ def _verdict(per_grid: list[dict[str, Any]], variant: str, fit: dict[str, Any]) 
     }
 
 
-# ---------------------------------------------------------------------------------------------
-# Output
-# ---------------------------------------------------------------------------------------------
-
-def _finite(x: Any) -> bool:
-    """A finite number (saved JSON writes NaN as a string or null)."""
-    return isinstance(x, (int, float)) and math.isfinite(x)
-
-
-def _fmt(x: Any, spec: str = ".2f") -> str:
-    return format(x, spec) if _finite(x) else "—"
-
-
-def _threshold_table(name: str, per_grid: list[dict[str, Any]], variant: str) -> str:
-    rows = []
-    for g in per_grid:
-        th = g["data"][variant]
-        lo, hi = th["interval_over_dn"]
-        status = "" if th["status"] == "ok" else f" ({th['status']})"
-        kinds = _kind_totals([g], variant)
-        rows.append([g["d"], g["n"], _fmt(g["label"]["p_star_over_n"]),
-                     _fmt(th["p_star_over_dn"], ".3f") + status,
-                     f"[{_fmt(lo, '.3f')}, {_fmt(hi, '.3f')}]", _fmt(th["width"], ".3f"),
-                     _fmt(th["crossing_over_dn"], ".3f"),
-                     _fmt(g["data"]["sign_invariant"]["p_star_over_dn"], ".3f"),
-                     f"{kinds['spurious']}/{kinds['unfinished']}",
-                     f"{g['seconds']:.0f}"])
-    headers = ["d", "n", "p*_label/n", "p*_data/(dn) fit", f"{LEVEL:.0%} profile", "width σ",
-               "crossing", "(sign-inv ρ)", "spurious/unfinished", "Σ cell s"]
-    return f"φ = {name}\n" + format_table(headers, rows)
-
-
-def _kinds_table(per_grid: list[dict[str, Any]], variant: str) -> str:
-    """Per (d, n), the failure kinds at each p/(dn): ``s`` spurious, ``u`` unfinished."""
-    ratios = sorted({round(r["p_over_dn"], 3) for g in per_grid for r in g["rows"]})
-    rows = []
-    for g in per_grid:
-        cells = {round(r["p_over_dn"], 3): r[f"kinds_{variant}"] for r in g["rows"]}
-        rows.append([f"({g['d']}, {g['n']})"] + [
-            (f"{k['success']}✓ {k['spurious']}s {k['unfinished']}u" if (k := cells.get(x)) else "")
-            for x in ratios])
-    return ("runs per p/(dn): ✓ success, s spurious interpolant (loss ≤ tol, ρ large), "
-            "u unfinished descent (loss > tol)\n"
-            + format_table(["(d, n)"] + [f"{x:g}" for x in ratios], rows))
-
-
-def _fit_line(fit: dict[str, Any]) -> str:
-    if not _finite(fit["exponents"]["d"]):
-        return f"fit of log p*_data (ρ_{fit['variant']}): not enough located (d, n)"
-    e, iv, m = fit["exponents"], fit["intervals"], fit["models"]
-    aic = ", ".join(f"p* ∝ {k}: {m[k]['aic']:.1f}" for k in ("dn", "n", "d") if k in m)
-    return (f"fit p*_data ∝ d^b n^c (ρ_{fit['variant']}, {fit['points']} points): "
-            f"b = {e['d']:.2f} [{_fmt(iv['d'][0])}, {_fmt(iv['d'][1])}], "
-            f"c = {e['n']:.2f} [{_fmt(iv['n'][0])}, {_fmt(iv['n'][1])}] ({fit['level']:.0%}, "
-            f"errors ×{fit['scale']:.2f}); AIC {aic} (free fit {m['free']['aic']:.1f}; lowest: "
-            f"{fit['best_model']}); the law predicts b = c = 1")
-
-
-def _pooled_line(pooled: dict[str, Any], variant: str) -> str:
-    th = pooled[variant]
-    lo, hi = th["interval_over_dn"]
-    return (f"pooled over every (d, n): p*/(dn) = {_fmt(th['p_star_over_dn'], '.3f')} "
-            f"[{_fmt(lo, '.3f')}, {_fmt(hi, '.3f')}] ({th['status']}, width σ = "
-            f"{_fmt(th['width'], '.3f')}; crossing rule {_fmt(th['crossing'], '.3f')})")
-
-
-def summary(result: dict[str, Any]) -> str:
-    """Thresholds per (d, n), failure kinds, the scaling fit and the verdict, as tables.
-
-    Parameters
-    ----------
-    result : dict
-        A result of :func:`run` (or :func:`analyse`).
-
-    Returns
-    -------
-    str
-        The tables, one line per row.
-    """
-    variant = result["success_variant"]
-    v = result["verdict"]
-    lines = [
-        f"law of data reconstruction — {result['seeds']} seeds, "
-        f"p/(dn) in {min(result['ratios']):g}..{max(result['ratios']):g}, "
-        f"success = ρ_{variant} < {result['rho_success']} (p*_data: probit fit of every run, "
-        f"profile-likelihood interval; crossing: the interpolation rule, secondary), "
-        f"optimiser budget {result['max_steps']} steps"
-        + (f" (from {result['from_export']})" if result.get("from_export") else ""),
-        _threshold_table(result["activation"], result["per_grid"], variant),
-        _pooled_line(result["pooled"], variant),
-        _kinds_table(result["per_grid"], variant),
-        f"spread of p*_data over the grid: max/min of p*/(dn) = {_fmt(v['spread_p_star_over_dn'])}, "
-        f"of p*/n = {_fmt(v['spread_p_star_over_n'])}",
-        _fit_line(result["fits"][variant]),
-    ]
-    for name, other in result.get("by_activation", {}).items():
-        lines += [f"compared: φ = {name}, {other.get('seeds', result['seeds'])} seeds",
-                  _threshold_table(name, other["per_grid"], variant),
-                  _pooled_line(other["pooled"], "sign_invariant") + " (sign-invariant ρ)",
-                  _fit_line(other["fits"][variant]), _fit_line(other["fits"]["sign_invariant"]),
-                  "compared, not part of the verdict"]
-    lines.append(
-        f"verdict ({result['activation']}): {'SUPPORTED' if v['supported'] else 'NOT SUPPORTED'} "
-        f"— label threshold at n: {v['label_threshold_is_n']}; fails at p = n: "
-        f"{v['fails_at_p_equal_n']}; succeeds at the top: {v['succeeds_at_largest_ratio']}; "
-        f"thresholds located: {v['data_thresholds_located']}; collapse in dn (b, c ∋ 1, ∌ 1/2): "
-        f"{v['collapse_in_dn']}")
-    return "\n".join(lines)
-
-
-def _spread(per_grid: list[dict[str, Any]], variant: str) -> float:
-    values = [g["data"][variant]["p_star_over_dn"] for g in per_grid
-              if g["data"][variant]["located"]]
-    return max(values) / min(values) if len(values) == len(per_grid) and values else math.nan
-
-
-# ---------------------------------------------------------------------------------------------
-# Figures
-# ---------------------------------------------------------------------------------------------
-
-#: Markers by n (up to 6 distinct n); colours (rftheory.plotting.PALETTE) by d.
-_MARKERS = "osD^vP"
-_RHO_FLOOR = 1e-7  # ρ of exact reconstructions on log axes
-
-
-def _styles(per_grid: list[dict[str, Any]]) -> dict[tuple[int, int], dict[str, Any]]:
-    """Colour by d, marker and dash by n: a product grid reads as two legends, not twelve."""
-    from rftheory.plotting import PALETTE
-
-    ds = sorted({g["d"] for g in per_grid})
-    ns = sorted({g["n"] for g in per_grid})
-    dashes = ("-", "--", ":", "-.")
-    return {(g["d"], g["n"]): dict(color=PALETTE[ds.index(g["d"]) % len(PALETTE)],
-                                   marker=_MARKERS[ns.index(g["n"]) % len(_MARKERS)],
-                                   ls=dashes[ns.index(g["n"]) % len(dashes)], ms=3, lw=0.9)
-            for g in per_grid}
-
-
-def _legend(ax: Any, per_grid: list[dict[str, Any]], **kwargs: Any) -> None:
-    """One legend entry per (d, n) for small grids; for products, colour = d and marker = n."""
-    from matplotlib.lines import Line2D
-
-    styles = _styles(per_grid)
-    ds = sorted({g["d"] for g in per_grid})
-    ns = sorted({g["n"] for g in per_grid})
-    if len(per_grid) <= 4:
-        handles = [Line2D([], [], **styles[(g["d"], g["n"])]) for g in per_grid]
-        labels = [f"d = {g['d']}, n = {g['n']}" for g in per_grid]
-    else:
-        by_d = {g["d"]: styles[(g["d"], g["n"])]["color"] for g in per_grid}
-        by_n = {g["n"]: styles[(g["d"], g["n"])] for g in per_grid}
-        handles = [Line2D([], [], color=by_d[d], lw=2) for d in ds] + \
-                  [Line2D([], [], color="0.3", marker=by_n[n]["marker"], ls=by_n[n]["ls"], ms=3,
-                          lw=0.9) for n in ns]
-        labels = [f"d = {d}" for d in ds] + [f"n = {n}" for n in ns]
-    ax.legend(handles, labels, **kwargs)
-
-
-def _median_rho(g: dict[str, Any], variant: str, x: str) -> tuple[list[float], list[float]]:
-    return ([r[x] for r in g["rows"]], [max(r[f"median_rho_{variant}"], _RHO_FLOOR) for r in g["rows"]])
-
-
-def plot(result: dict[str, Any], stem: str | Path) -> list[Path]:
-    """The claim's figures (PNG + PDF each), drawn in the package's style.
-
-    ``<stem>``: three panels — median ρ against p/(dn) (seeds: dots succeed, × spurious
-    interpolants, open circles unfinished descents), P(ρ < 0.1) against p/(dn) with the fitted
-    p*_data and its 95 % profile-likelihood interval (a square: a step, width not identified),
-    train residual against p/n.
-    ``<stem>_collapse``: the data collapse — median ρ of every (d, n) against p/(dn) (left, the
-    curves fall on one another if the threshold scales as dn) and against p/n (right, where they
-    spread by the range of d). For a compared activation, ``<stem>_<name>`` and
-    ``<stem>_<name>_collapse`` in the sign-invariant ρ. Log axes.
-
-    Parameters
-    ----------
-    result : dict
-        A result of :func:`run` (or read back from its JSON).
-    stem : str or Path
-        Path of the figures without suffix.
-
-    Returns
-    -------
-    list of Path
-        The files written.
-    """
-    import matplotlib
-
-    matplotlib.use("Agg")
-    from rftheory.plotting import paper_style
-
-    stem = Path(stem)
-    stem.parent.mkdir(parents=True, exist_ok=True)
-    variant = result["success_variant"]
-    panels = [(result["activation"], result["per_grid"], variant, stem, result["seeds"])]
-    for name, other in result.get("by_activation", {}).items():
-        safe = "".join(ch if ch.isalnum() else "_" for ch in name)
-        panels.append((name, other["per_grid"], "sign_invariant",
-                       stem.with_name(f"{stem.name}_{safe}"), other.get("seeds", result["seeds"])))
-    written: list[Path] = []
-    with paper_style():
-        for name, per_grid, v, base, seeds in panels:
-            cells = [c for c in result["cells"] if c["activation"] == name]
-            written += _plot_thresholds(result, name, per_grid, cells, v, base, seeds)
-            written += _plot_collapse(result, name, per_grid, v,
-                                      base.with_name(base.name + "_collapse"), seeds)
-    return written
-
-
-def _plain_ticks(axis: Any) -> None:
-    """Log-axis ticks written 0.1, 1, 10 (not 10⁻¹, 10⁰, 10¹): p/(dn) and p/n read as ratios."""
-    from matplotlib.ticker import FuncFormatter
-
-    axis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
-
-
-def _rho_label(variant: str) -> str:
-    return {"abs": r"$\rho$ (official)", "signed": r"$\rho$ (signed)",
-            "sign_invariant": r"$\rho$ (up to sign)"}[variant]
-
-
-def _plot_thresholds(result: dict[str, Any], name: str, per_grid: list[dict[str, Any]],
-                     cells: list[dict[str, Any]], variant: str, stem: Path,
-                     seeds: int) -> list[Path]:
-    from rftheory.plotting import SYMBOLS, paper_figure
-
-    fig, (ax_rho, ax_succ, ax_res) = paper_figure(2, ncols=3, aspect=1.0)
-    styles = _styles(per_grid)
-    floor = 1e-17  # exact zeros of the residual on log axes
-    for g in per_grid:
-        st = styles[(g["d"], g["n"])]
-        mine = [c for c in cells if c["d"] == g["d"] and c["n"] == g["n"]]
-        rec = [c for c in mine if c["kind"] == "reconstruction"]
-        # seeds by kind: dots succeed, × spurious interpolants (a second zero), ○ unfinished
-        for kind, marker, face in (("success", "o", st["color"]), ("spurious", "x", st["color"]),
-                                   ("unfinished", "o", "none")):
-            mine_k = [c for c in rec if run_kind(c, variant, rho_success=RHO_SUCCESS) == kind]
-            ax_rho.scatter([c["p_over_dn"] for c in mine_k],
-                           [max(c[f"rho_{variant}"], _RHO_FLOOR) for c in mine_k],
-                           s=3 if kind == "success" else 9, alpha=0.25 if kind == "success" else 0.6,
-                           marker=marker, facecolors=face if marker == "o" else None,
-                           edgecolors=st["color"] if marker == "o" else None,
-                           color=st["color"] if marker == "x" else None, lw=0.6)
-        ax_rho.plot(*_median_rho(g, variant, "p_over_dn"), **st)
-        th = g["data"][variant]
-        ax_succ.plot([r["p_over_dn"] for r in g["rows"]], th["success_probability"], **st)
-        if th["located"]:
-            lo, hi = th["interval_over_dn"]
-            centre = th["p_star_over_dn"]
-            span = ax_succ.get_xlim()
-            lo = lo if math.isfinite(lo) else min(span[0], centre)
-            hi = hi if math.isfinite(hi) else max(span[1], centre)
-            ax_succ.errorbar([centre], [0.5], xerr=[[centre - lo], [hi - centre]],
-                             fmt="o" if th["status"] == "ok" else "s", ms=2.5,
-                             color=st["color"], elinewidth=0.8, capsize=1.5)
-        med: dict[int, list[float]] = {}
-        for c in mine:
-            med.setdefault(c["p"], []).append(max(c["train_residual"], floor))
-        ps = sorted(med)
-        ax_res.plot([p / g["n"] for p in ps], [float(np.median(med[p])) for p in ps], **st)
-    for ax in (ax_rho, ax_succ):
-        ax.set_xscale("log")
-        ax.axvline(1.0, color="0.6", lw=0.6, ls=":")
-        ax.set_xlabel(SYMBOLS["p_over_dn"])
-    ax_rho.set_yscale("log")
-    ax_rho.axhline(result["rho_success"], color="k", lw=0.6, ls="--")
-    ax_rho.set_ylabel(_rho_label(variant))
-    ax_rho.set_title("median; seeds: · success, × spurious, ○ unfinished")
-    ax_succ.axhline(0.5, color="k", lw=0.6, ls="--")
-    ax_succ.set_ylim(-0.03, 1.03)
-    ax_succ.set_ylabel(rf"$P(\rho < {result['rho_success']:g})$")
-    ax_succ.set_title(r"bar: fitted $p^*_{\rm data}$, 95% profile (■: step)")
-    ax_res.set_xscale("log")
-    ax_res.set_yscale("log")
-    ax_res.axvline(1.0, color="0.6", lw=0.6, ls=":")
-    ax_res.axhline(result["label_tol"], color="k", lw=0.6, ls="--")
-    ax_res.set_xlabel(SYMBOLS["p_over_n"])
-    ax_res.set_ylabel(SYMBOLS["train_residual"])
-    ax_res.set_title("label fitting (median)")
-    _legend(ax_rho, per_grid, loc="lower left", fontsize=6, ncol=2 if len(per_grid) > 4 else 1)
-    for ax in (ax_rho, ax_succ, ax_res):
-        _plain_ticks(ax.xaxis)
-    fig.suptitle(f"Law of data reconstruction, φ = {name}, {seeds} seeds, "
-                 f"budget {result['max_steps']} steps")
-    return save_figure(fig, stem)
-
-
-def _plot_collapse(result: dict[str, Any], name: str, per_grid: list[dict[str, Any]],
-                   variant: str, stem: Path, seeds: int) -> list[Path]:
-    from rftheory.plotting import SYMBOLS, paper_figure
-
-    fig, (ax_dn, ax_n) = paper_figure(2, ncols=2, aspect=0.75, sharey=True)
-    styles = _styles(per_grid)
-    for g in per_grid:
-        ax_dn.plot(*_median_rho(g, variant, "p_over_dn"), **styles[(g["d"], g["n"])])
-        ax_n.plot(*_median_rho(g, variant, "p_over_n"), **styles[(g["d"], g["n"])])
-    for ax, x in ((ax_dn, "p_over_dn"), (ax_n, "p_over_n")):
-        ax.set_xscale("log")
-        ax.set_yscale("log")
-        ax.axhline(result["rho_success"], color="k", lw=0.6, ls="--")
-        ax.set_xlabel(SYMBOLS[x])
-    ax_dn.axvline(1.0, color="0.6", lw=0.6, ls=":")
-    ax_dn.set_ylabel(_rho_label(variant) + ", median over seeds")
-    ax_dn.set_title(r"against $p/(dn)$: one curve if $p^*_{\rm data} \propto dn$")
-    ax_n.set_title(r"against $p/n$: the same runs spread by $d$")
-    _legend(ax_dn, per_grid, loc="lower left", fontsize=6, ncol=2 if len(per_grid) > 4 else 1)
-    for ax in (ax_dn, ax_n):
-        _plain_ticks(ax.xaxis)
-    fig.suptitle(f"Data collapse, φ = {name}, {seeds} seeds")
-    return save_figure(fig, stem)
-
-
 def main(argv: list[str] | None = None) -> int:
     """``python -m rftheory.claims.law [--quick | --large] [--from-export FILE ...] [--out DIR]``.
 
@@ -1341,13 +990,34 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--from-export", metavar="FILE", nargs="+",
                         help="analyse the cells of sweep exports (.jsonl.gz, one per store) of "
                              "the --large grid (or of the part of its (d, n) they hold)")
+    parser.add_argument("--partial", action="store_true",
+                        help="with --from-export: exports of stores still being filled; analyse "
+                             "the cells there are against the whole --large grid and say which "
+                             "are missing (never a verdict)")
+    parser.add_argument("--steps-curve", type=int, metavar="D", default=None,
+                        help="with --from-export: instead of the law, the success fraction at "
+                             "1.25·dn and 1.5·dn against the step budget for input dimension D, "
+                             "from the runs' step counts (law_steps_d<D>.json and the figure)")
     parser.add_argument("--out", default="results", help="directory for JSON and figures")
     args, rest = parser.parse_known_args(argv)
     if args.from_export is None:
         return main_for(CLAIM, rest + ["--out", args.out])
     from rftheory.claims._common import environment
 
-    result = result_from_export(args.from_export)
+    out = Path(args.out)
+    if args.steps_curve is not None:
+        from rftheory.claims._law_figures import plot_steps
+
+        curve = success_against_steps([c for p in args.from_export for c in cells_from_export(p)],
+                                      args.steps_curve)
+        stem = out / f"{CLAIM}_steps_d{args.steps_curve}"
+        curve["figures"] = [str(p) for p in plot_steps(curve, stem)]
+        curve["from_export"] = ", ".join(args.from_export)
+        write_json_atomic(stem.with_suffix(".json"), curve)
+        print(steps_table(curve))
+        print(f"results: {stem.with_suffix('.json')}; figures: {', '.join(curve['figures'])}")
+        return 0
+    result = result_from_export(args.from_export, partial=args.partial)
     out = Path(args.out)
     result["figures"] = [str(p) for p in plot(result, out / CLAIM)]
     result["environment"] = environment()

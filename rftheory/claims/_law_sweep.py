@@ -1,0 +1,263 @@
+"""The law claim's sweep driver (private to :mod:`rftheory.claims.law`): its points, the
+sequential design's extra rounds, and the sweep-backed run's stores and exports.
+
+Memory: one point holds one reconstruction cell (:func:`rftheory.pipeline.law_cell`, a few MB
+at the law's sizes); the driver keeps every finished cell's dict (a few kB each).
+"""
+
+from __future__ import annotations
+
+import time
+from functools import partial
+from pathlib import Path
+from typing import Any, Callable, Sequence
+
+from rftheory.claims._common import TaskProgress, run_tasks
+from rftheory.deadline import Deadline
+
+
+def run_point(task: dict[str, Any]) -> dict[str, Any]:
+    """One point of the sweep: :func:`rftheory.pipeline.law_cell` (a reconstruction cell when
+    p ≥ n, a label-fitting cell otherwise), the same function the sweep cell kind ``law`` runs.
+
+    BLAS is limited to one thread while it runs: these problems are tiny (n·d ≤ a few hundred
+    unknowns), where threads only add synchronisation, and the last bits of reductions then do
+    not depend on the machine's core count (sweep workers pin it the same way).
+
+    Parameters
+    ----------
+    task : dict
+        ``activation``, ``d``, ``n``, ``p``, ``seed``, ``max_steps`` (the keywords of
+        :func:`~rftheory.pipeline.law_cell`) and ``seed_index`` (the seed's index in the run).
+
+    Returns
+    -------
+    dict
+        The cell of :func:`~rftheory.pipeline.law_cell` with ``seed_index`` and ``seconds``
+        (wall time of the point) added.
+    """
+    from threadpoolctl import threadpool_limits
+
+    from rftheory.pipeline import law_cell
+
+    start = time.perf_counter()
+    with threadpool_limits(limits=1, user_api="blas"):
+        cell = law_cell(activation=task["activation"], d=task["d"], n=task["n"], p=task["p"],
+                        seed=task["seed"], max_steps=task["max_steps"])
+    cell["seed_index"] = task["seed_index"]
+    cell["seconds"] = time.perf_counter() - start
+    return cell
+
+
+def _cost(task: dict[str, Any]) -> float:
+    """A point's rough cost: reconstructions near the threshold, where the optimiser runs to its
+    budget, are the longest; label fits are nearly free."""
+    if task["p"] < task["n"]:
+        return 0.0
+    ratio = task["p"] / (task["d"] * task["n"])
+    return task["d"] * task["n"] * (10.0 if 0.7 <= ratio <= 3.0 else 1.0 + ratio / 10)
+
+
+def run_points(tasks: list[dict[str, Any]], workers: int,
+                progress: Callable[[str], None] | None,
+                deadline: Deadline | None = None) -> list[dict[str, Any]]:
+    """Run the points, ``workers`` processes at a time, the expensive ones first.
+
+    Parameters
+    ----------
+    tasks : list of dict
+        The points (:func:`run_point`'s argument).
+    workers : int
+        Worker processes.
+    progress : callable or None
+        Receives one line per finished point.
+    deadline : rftheory.deadline.Deadline, optional
+        Where the run stops (:func:`rftheory.claims._common.run_tasks`).
+
+    Returns
+    -------
+    list of dict
+        The cells, in task order.
+    """
+    tick = TaskProgress(progress, len(tasks))
+
+    def line(cell: dict[str, Any]) -> str:
+        what = (f"ρ={cell['rho_abs']:.1e} loss={cell['final_loss']:.1e} {cell['stop_reason']}"
+                if cell["kind"] == "reconstruction" else "label fit only")
+        return (f"d={cell['d']} n={cell['n']} p={cell['p']} (p/dn={cell['p_over_dn']:.3g}) "
+                f"seed={cell['seed']}: residual={cell['train_residual']:.1e} {what} "
+                f"({cell['seconds']:.1f} s)")
+
+    return run_tasks([partial(run_point, t) for t in tasks], workers=workers,
+                     order=sorted(range(len(tasks)), key=lambda i: -_cost(tasks[i])),
+                     on_result=lambda i, cell: tick(lambda: line(cell)), deadline=deadline)
+
+
+def follow_up(cells: list[dict[str, Any]], config: Any, *, rho_success: float, level: float,
+              variants: Sequence[str], workers: int,
+              progress: Callable[[str], None] | None,
+              deadline: Deadline | None = None) -> list[dict[str, Any]]:
+    """The sequential design's rounds (:attr:`rftheory.claims.law.Config.resolution`).
+
+    Each round asks :func:`rftheory.thresholds.followup_points` of every (d, n) of
+    ``config.activation`` still above the target and under its cap, and runs one more seed at
+    each point it names — the next unused seed index at that p (seed ``config.seed + index``),
+    so the run is a function of the base seed alone, whatever the number of workers.
+
+    Parameters
+    ----------
+    cells : list of dict
+        The first pass's cells.
+    config : rftheory.claims.law.Config
+        The run's configuration (``grid``, ``activation``, ``seed``, ``max_steps``,
+        ``resolution``, ``max_added``).
+    rho_success : float
+        ρ below which a run succeeded.
+    level : float
+        Confidence level of the intervals.
+    variants : sequence of str
+        The ρ variants whose thresholds must be resolved.
+    workers : int
+        Worker processes.
+    progress : callable or None
+        Receives one line per round and per finished point.
+    deadline : rftheory.deadline.Deadline, optional
+        Where the run stops.
+
+    Returns
+    -------
+    list of dict
+        The added cells, in the order they were run.
+    """
+    from rftheory.thresholds import followup_points
+
+    name, added = config.activation, []
+    runs = {(d, n): [c for c in cells if c["activation"] == name and c["d"] == d
+                     and c["n"] == n and c.get("kind") == "reconstruction"]
+            for d, n in config.grid}
+    extra = dict.fromkeys(config.grid, 0)
+    while True:
+        tasks = []
+        for (d, n), mine in runs.items():
+            room = config.max_added - extra[(d, n)]
+            if room <= 0:
+                continue
+            points: set[int] = set()
+            for v in variants:
+                points |= set(followup_points([c["p"] for c in mine],
+                                              [c[f"rho_{v}"] < rho_success for c in mine],
+                                              resolution=config.resolution, unit=d * n,
+                                              level=level))
+            for p in sorted(points)[:room]:
+                index = sum(c["p"] == p for c in mine) + sum(
+                    t["p"] == p and (t["d"], t["n"]) == (d, n) for t in tasks)
+                tasks.append({"activation": name, "d": d, "n": n, "p": p,
+                              "seed": config.seed + index, "seed_index": index,
+                              "max_steps": config.max_steps})
+                extra[(d, n)] += 1
+        if not tasks:
+            return added
+        if progress is not None:
+            progress(f"sequential design: {len(tasks)} more runs where p*_data is not yet "
+                     f"resolved to ±{config.resolution:g}·dn")
+        for cell in run_points(tasks, workers, progress, deadline):
+            runs[(cell["d"], cell["n"])].append(cell)
+            added.append(cell)
+
+
+def sweep_cells(documents: Sequence[tuple[str, dict[str, Any], Path]], workers: int,
+                progress: Callable[[str], None] | None,
+                deadline: Deadline | None = None) -> tuple[list[dict[str, Any]], float]:
+    """Run (or resume) each activation's sweep into its store; their cells as dicts.
+
+    At the deadline the stored cells stay (a rerun resumes) and
+    :class:`~rftheory.claims._common.TimeLimitReached` says what is left: no verdict is drawn
+    from part of a grid.
+
+    Parameters
+    ----------
+    documents : sequence of (str, dict, Path)
+        Per activation, in order: its name, its sweep document
+        (:func:`rftheory.claims.law.sweep_document`) and its store directory.
+    workers : int
+        Worker processes.
+    progress : callable or None
+        Receives the sweep's lines.
+    deadline : rftheory.deadline.Deadline, optional
+        Where the run stops.
+
+    Returns
+    -------
+    (list of dict, float)
+        Every stored cell (:func:`cells_from_store`) and the seconds the sweeps took.
+    """
+    from rftheory.claims._common import TimeLimitReached
+    from rftheory.sweep import parse_spec, run_sweep
+
+
+    cells, seconds = [], 0.0
+    names = [name for name, _, _ in documents]
+    for activation, document, store in documents:
+        spec = parse_spec(document, source="law claim")
+        done = run_sweep(spec, store, resume=True, workers=workers,
+                         progress=progress is not None, deadline=deadline)
+        if progress is not None:
+            progress(f"sweep store {done.store}: {done.already_done} cells already stored, "
+                     f"{done.computed} computed in {done.seconds:.0f} s on {done.executor}")
+        if done.stop_reason == "time_limit":
+            later = names[names.index(activation) + 1:]
+            raise TimeLimitReached(
+                [f"{activation}: {done.already_done + done.computed} cells stored in "
+                 f"{done.store}"],
+                [f"{activation}: {done.planned - done.computed} cells (rerun to resume)"]
+                + [f"{a}: its sweep" for a in later])
+        cells += cells_from_store(store)
+        seconds += done.seconds
+    return cells, seconds
+
+
+def cells_from_store(directory: str | Path) -> list[dict[str, Any]]:
+    """The ``law`` cells of a sweep store as the claim's cell dicts (results plus ``seconds``).
+
+    Parameters
+    ----------
+    directory : str or Path
+        The sweep store (opened read-only).
+
+    Returns
+    -------
+    list of dict
+        One dict per stored ``law`` cell: its result and ``seconds``, or its parameters and
+        ``error`` for a failed cell.
+    """
+    from rftheory.sweep import SweepStore
+
+    with SweepStore.open_reader(directory) as store:
+        scan = store.scan()
+    return [_cell_row(c.params, c.status, c.result, c.seconds) for c in scan.cells.values()
+            if c.kind == "law"]
+
+
+def cells_from_export(path: str | Path) -> list[dict[str, Any]]:
+    """The ``law`` cells of a store's export (``rftheory sweep export``), as from a store.
+
+    Parameters
+    ----------
+    path : str or Path
+        The export file (JSON lines, optionally gzipped).
+
+    Returns
+    -------
+    list of dict
+        As :func:`cells_from_store`.
+    """
+    from rftheory.sweep import read_export
+
+    return [_cell_row(r["params"], r["status"], r["result"], r["seconds"])
+            for r in read_export(path) if r["kind"] == "law"]
+
+
+def _cell_row(params: dict, status: str, result: dict, seconds: float | None) -> dict[str, Any]:
+    if status != "ok":
+        return {**params, "error": result.get("error", "failed")}
+    return {**result, "seconds": float(seconds or 0.0)}
