@@ -59,9 +59,9 @@ def main() -> None:
     print(f"float64 GEMM rate (1024^3): {gemm_rate():.1f} GFLOP/s")
     reference = json.loads(REFERENCE.read_text())["activations"].get("tanh") if REFERENCE.exists() else None
 
-    hermite_coefficients("tanh", 100, "fast")  # warm-up: imports, scipy.special
-    wall, cpu, fast = timed(lambda: hermite_coefficients("tanh", 100, "fast"), 7)
-    high = hermite_coefficients("tanh", 100, "mpmath", dps=30)
+    hermite_coefficients("tanh", 100, method="fast")  # warm-up: imports, scipy.special
+    wall, cpu, fast = timed(lambda: hermite_coefficients("tanh", 100, method="fast"), 7)
+    high = hermite_coefficients("tanh", 100, method="mpmath", dps=30)
     with mpmath.workdps(40):
         diff_mp = max(abs(mpmath.mpf(f) - m) for f, m in zip(fast.values, high.values))
     nodes = int(fast.notes.split(" nodes x ")[1].split(" panels")[0]) * 20 * 3 // 2  # fine + coarse
@@ -74,10 +74,10 @@ def main() -> None:
         diff_ref = max(abs(fast.values[k] - float(mpmath.mpf(v)))
                        for k, v in zip(reference["orders"], reference["values"]))
         print(f"       max |fast - mpmath.quad reference| over stored orders = {diff_ref:.2e}")
-    wall_k, cpu_k, _ = timed(lambda: hermite_coefficients("tanh", 1000, "fast"), 3)
+    wall_k, cpu_k, _ = timed(lambda: hermite_coefficients("tanh", 1000, method="fast"), 3)
     print(f"fast   tanh mu_0..mu_1000: wall {wall_k:.2f} s, CPU {cpu_k:.2f} s")
 
-    wall, cpu, precise = timed(lambda: hermite_coefficients("tanh", 60, "mpmath", dps=30), 3)
+    wall, cpu, precise = timed(lambda: hermite_coefficients("tanh", 60, method="mpmath", dps=30), 3)
     print(f"mpmath tanh mu_0..mu_60 at 30 digits: wall {wall:.2f} s, CPU {cpu:.2f} s (median of 3; "
           f"target < 10 s); largest error estimate {max(precise.errors):.1e}")
     if reference is not None:

@@ -65,6 +65,7 @@ IGNORED_KEYS = frozenset({
     "hostname", "environment", "git", "cpu_seconds", "wall_seconds", "seconds", "elapsed",
     "elapsed_s", "cpu_s", "wall_s", "time_s", "duration", "duration_s", "store", "path",
     "out", "files", "figures", "json", "pdf", "png", "date", "sweep_seconds", "sources", "file",
+    "started_at", "finished_at", "pid",
 })
 
 

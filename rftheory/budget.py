@@ -9,19 +9,20 @@ algorithm itself, next to its code, as a :class:`Memory` —
 
 ======================================================  =====================================
 :func:`rftheory.features.stream_memory`                 one streamed pass over V
-:func:`rftheory.fit.train_memory`                  the min-norm fit θ* = Φ⁺Y
+:func:`rftheory.fit.train_memory`                       the min-norm fit θ* = Φ⁺Y
 :func:`rftheory.features.features_memory`               a materialised Φ (n × p)
 :func:`rftheory.projection.loss_memory`                 one projection loss with gradient
 :func:`rftheory.varpro.memory`                          the LM attack (dense or CG, exchanges)
 :func:`rftheory.reconstruct.memory`                     ``reconstruct`` (either method)
 :func:`rftheory.pipeline.reconstruction_memory`         training, then the reconstruction
-:func:`rftheory.cells.cell_memory`                   one sweep / claim cell
+:func:`rftheory.cells.cell_memory`                      one sweep / claim cell
 :func:`rftheory.concentration.measurement_memory`       the kernel concentration measurement
 :data:`rftheory.sweep.store.SCANNED_ROW_BYTES`          a sweep's collector, per stored cell
 ======================================================  =====================================
 
 — and :func:`check` compares one with the limit and raises
-:class:`~rftheory.errors.MemoryLimitError` (a :class:`~rftheory.errors.ResourceLimitError` and a :class:`MemoryError`). Sizes may be floats (``p = 1e300`` is sized, not
+:class:`~rftheory.errors.MemoryLimitError` (a :class:`~rftheory.errors.ResourceLimitError` and
+a :class:`MemoryError`). Sizes may be floats (``p = 1e300`` is sized, not
 refused by an overflow).
 
 Time is not estimated here, nor anywhere: a job shows its progress with a rate measured while it

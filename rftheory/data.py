@@ -265,8 +265,8 @@ def sphere_points(n: int, d: int, rng: RNGLike = 0, *, seed: int | None = None) 
     return to_sphere(_rng(rng, _STREAM_SPHERE).standard_normal((n, d)))
 
 
-#: The old name of :func:`sphere_points` (deprecated: a ``*_data`` function loads a
-#: :class:`Dataset`; ``load_dataset("sphere", n, d=d)`` is the loader of sphere data).
+# The old name of sphere_points (deprecated: a ``*_data`` function loads a Dataset;
+# ``load_dataset("sphere", n, d=d)`` is the loader of sphere data).
 sphere_data = deprecated_alias(sphere_points, "sphere_data")
 
 

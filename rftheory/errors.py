@@ -41,32 +41,28 @@ ActivationError True
 'InvalidValueError'
 """
 
+import inspect
+
 __all__ = ["RFTheoryError", "InvalidValueError", "InvalidTypeError", "ActivationError",
            "ShapeError", "BackendError", "HermiteOptionError", "DataNotFoundError",
            "ResourceLimitError", "MemoryLimitError", "NumericalError"]
 
 
-class _BaseErrorType(type):
-    """Metaclass of :class:`RFTheoryError`: calling the base class itself makes an
-    :class:`InvalidValueError` (the old spelling of a value error stays a ValueError)."""
-
-    def __call__(cls, *args: object, **kwargs: object) -> object:
-        if cls is RFTheoryError:
-            cls = InvalidValueError
-        return type.__call__(cls, *args, **kwargs)
-
-
-class RFTheoryError(Exception, metaclass=_BaseErrorType):
+class RFTheoryError(Exception):
     """Base class of every error rftheory raises for bad input or a refused job.
 
     Not itself a :class:`ValueError`; its subclasses also derive from the builtin that fits
     (see the module's table). ``RFTheoryError(message)`` creates an :class:`InvalidValueError`.
-
-    Parameters
-    ----------
-    *args : object
-        The message (and any further arguments, as for :class:`Exception`).
     """
+
+    # The classes' signature in the documentation: none (they take the message, as Exception),
+    # rather than the ``*args, **kwargs`` of __new__ below.
+    __signature__ = inspect.Signature()
+
+    def __new__(cls, *args: object, **kwargs: object) -> "RFTheoryError":
+        if cls is RFTheoryError:  # the old spelling of a value error stays a ValueError
+            cls = InvalidValueError
+        return super().__new__(cls, *args, **kwargs)
 
 
 class InvalidValueError(RFTheoryError, ValueError):
@@ -106,7 +102,7 @@ class ResourceLimitError(RFTheoryError):
     (see :mod:`rftheory.budget`)."""
 
 
-class MemoryLimitError(ResourceLimitError, MemoryError):
+class MemoryLimitError(MemoryError, ResourceLimitError):
     """A job was refused before it started because its declared peak memory exceeds the limit
     (:func:`rftheory.budget.check`)."""
 

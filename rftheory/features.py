@@ -1,4 +1,4 @@
-"""Random features φ(Vx) streamed over blocks of a counter-based V, and the trained RF model θ* = Φ⁺Y.
+"""Random features φ(Vx) streamed over blocks of a counter-based V (the fit: :mod:`rftheory.fit`).
 
 A random-features model is (activation, d, p, seed). Its first layer V ∈ R^{p×d},
 V_ij ~ N(0, 1/d), is defined entry by entry in :mod:`rftheory.philox`:

@@ -36,6 +36,7 @@ import sympy as sp
 from sympy.codegen.cfunctions import expm1, log1p
 
 from .activations import Activation, Z, get_activation
+from .deprecation import keyword_only_after
 from .errors import ActivationError, HermiteOptionError
 
 __all__ = [
@@ -218,11 +219,12 @@ def coefficient_to_float(value: Any) -> float:
 # Public entry point
 # ---------------------------------------------------------------------------------------------
 
+@keyword_only_after(2, ("method",))
 def hermite_coefficients(
     activation: "str | Activation",
     order: int,
-    method: str = "fast",
     *,
+    method: str = "fast",
     dps: int = 30,
     time_budget: float = 10.0,
 ) -> HermiteCoefficients:
@@ -234,7 +236,7 @@ def hermite_coefficients(
         Registry name or expression in ``z`` (see :func:`rftheory.activations.get_activation`).
     order : int
         Highest order K (0 <= K <= :data:`MAX_ORDER`).
-    method : {"fast", "mpmath", "exact"}
+    method : {"fast", "mpmath", "exact"}, keyword-only
         Double-precision quadrature, arbitrary-precision quadrature, or sympy closed forms.
     dps : int, keyword-only
         Decimal digits for ``method="mpmath"`` (:data:`MIN_DPS`..:data:`MAX_DPS`); ignored
@@ -310,7 +312,7 @@ def hermite_coefficients(
     ReLU's coefficients, exactly and by quadrature (``errors``: the bound on each):
 
     >>> from rftheory.hermite import hermite_coefficients
-    >>> exact = hermite_coefficients("relu", 4, "exact")
+    >>> exact = hermite_coefficients("relu", 4, method="exact")
     >>> exact.values[:3]
     (sqrt(2)/(2*sqrt(pi)), 1/2, 1/(2*sqrt(pi)))
     >>> fast = hermite_coefficients("relu", 4)

@@ -303,7 +303,7 @@ def assert_hermite_coefficients(activation: str, expected: Any, *, rtol: float |
         defaults = (tolerance(f"{kind}_rtol", dtype), tolerance(f"{kind}_atol", dtype))
     rtol = defaults[0] if rtol is None else _check_tolerance("rtol", rtol)
     atol = defaults[1] if atol is None else _check_tolerance("atol", atol)
-    coeffs = hermite_coefficients(activation, order, method, dps=dps)
+    coeffs = hermite_coefficients(activation, order, method=method, dps=dps)
     rows = []
     with mpmath.workdps(max(dps, 20) + 10):
         for k, value in sorted(want.items()):

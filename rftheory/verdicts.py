@@ -28,6 +28,7 @@ import scipy.optimize
 import sympy as sp
 
 from .activations import Activation, Z, get_activation
+from .deprecation import keyword_only_after
 from .hermite import (
     HermiteCoefficients,
     evaluate_within_budget,
@@ -419,12 +420,13 @@ def _text(value: Any, method: str, dps: int | None) -> str:
     return f"{float(value):.17g}"
 
 
+@keyword_only_after(2, ("method", "dps"))
 def activation_report(
     activation: "str | Activation",
     order: int = 20,
+    *,
     method: str = "fast",
     dps: int = 30,
-    *,
     time_budget: float = 10.0,
 ) -> ActivationReport:
     """Hermite coefficients of an activation and whether it meets the theorems' conditions.
@@ -478,13 +480,14 @@ def activation_report(
     'neither'
     """
     act = get_activation(activation)
-    coeffs = hermite_coefficients(act, order, method, dps=dps, time_budget=time_budget)
+    coeffs = hermite_coefficients(act, order, method=method, dps=dps, time_budget=time_budget)
     parity, affine, lipschitz = evaluate_within_budget(
         _symbolic_job, [("parity", act.expr), ("affine", act.expr), ("lipschitz", act.expr)],
         time_budget)
     exact_odd = None
     if act.is_piecewise_polynomial and order >= 3:
-        exact = coeffs if method == "exact" else hermite_coefficients(act, order, "exact", time_budget=0)
+        exact = coeffs if method == "exact" else hermite_coefficients(act, order, method="exact",
+                                                                       time_budget=0)
         exact_odd = {k: str(exact.values[k]) for k in range(3, order + 1, 2)}
     tail = coeffs.tail_mass
     return ActivationReport(

@@ -259,3 +259,18 @@ def test_weights_take_the_namespace_dtype_and_device_of_like():
     assert V32.dtype == np.float32
     np.testing.assert_array_equal(V32, rf.weights(dtype=np.float32))  # V to the bit
     assert rf.weights().dtype == np.float64  # nothing says: numpy float64
+
+
+def test_method_and_dps_are_keyword_only_and_warn_by_position():
+    from rftheory.hermite import hermite_coefficients
+    from rftheory.verdicts import activation_report
+
+    new = hermite_coefficients("relu", 4, method="mpmath", dps=20)
+    with pytest.warns(DeprecationWarning, match="method"):
+        old = hermite_coefficients("relu", 4, "mpmath", dps=20)
+    assert old.values == new.values
+    with pytest.warns(DeprecationWarning, match="method, dps"):
+        report = activation_report("tanh", 5, "mpmath", 20)
+    assert report.method == "mpmath" and report.dps == 20
+    with pytest.raises(TypeError, match="positional"):
+        activation_report("tanh", 5, "mpmath", 20, 3.0)

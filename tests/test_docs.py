@@ -24,7 +24,7 @@ MODULES_WITH_EXAMPLES = [
     "projection", "metrics", "backend", "output", "budget", "concentration", "twolayer",
     "plotting", "errors", "collisions", "span_attack", "sample_recovery",
     "claims.kernel_concentration", "claims.theorem1", "claims.sign", "claims.nhat",
-    "claims.twolayer_law",
+    "claims.twolayer_law", "signs", "runtime", "seeding", "deprecation", "fit", "cells",
 ]
 
 #: The main functions: each has an Examples section with at least one doctest.

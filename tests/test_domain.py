@@ -267,9 +267,9 @@ HERMITE_CASES = ["log(1 + exp(z))", "erfc(z)", "expm1(z/2)", "sqrt(1 + z**2)", "
 
 @pytest.mark.parametrize("text", HERMITE_CASES)
 def test_three_hermite_methods_agree_on_the_new_functions(text):
-    fast = hermite_coefficients(text, 6, "fast")
-    precise = hermite_coefficients(text, 6, "mpmath", dps=25)
-    exact = hermite_coefficients(text, 6, "exact", time_budget=2.0)
+    fast = hermite_coefficients(text, 6, method="fast")
+    precise = hermite_coefficients(text, 6, method="mpmath", dps=25)
+    exact = hermite_coefficients(text, 6, method="exact", time_budget=2.0)
     reference = precise.as_float()
     # fast against mpmath within fast's own error estimate (mpmath's is ~1e-25)
     assert np.all(np.abs(fast.as_float() - reference) <= np.asarray(fast.errors) + 1e-24)
@@ -293,7 +293,7 @@ def test_softplus_typed_is_the_registry_softplus():
 @pytest.mark.parametrize("method", ["fast", "mpmath"])
 def test_hermite_refuses_a_directly_built_expression_leaving_its_domain(method):
     with pytest.raises(ActivationError, match="not finite and real"):
-        hermite_coefficients(Activation("sqrt", sp.sqrt(Z)), 3, method, dps=15)
+        hermite_coefficients(Activation("sqrt", sp.sqrt(Z)), 3, method=method, dps=15)
 
 
 @pytest.mark.slow  # ~10 s: thousands of quadrature nodes recomputed in mpmath
@@ -301,8 +301,8 @@ def test_underflow_then_log_is_computed_not_refused_by_the_quadrature():
     # log(1 - tanh(z)²) = log(4) - 2|z| - 2 log(1 + e^{-2|z|}): tanh rounds to 1 past |z| ≈ 19
     # and the double program gives -inf there, recomputed in mpmath. Its Gaussian moments
     # exist; compare with the same function written stably.
-    typed = hermite_coefficients("log(1 - tanh(z)**2)", 4, "fast")
-    stable = hermite_coefficients("log(4) - 2*abs(z) - 2*log1p(exp(-2*abs(z)))", 4, "fast")
+    typed = hermite_coefficients("log(1 - tanh(z)**2)", 4, method="fast")
+    stable = hermite_coefficients("log(4) - 2*abs(z) - 2*log1p(exp(-2*abs(z)))", 4, method="fast")
     assert np.all(np.abs(typed.as_float() - stable.as_float())
                   <= np.asarray(typed.errors) + np.asarray(stable.errors))
 

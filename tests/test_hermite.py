@@ -92,7 +92,7 @@ def sin_closed_form(a: float, k: int) -> float:
 def test_fast_matches_the_mpmath_reference_over_the_registry(reference):
     for name in ACTIVATIONS:
         stored = reference["activations"][name]
-        result = hermite_coefficients(name, 100, "fast")
+        result = hermite_coefficients(name, 100, method="fast")
         values = result.as_float()
         for k, text in zip(stored["orders"], stored["values"]):
             diff = abs(values[k] - float(_mp(text)))
@@ -104,7 +104,7 @@ def test_fast_matches_the_mpmath_reference_over_the_registry(reference):
 
 @pytest.mark.parametrize("name, closed_form", [("relu", relu_closed_form), ("step", step_closed_form)])
 def test_fast_matches_stein_closed_forms_to_order_300(name, closed_form):
-    result = hermite_coefficients(name, 300, "fast")
+    result = hermite_coefficients(name, 300, method="fast")
     expected = np.array([closed_form(k) for k in range(301)])
     diff = np.abs(result.as_float() - expected)
     # Double-precision quadrature: rounding grows like k ε Σ|integrand| <= 300 · 2.2e-16 ≈ 7e-14.
@@ -114,21 +114,21 @@ def test_fast_matches_stein_closed_forms_to_order_300(name, closed_form):
 
 @pytest.mark.parametrize("a", [0.5, -1.0, 1.5])
 def test_fast_exponential_matches_generating_function(a):
-    result = hermite_coefficients(f"exp({a}*z)", 40, "fast")
+    result = hermite_coefficients(f"exp({a}*z)", 40, method="fast")
     expected = np.array([exp_closed_form(a, k) for k in range(41)])
     # E[e^{2ag}] = e^{2a²} sets the scale (up to e^4.5 ≈ 90); 1e-13 relative to it.
     np.testing.assert_allclose(result.as_float(), expected, rtol=0, atol=1e-13 * math.exp(a * a))
 
 
 def test_fast_sine_matches_closed_form():
-    result = hermite_coefficients("sin(2*z)", 60, "fast")
+    result = hermite_coefficients("sin(2*z)", 60, method="fast")
     expected = np.array([sin_closed_form(2.0, k) for k in range(61)])
     # Values are O(1); 1e-13 is ~500 ε, the quadrature's rounding level at k = 60.
     np.testing.assert_allclose(result.as_float(), expected, rtol=0, atol=1e-13)
 
 
 def test_fast_high_order_has_no_overflow_and_obeys_bessel():
-    result = hermite_coefficients("tanh", 1000, "fast")
+    result = hermite_coefficients("tanh", 1000, method="fast")
     values = result.as_float()
     assert np.all(np.isfinite(values)) and np.all(np.isfinite(result.errors))
     # Bessel's inequality: Σ μ_k² <= E[φ²]; equality up to the tiny tail for smooth tanh.
@@ -139,9 +139,9 @@ def test_fast_high_order_has_no_overflow_and_obeys_bessel():
 
 
 def test_fast_parseval_tail_is_zero_for_polynomials_and_positive_otherwise():
-    poly = hermite_coefficients("z + z**2/2 + z**3/6", 6, "fast")
+    poly = hermite_coefficients("z + z**2/2 + z**3/6", 6, method="fast")
     assert abs(poly.tail_mass) <= poly.tail_mass_error
-    relu = hermite_coefficients("relu", 20, "fast")
+    relu = hermite_coefficients("relu", 20, method="fast")
     expected_tail = 0.5 - sum(relu_closed_form(k) ** 2 for k in range(21))
     assert abs(relu.tail_mass - expected_tail) <= relu.tail_mass_error
 
@@ -149,9 +149,9 @@ def test_fast_parseval_tail_is_zero_for_polynomials_and_positive_otherwise():
 def test_relu_plus_tanh_second_moment_is_three_halves():
     # Stein: E[g tanh g] = E[tanh'(g)] = 1 − E[tanh²], so E[(relu + tanh)²] = 1/2 + E[g tanh g]
     # + E[tanh²] = 3/2 exactly; a check of E[φ²] independent of any quadrature.
-    fast = hermite_coefficients("relu+tanh", 2, "fast")
+    fast = hermite_coefficients("relu+tanh", 2, method="fast")
     assert abs(fast.second_moment - 1.5) <= max(fast.second_moment_error, 4e-16)
-    precise = hermite_coefficients("relu+tanh", 2, "mpmath", dps=20)
+    precise = hermite_coefficients("relu+tanh", 2, method="mpmath", dps=20)
     assert abs(precise.second_moment - mpmath.mpf(3) / 2) <= 1e-20
 
 
@@ -165,8 +165,8 @@ def test_fast_types():
 
 def test_fast_kink_away_from_zero_matches_exact():
     for text in ("relu(z - 0.7)", "abs(z**2 - 1)", "heaviside(z + 1.3)", "max(z, z**2)"):
-        fast = hermite_coefficients(text, 30, "fast")
-        exact = hermite_coefficients(text, 30, "exact", time_budget=0)
+        fast = hermite_coefficients(text, 30, method="fast")
+        exact = hermite_coefficients(text, 30, method="exact", time_budget=0)
         assert not np.any(np.isnan(exact.as_float())), text
         diff = np.abs(fast.as_float() - exact.as_float())
         # Double-precision quadrature against exact values: rounding level of O(1) integrands.
@@ -181,7 +181,7 @@ def test_fast_kink_away_from_zero_matches_exact():
 @pytest.mark.parametrize("name", ["tanh", "relu+tanh", "gelu", "softplus"])
 def test_mpmath_matches_the_reference_to_30_digits(name, reference):
     stored = reference["activations"][name]
-    result = hermite_coefficients(name, 12, "mpmath", dps=30)
+    result = hermite_coefficients(name, 12, method="mpmath", dps=30)
     assert result.dps == 30 and all(isinstance(v, mpmath.mpf) for v in result.values)
     with mpmath.workdps(50):
         for k, text, quad_error in zip(stored["orders"], stored["values"], stored["quad_error"]):
@@ -198,7 +198,7 @@ def test_mpmath_matches_the_reference_to_30_digits(name, reference):
 @pytest.mark.parametrize("name", list(ACTIVATIONS))
 def test_mpmath_matches_the_reference_to_order_100(name, reference):
     stored = reference["activations"][name]
-    result = hermite_coefficients(name, 100, "mpmath", dps=30)
+    result = hermite_coefficients(name, 100, method="mpmath", dps=30)
     with mpmath.workdps(50):
         for k, text, quad_error in zip(stored["orders"], stored["values"], stored["quad_error"]):
             diff = abs(result.values[k] - _mp(text))
@@ -212,8 +212,8 @@ def test_mpmath_matches_the_reference_to_order_100(name, reference):
 def test_mpmath_and_fast_agree_on_a_shifted_step():
     # A jump away from 0: the mpmath method must split at the exact kink 7/10 (a kink rounded
     # to double would cost ~1e-17 here).
-    mp_result = hermite_coefficients("heaviside(z - 0.7)", 6, "mpmath", dps=35)
-    exact = hermite_coefficients("heaviside(z - 0.7)", 6, "exact", time_budget=0)
+    mp_result = hermite_coefficients("heaviside(z - 0.7)", 6, method="mpmath", dps=35)
+    exact = hermite_coefficients("heaviside(z - 0.7)", 6, method="exact", time_budget=0)
     with mpmath.workdps(60):
         for value, closed in zip(mp_result.values, exact.values):
             assert abs(value - mpmath.mpf(sp.N(closed, 60))) <= 1e-34
@@ -230,7 +230,7 @@ CLOSED_FORM_ACTIVATIONS = ["relu", "leaky_relu", "abs", "step", "quadratic", "cu
 @pytest.mark.parametrize("name", CLOSED_FORM_ACTIVATIONS)
 def test_exact_matches_the_reference(name, reference):
     stored = reference["activations"][name]
-    exact = hermite_coefficients(name, 12, "exact", time_budget=0)
+    exact = hermite_coefficients(name, 12, method="exact", time_budget=0)
     with mpmath.workdps(50):
         for k, text, quad_error in zip(stored["orders"], stored["values"], stored["quad_error"]):
             if k > 12:
@@ -248,8 +248,8 @@ def test_exact_matches_the_reference(name, reference):
                                   pytest.param("gelu", marks=pytest.mark.slow),
                                   pytest.param("relu2", marks=pytest.mark.slow)])
 def test_exact_agrees_with_mpmath_to_30_digits(name):
-    exact = hermite_coefficients(name, 8, "exact", time_budget=0)
-    numeric = hermite_coefficients(name, 8, "mpmath", dps=40)
+    exact = hermite_coefficients(name, 8, method="exact", time_budget=0)
+    numeric = hermite_coefficients(name, 8, method="mpmath", dps=40)
     with mpmath.workdps(60):
         for k, (closed, value) in enumerate(zip(exact.values, numeric.values)):
             diff = abs(mpmath.mpf(sp.N(closed, 60)) - value)
@@ -259,7 +259,7 @@ def test_exact_agrees_with_mpmath_to_30_digits(name):
 
 
 def test_exact_relu_is_the_stein_closed_form_exactly():
-    result = hermite_coefficients("relu", 40, "exact", time_budget=0)
+    result = hermite_coefficients("relu", 40, method="exact", time_budget=0)
     for k, value in enumerate(result.values):
         if k == 0:
             expected = 1 / sp.sqrt(2 * sp.pi)
@@ -275,30 +275,30 @@ def test_exact_relu_is_the_stein_closed_form_exactly():
 
 
 def test_exact_rules_for_exp_trig_erf():
-    expo = hermite_coefficients("exp(z/2)", 6, "exact", time_budget=0)
+    expo = hermite_coefficients("exp(z/2)", 6, method="exact", time_budget=0)
     for k, v in enumerate(expo.values):
         assert sp.simplify(v - sp.exp(sp.Rational(1, 8)) * sp.Rational(1, 2) ** k / sp.sqrt(sp.factorial(k))) == 0
     # erf: μ_1 = E[g erf(g)] = E[erf'(g)] = (2/sqrt(π)) E[e^{-g²}] = 2/sqrt(3π).
-    erf = hermite_coefficients("erf", 3, "exact", time_budget=0)
+    erf = hermite_coefficients("erf", 3, method="exact", time_budget=0)
     assert sp.simplify(erf.values[1] - 2 / sp.sqrt(3 * sp.pi)) == 0
     assert erf.values[0] == 0 and erf.values[2] == 0
     # E[erf(g)²] = (2/π) asin(2/3).
     assert sp.simplify(erf.second_moment - 2 / sp.pi * sp.asin(sp.Rational(2, 3))) == 0
-    cosine = hermite_coefficients("cos(z)", 4, "exact", time_budget=0)
+    cosine = hermite_coefficients("cos(z)", 4, method="exact", time_budget=0)
     assert sp.simplify(cosine.values[2] + sp.exp(sp.Rational(-1, 2)) / sp.sqrt(2)) == 0
     assert sp.simplify(cosine.second_moment - (1 + sp.exp(-2)) / 2) == 0
-    cosh = hermite_coefficients("cosh(z)", 2, "exact", time_budget=0)
+    cosh = hermite_coefficients("cosh(z)", 2, method="exact", time_budget=0)
     assert sp.simplify(cosh.values[0] - sp.exp(sp.Rational(1, 2))) == 0
 
 
 def test_exact_hermite_polynomial_is_a_unit_vector():
-    result = hermite_coefficients("hermite(5, z)", 8, "exact", time_budget=0)
+    result = hermite_coefficients("hermite(5, z)", 8, method="exact", time_budget=0)
     assert list(result.values) == [0, 0, 0, 0, 0, 1, 0, 0, 0]
     assert result.tail_mass == 0
 
 
 def test_exact_without_closed_form_reports_none_within_budget():
-    result = hermite_coefficients("tanh", 4, "exact", time_budget=0.5)
+    result = hermite_coefficients("tanh", 4, method="exact", time_budget=0.5)
     # Even orders follow from tanh being odd; odd orders have no closed form.
     assert result.values[0] == 0 and result.values[2] == 0 and result.values[4] == 0
     assert result.values[1] is None and result.values[3] is None
@@ -358,7 +358,7 @@ def test_verdicts_do_not_depend_on_load():
     jobs = [(200_000,), (200_000,)]
     idle: list = []
     idle_results = evaluate_within_budget(_calls, jobs, 0.75, steps_used=idle)
-    idle_tanh = hermite_coefficients("tanh", 4, "exact", time_budget=0.5)
+    idle_tanh = hermite_coefficients("tanh", 4, method="exact", time_budget=0.5)
     ctx = multiprocessing.get_context("fork" if "fork" in multiprocessing.get_all_start_methods()
                                       else "spawn")
     hogs = [ctx.Process(target=_hog, daemon=True) for _ in range(2 * (os.cpu_count() or 1))]
@@ -367,7 +367,7 @@ def test_verdicts_do_not_depend_on_load():
     try:
         busy: list = []
         busy_results = evaluate_within_budget(_calls, jobs, 0.75, steps_used=busy)
-        busy_tanh = hermite_coefficients("tanh", 4, "exact", time_budget=0.5)
+        busy_tanh = hermite_coefficients("tanh", 4, method="exact", time_budget=0.5)
     finally:
         for h in hogs:
             h.kill()
@@ -402,7 +402,7 @@ def test_bad_options_raise_one_line_errors(kwargs, fragment):
 @pytest.mark.parametrize("method", ["fast", "mpmath"])
 def test_activations_without_gaussian_coefficients_are_refused(text, fragment, method):
     with pytest.raises(ActivationError, match=fragment):
-        hermite_coefficients(text, 4, method, dps=15)
+        hermite_coefficients(text, 4, method=method, dps=15)
 
 
 def test_result_is_frozen():

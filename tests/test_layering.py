@@ -209,12 +209,13 @@ def test_one_success_level():
     """ρ's success level is defined once (rftheory.metrics); every user reads that object."""
     import rftheory.report
     from rftheory import metrics, testing
-    from rftheory.claims import headline, law, sign, twolayer_law
+    from rftheory.claims import deep_law, headline, law, sign, twolayer_law
 
     level = metrics.RHO_SUCCESS
     assert testing.tolerance("rho", "statistical") == level
     assert rftheory.report.RHO_SUCCESS == level and sign.RHO_SUCCESS == level
     assert headline.RHO_SUCCESS == level and law.RHO_SUCCESS == level
+    assert deep_law.RHO_SUCCESS == level
     assert twolayer_law.RHO_SUCCESS == metrics.RHO_SUCCESS_TWOLAYER < level
     # the sweep's and the claims' classifier default to it
     assert metrics.run_kind({"rho_abs": level * 0.999, "final_loss": 1.0}) == "success"
