@@ -666,6 +666,7 @@ def _per_grid(mine: list[dict[str, Any]], config: Config,
             "label": label | {"p_star_over_n": label["p_star"] / n},
             "data": thresholds, "rows": rows,
             "design": {"runs": len(recs), "added": len(recs) - first,
+                       "rounds": max((c.get("design_round", 0) for c in recs), default=0),
                        "largest_side_over_dn": max(sides) if sides else math.nan,
                        "resolved": (bool(all(x <= config.resolution for x in sides))
                                     if config.resolution is not None else None)},
