@@ -91,6 +91,14 @@ from rftheory.errors import RFTheoryError
 # the library's sweep grid, label threshold and crossing rule (once here: kept importable from the claim)
 from rftheory.thresholds import crossing, label_threshold, p_values  # noqa: F401
 
+# The claim's API, those of its private modules included (the docs list __all__).
+__all__ = ["CLAIM", "RHO_SUCCESS", "LABEL_TOL", "LAW_EXPONENT", "REJECTED_EXPONENT", "LEVEL",
+           "VARIANTS", "DESIGN_VARIANTS", "TRANSITION_RATIOS", "FULL", "QUICK", "LARGE",
+           "LARGE_EXPORTED", "SWEEP_DIR", "Config", "run", "analyse", "summary", "plot", "main",
+           "run_point", "data_threshold", "pooled_threshold", "scaling_fit", "collapse_in_dn",
+           "success_against_steps", "sweep_dir", "sweep_document", "cells_from_store",
+           "cells_from_export", "result_from_export"]
+
 CLAIM = "law"
 
 #: ρ below this counts as a successful reconstruction. Measured (default run): runs that fail sit
