@@ -812,7 +812,11 @@ def result_from_export(path: str | Path | Sequence[str | Path],
     cells = [c for p in paths for c in cells_from_export(p)]
     shown = ", ".join(str(p) for p in paths)
     if partial:
-        result = analyse(cells, LARGE if config is None else config, partial=True)
+        config = LARGE if config is None else config
+        present = {c.get("activation") for c in cells}
+        if config.compare and not present & set(config.compare):  # one activation's store
+            config = config.replace(compare=(), compare_grid=None, compare_seeds=None)
+        result = analyse(cells, config, partial=True)
         result["from_export"] = shown
         return result
     if config is None:
