@@ -41,6 +41,11 @@ def test_the_table_reports_fit_and_every_rho(tiny):
     assert (out / "headline.png").read_bytes()[:4] == b"\x89PNG"
     table = headline.summary(saved)
     assert "6144" in table and "≈ 0.5" in table  # the paper's value sits next to ours
+    # the fitted threshold of the runs (rftheory.thresholds), in units of dn: with 3 steps
+    # nothing is recovered, so it is not located — and says so instead of a number
+    th = saved["thresholds"]["relu+tanh"]
+    assert th["runs"] == 2 and th["status"] == "above_grid" and not th["located"]
+    assert "fitted p*_data/(dn) = — (above_grid" in table
 
 
 def test_cells_that_cannot_fit_in_memory_are_skipped_with_the_reason(tmp_path):

@@ -127,7 +127,7 @@ def follow_up(cells: list[dict[str, Any]], config: Any, *, rho_success: float, l
     Returns
     -------
     list of dict
-        The added cells, in the order they were run.
+        The added cells, in the order they were run, each with ``design_round`` (1, 2, ...).
     """
     from rftheory.thresholds import followup_points
 
@@ -136,6 +136,7 @@ def follow_up(cells: list[dict[str, Any]], config: Any, *, rho_success: float, l
                      and c["n"] == n and c.get("kind") == "reconstruction"]
             for d, n in config.grid}
     extra = dict.fromkeys(config.grid, 0)
+    rounds = 0
     while True:
         tasks = []
         for (d, n), mine in runs.items():
@@ -160,7 +161,9 @@ def follow_up(cells: list[dict[str, Any]], config: Any, *, rho_success: float, l
         if progress is not None:
             progress(f"sequential design: {len(tasks)} more runs where p*_data is not yet "
                      f"resolved to ±{config.resolution:g}·dn")
+        rounds += 1
         for cell in run_points(tasks, workers, progress, deadline):
+            cell["design_round"] = rounds
             runs[(cell["d"], cell["n"])].append(cell)
             added.append(cell)
 

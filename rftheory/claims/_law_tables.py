@@ -145,6 +145,21 @@ def _pooled_line(pooled: dict[str, Any], variant: str) -> str:
             f"{fmt(th['width'], '.3f')}; crossing rule {fmt(th['crossing'], '.3f')})")
 
 
+def _design_line(result: dict[str, Any]) -> list[str]:
+    """The sequential design's outcome per (d, n), when the run had one."""
+    if result.get("resolution") is None:
+        return []
+    parts = []
+    for g in result["per_grid"]:
+        design = g.get("design", {})
+        parts.append(f"({g['d']}, {g['n']}) {design.get('runs')} runs (+{design.get('added')}"
+                     f" in {design.get('rounds', '?')} rounds), widest side "
+                     f"{fmt(design.get('largest_side_over_dn'), '.3f')}·dn"
+                     + ("" if design.get("resolved") else " — NOT resolved (cap reached)"))
+    return [f"sequential design (each interval within ±{result['resolution']:g}·dn of p*, at most "
+            f"{result['max_added']} added runs per (d, n)): " + "; ".join(parts)]
+
+
 def summary(result: dict[str, Any]) -> str:
     """Thresholds per (d, n), failure kinds, the scaling fit and the verdict, as tables.
 
@@ -177,6 +192,7 @@ def summary(result: dict[str, Any]) -> str:
         f"optimiser budget {result['max_steps']} steps"
         + (f" (from {result['from_export']})" if result.get("from_export") else ""),
         _threshold_table(result["activation"], result["per_grid"], variant, result["level"]),
+        *_design_line(result),
         _pooled_line(result["pooled"], variant),
         _kinds_table(result["per_grid"], variant),
         f"spread of p*_data over the grid: max/min of p*/(dn) = {fmt(v['spread_p_star_over_dn'])}, "
