@@ -24,6 +24,16 @@ at least one half at the largest ratio. The threshold reported is the fitted one
 maximum likelihood to every run, with its 95 % profile-likelihood interval); the crossing rule is
 kept as a labelled secondary number.
 
+The attack (LM, 2 random starts of ≤ 200 steps) starts up to 8 in all while its best loss is
+above the span tolerance: an attacked run's loss at the truth is below it, so a round ending above
+has stalled in a spurious basin (measured: the ViT on digits at 16·dn, paper_notes/deep_law.md).
+
+:data:`QUICK` (n = 2, d = 64, ratios 0.5–16, 3 seeds, sphere and digits, ResNet and ViT: 48 runs)
+measured 159 s of CPU (before the extra starts; paper_notes/deep_law.md). :data:`FULL` is the
+issue's grid: ratios {0.5, 1, 2, 4, 8, 16}, n ∈ {2, 4}, 3 seeds, sphere, digits and 8×8×3 patches,
+both architectures (216 runs); a run stopped by ``--time-limit`` keeps its finished cells in
+``deep_law.cells.jsonl`` (:func:`result_from_cases`).
+
 Needs JAX: ``pip install 'rftheory[deep]'``. Run: ``rftheory verify deep_law --quick`` (by name;
 not part of ``verify all``).
 """
