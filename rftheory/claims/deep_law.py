@@ -531,7 +531,8 @@ def summary(result: dict[str, Any]) -> str:
             row = by_ratio.get(r)
             if row is None:
                 return "-"
-            rho_ = "refused" if row["median_rho"] is None else f"{row['median_rho']:.2g}"
+            rho_ = ("refused" if row["median_rho"] is None else
+                    f"{row['median_rho']:.2g}|{row['median_rho_sign_invariant']:.2g}")
             return f"{rho_} ({round(row['success_rate'] * row['seeds'])}/{row['seeds']})"
 
         fit = entry.get("fitted_threshold") or {}
@@ -543,7 +544,8 @@ def summary(result: dict[str, Any]) -> str:
     refused = sum(c["status"] == "refused" for c in result["cases"])
     fits = max(c["label_fit"] for c in result["cases"])
     return "\n".join([
-        f"median ρ (official; successes/seeds) against p^(L)/(dn) (ResNet 49w, ViT 16w); success = ρ < "
+        f"median ρ official|sign-invariant (successes/seeds) against p^(L)/(dn) (ResNet 49w, ViT 16w); "
+        f"success = official ρ < "
         f"{result['rho_success']}; GD step {result['fraction']}·2/λ_max; attack {result['method']}",
         format_table(headers, rows),
         f"label fit max|f(x_i) − y_i| ≤ {fits:.1e}; θ rank r = "
