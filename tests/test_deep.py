@@ -341,6 +341,19 @@ def test_vit_recovery_at_16_dn_for_n_2_and_the_span_check(deep):
     assert rho(X, rec.X_hat) < 0.1
 
 
+def test_extra_rounds_start_only_while_the_loss_is_above_restart_above(deep):
+    net = deep.ResNet(2, (1, 6, 6))
+    params = net.init(0)
+    theta = np.random.default_rng(1).standard_normal(net.p_last)
+    runs = {}
+    for above in (None, -1.0, np.inf):
+        runs[above] = deep.reconstruct(net, params, theta, 2, rng=0, max_steps=3, rounds=1,
+                                       restart_above=above, max_rounds=3)
+    # the random θ is far from any span: the loss stays far above 1e-12, so only the rule decides
+    assert runs[None].rounds == 1 and runs[np.inf].rounds == 1 and runs[-1.0].rounds == 3
+    assert runs[-1.0].loss <= runs[None].loss  # the first round is the same; the best is kept
+
+
 # -- the claim -------------------------------------------------------------------------------------
 
 @pytest.mark.slow

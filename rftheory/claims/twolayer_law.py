@@ -359,9 +359,9 @@ def rank_growth(ns: tuple[int, ...] = (5, 10, 20), checkpoints: tuple[int, ...] 
 class Config(ClaimConfig):
     """The two-layer sweep (see :func:`run`); checked on creation.
 
-    The full grid is 6 ratios × 2 seeds × 7 setups × 2 data sets (168 runs; measured 2 min 14 s
-    at load 2–5, 10 min at load 12–16); :data:`QUICK` is 4 ratios, 1 seed, 3 setups, 2 data sets
-    (24 runs; measured 19–34 s wall on 2 cores).
+    The full grid is 6 ratios × 3 seeds × 7 setups × 2 data sets (252 runs; measured 405–706 s
+    wall at load 16–27 on 2 shared cores); :data:`QUICK` is 4 ratios, 1 seed, 3 setups, 2 data
+    sets (24 runs; measured 19–34 s wall on 2 cores).
 
     Attributes
     ----------
@@ -383,7 +383,7 @@ class Config(ClaimConfig):
     """
 
     ratios: tuple[float, ...] = (0.5, 1.0, 2.0, 4.0, 8.0, 16.0)
-    seeds: int = 2
+    seeds: int = 3
     setups: tuple[str, ...] = tuple(SETUPS)
     max_steps: int = 3000
     activation: str = "relu+tanh"
@@ -406,7 +406,7 @@ class Config(ClaimConfig):
             raise RFTheoryError("ratios must be positive and seeds >= 1")
 
 
-FULL = Config(seeds=3)
+FULL = Config()
 QUICK = Config(ratios=(1.0, 2.0, 4.0, 8.0), seeds=1, setups=("rf_gd", "square", "cross_entropy"),
                max_steps=2000)
 

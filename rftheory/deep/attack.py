@@ -205,7 +205,9 @@ def _check(net: Any, X_hat: Any, theta: Any) -> tuple[np.ndarray, np.ndarray]:
 
 def reconstruct(net: Any, params: Any, theta: Any, n_hat: int, *, rng: Any, method: str = "lm",
                 max_steps: int = 300, rounds: int = 1, tol: float = 1e-12,
-                cg_iters: int = 50, lr: float = 0.02, X0: Any = None) -> DeepReconstruction:
+                cg_iters: int = 50, lr: float = 0.02, X0: Any = None,
+                restart_above: float | None = None, max_rounds: int | None = None
+                ) -> DeepReconstruction:
     """Recover the training set from the trained body and θ by minimising the projection loss.
 
     Parameters
@@ -234,6 +236,14 @@ def reconstruct(net: Any, params: Any, theta: Any, n_hat: int, *, rng: Any, meth
         Adam's step (in units of the coordinates, which are O(1) on the √d-sphere).
     X0 : array, shape (n̂, d), optional
         The first round's start instead of a random one.
+    restart_above : float, optional
+        After ``rounds`` rounds, keep starting new ones while the best loss is above this (up to
+        ``max_rounds``). With the span check's tolerance here, a round that ends above it has not
+        reached a loss as low as the truth's (an accepted run's loss at the true X is below it):
+        e.g. the ViT on digits at 16·dn, whose two stalled rounds ended at 0.30 and 0.46 against
+        a loss of 2.5e-5 at the truth (paper_notes/deep_law.md).
+    max_rounds : int, optional
+        Most rounds with ``restart_above`` (default ``rounds``: no extra round).
 
     Returns
     -------
@@ -271,12 +281,16 @@ def reconstruct(net: Any, params: Any, theta: Any, n_hat: int, *, rng: Any, meth
     best: tuple[float, np.ndarray, str] | None = None
     steps = 0
     tried = 0
+    rounds = max(1, int(rounds))
+    most = rounds if max_rounds is None or restart_above is None else max(rounds, int(max_rounds))
     with float64():
         jnp = require_jax().numpy
         P = _jax_params(params)
         th = jnp.asarray(theta)
-        for k in range(max(1, int(rounds))):
+        for k in range(most):
             if best is not None and best[0] < tol:
+                break
+            if k >= rounds and best is not None and not best[0] > restart_above:
                 break
             tried += 1
             start = (np.asarray(X0, dtype=np.float64) if k == 0 and X0 is not None
