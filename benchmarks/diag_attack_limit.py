@@ -126,6 +126,18 @@ def hop_angle(angle):
     return hop
 
 
+def hop_log_uniform(P, walk_X, rng, m, d):
+    """Every row turned by one angle drawn log-uniformly in [0.05, 0.5] rad."""
+    angle = math.exp(rng.uniform(math.log(0.05), math.log(0.5)))
+    return vp.retract(walk_X, angle * rng.standard_normal((m, d)))
+
+
+def hop_mixed(P, walk_X, rng, m, d):
+    """Every row turned by 0.1, 0.2 or 0.3 rad (one of them, uniformly)."""
+    angle = [0.1, 0.2, 0.3][rng.integers(3)]
+    return vp.retract(walk_X, angle * rng.standard_normal((m, d)))
+
+
 def hop_subset(P, walk_X, rng, m, d):
     """A random subset of 1..m rows turned by HOP_ANGLE, the others kept."""
     k = int(rng.integers(1, m + 1))
@@ -153,6 +165,7 @@ def hop_small_a(redraw: bool):
 
 
 HOPS = {"default": hop_default, "angle0.2": hop_angle(0.2), "subset": hop_subset,
+        "log-uniform": hop_log_uniform, "mixed": hop_mixed,
         "small-a-redraw": hop_small_a(True), "small-a-turn": hop_small_a(False)}
 
 
