@@ -17,7 +17,8 @@ Subcommands:
   outcome), then per walk: its best loss, how many of its rows lie within cos > 0.99 of a
   training point and which ones; and, per training point, its weight |a_i| (the training set's
   own coefficients, θ* = Φᵀa, relative to the largest) and the number of walks that found it.
-  ``--hop`` swaps the perturbation for a variant (see HOPS) to measure it.
+  ``--hop`` swaps the perturbation for a variant (see HOPS) to measure it; ``--consensus``
+  starts each fresh walk from the rows that recur in the earlier walks' bests.
 * ``hard`` — the training points that no walk finds are those of smallest |a_i|. This puts the
   others at the truth turned by ε degrees, draws the k smallest-|a| rows at random, and runs LM on
   those k rows alone, then on all rows: how often does that recover the data, against ε?
@@ -27,6 +28,7 @@ Usage::
     python benchmarks/diag_attack_limit.py basin --d 10 --n 10 --ratios 1.05,1.1,1.25,1.5 --seeds 4
     python benchmarks/diag_attack_limit.py walks --d 10 --n 10 --ratio 1.1 --seeds 2 --first-seed 1
     python benchmarks/diag_attack_limit.py walks --hop angle0.2 --seeds 8 --quiet
+    python benchmarks/diag_attack_limit.py walks --consensus --seeds 8 --quiet
     python benchmarks/diag_attack_limit.py hard --seed 2 --k 3 --eps 0,1,2,4
 """
 
@@ -169,12 +171,38 @@ HOPS = {"default": hop_default, "angle0.2": hop_angle(0.2), "subset": hop_subset
         "small-a-redraw": hop_small_a(True), "small-a-turn": hop_small_a(False)}
 
 
-def walk_search(P, X0, rng, *, max_steps, hop, patience=30, tol=1e-10):
+def consensus_start(bests, rng, m, d, threshold=0.98):
+    """A fresh walk's start from the best points of the walks so far (issue #26's "restarts
+    informed by which candidates are already fitted"): rows that recur (cos > ``threshold``) in
+    the bests of other walks, most recurrent first, each replaced by the normalised mean of its
+    matches, at most m − 1 of them; the other rows random. Random when fewer than 2 walks ended."""
+    X = vp.random_points(rng, m, d)
+    if len(bests) < 2:
+        return X
+    U = np.concatenate([b / np.linalg.norm(b, axis=1, keepdims=True) for b in bests])
+    walk_of = np.repeat(np.arange(len(bests)), m)
+    C = U @ U.T
+    count = np.array([len(set(walk_of[C[i] > threshold]) - {walk_of[i]}) for i in range(len(U))])
+    picked, alive = [], np.ones(len(U), dtype=bool)
+    for i in np.argsort(-count, kind="stable"):
+        if count[i] < 1 or len(picked) == m - 1:
+            break
+        if alive[i]:
+            mean = U[C[i] > threshold].mean(axis=0)
+            picked.append(mean / np.linalg.norm(mean) * math.sqrt(d))
+            alive &= C[i] <= threshold
+    if picked:
+        X[:len(picked)] = np.array(picked)
+    return X
+
+
+def walk_search(P, X0, rng, *, max_steps, hop, patience=30, tol=1e-10, consensus=False):
     """:func:`rftheory.varpro.minimise`'s loop (same moves, same stream with ``hop_default``)
-    with a record (walk, loss, X) of every LM run."""
+    with a record (walk, loss, X) of every LM run; ``consensus``: fresh walks start from
+    :func:`consensus_start` instead of random points."""
     run = vp._Run(P, tol, max_steps, None, 10, lambda x: x)
     m, d = X0.shape
-    X, record, walk = X0, [], 1
+    X, record, walk, bests = X0, [], 1, []
     walk_X, walk_loss, walk_rounds, since_better, returns = None, math.inf, 0, 0, 0
     stop = None
     try:
@@ -190,7 +218,8 @@ def walk_search(P, X0, rng, *, max_steps, hop, patience=30, tol=1e-10):
             else:
                 since_better += 1
             if since_better >= patience or returns >= vp.RETURNS:
-                X = vp.random_points(rng, m, d)
+                bests.append(walk_X)
+                X = consensus_start(bests, rng, m, d) if consensus else vp.random_points(rng, m, d)
                 walk += 1
                 walk_X, walk_loss, walk_rounds, since_better, returns = None, math.inf, 0, 0, 0
                 continue
@@ -214,12 +243,13 @@ def walks(args) -> None:
         rng = np.random.default_rng([seed, _STREAM_CANDIDATES])   # reconstruct's stream
         X0 = vp.random_points(rng, args.n, args.d)
         c = time.process_time()
-        run, stop, record = walk_search(P, X0, rng, max_steps=args.max_steps, hop=hop)
+        run, stop, record = walk_search(P, X0, rng, max_steps=args.max_steps, hop=hop,
+                                        consensus=args.consensus)
         cpu = time.process_time() - c
         r = rho(X, run.best_X, "abs")
         ok_all += r < 0.01
         nwalks = record[-1][0] if record else 0
-        print(f"[{args.hop}] ({args.d}, {args.n}) {args.ratio:g}dn seed {seed}: ρ = {r:.1e}, "
+        print(f"[{args.hop}{' consensus' if args.consensus else ''}] ({args.d}, {args.n}) {args.ratio:g}dn seed {seed}: ρ = {r:.1e}, "
               f"loss {run.best_loss:.1e}, {stop}, {run.steps} iterations, {len(record)} LM runs, "
               f"{nwalks} walks, cpu {cpu:.1f} s", flush=True)
         if args.quiet:
@@ -237,7 +267,7 @@ def walks(args) -> None:
         order = np.argsort(a)
         print("    training points by |a_i| (ascending): "
               + ", ".join(f"#{i} |a|={a[i]:.2f} found by {hits[i]}/{nwalks}" for i in order))
-    print(f"SUMMARY [{args.hop}] ({args.d}, {args.n}) {args.ratio:g}dn seeds "
+    print(f"SUMMARY [{args.hop}{' consensus' if args.consensus else ''}] ({args.d}, {args.n}) {args.ratio:g}dn seeds "
           f"{args.first_seed}–{args.first_seed + args.seeds - 1}, budget {args.max_steps}: "
           f"{ok_all}/{args.seeds}", flush=True)
 
@@ -284,6 +314,8 @@ def main(argv: list[str] | None = None) -> int:
             s.add_argument("--max-steps", type=int, default=20000)
             s.add_argument("--hop", choices=sorted(HOPS), default="default")
             s.add_argument("--quiet", action="store_true", help="no per-walk lines")
+            s.add_argument("--consensus", action="store_true",
+                           help="fresh walks start from the consensus of earlier walk bests")
         else:
             s.add_argument("--ratio", type=float, default=1.1)
             s.add_argument("--seed", type=int, default=2)
