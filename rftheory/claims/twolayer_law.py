@@ -155,7 +155,8 @@ def run_case(dataset: str, setup: str, ratio: float, seed: int, *, activation: s
     # These problems are tiny (n̂·d ≤ a few hundred unknowns): multi-threaded BLAS only adds
     # synchronisation (measured ~10× slower per optimiser step on 2 busy cores).
     with threadpool_limits(limits=1, user_api="blas"):
-        ds = load_dataset(dataset, spec["n"], d=spec["d"] if dataset == "sphere" else None, rng=seed)
+        ds = load_dataset(dataset, spec["n"], d=spec["d"] if dataset == "sphere" else None,
+                          rng=seed)
         X = ds.X
         n, d = X.shape
         Y, k = _labels(dataset, setup, n, seed, ds)
