@@ -247,11 +247,12 @@ def fitted_threshold(cases: list[dict[str, Any]]) -> dict[str, Any]:
     dict
         :meth:`rftheory.thresholds.ThresholdFit.as_dict`: ``location`` and its 95 %
         profile-likelihood ``interval`` in p^(L)/(dn), ``status``, and ``crossing`` (the
-        crossing rule, a secondary number).
+        crossing rule, a secondary number); status ``"fit_failed"`` when the fit raised
+        (:func:`rftheory.claims.deep_law.fitted_threshold`).
     """
-    from rftheory.thresholds import fit_threshold
+    from rftheory.claims.deep_law import fitted_threshold as fit_runs
 
-    return fit_threshold([c["ratio"] for c in cases], [bool(c["success"]) for c in cases]).as_dict()
+    return fit_runs([c["ratio"] for c in cases], [bool(c["success"]) for c in cases])
 
 
 def rank_collapse(cases: list[dict[str, Any]]) -> dict[str, Any]:
@@ -571,6 +572,8 @@ def _fit_text(fit: dict[str, Any]) -> str:
         return f"≤ {_num(fit['bound'])} (below grid)"
     if fit["status"] == "above_grid":
         return f"> {_num(fit['bound'])} (above grid)"
+    if fit["status"] == "fit_failed":
+        return "fit failed"
     lo, hi = fit["interval"]
     return f"{_num(fit['location'])} [{_num(lo)}, {_num(hi)}] ({fit['status']})"
 
