@@ -229,8 +229,10 @@ def walk_search(P, X0, rng, *, max_steps, hop, patience=30, tol=1e-10, consensus
             else:
                 X = vp.exchange(P, walk_X, rng, run, grow=move == "grow",
                                 n_screen=vp.EXCHANGE_SCREEN, top=vp.EXCHANGE_TOP)
-    except vp._Stop as exc:
+    except vp._Stop as exc:   # an LM run (or an exchange) ended the search mid-way
         stop = exc.reason
+        if stop == "tolerance":
+            record.append((walk, run.best_loss, run.best_X))
     return run, stop, record
 
 

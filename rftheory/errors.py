@@ -22,14 +22,14 @@ class                          builtin
 =============================  =====================================================
 
 Raising :class:`RFTheoryError` itself (as older code does) creates an
-:class:`InvalidValueError` — a :class:`ValueError`, as every rftheory error used to be — so
-nothing that caught ``ValueError`` before misses a value error now. New code raises the class
-that says what went wrong.
+:class:`InvalidValueError` — a :class:`ValueError`, as every rftheory error used to be — that
+still shows as ``RFTheoryError`` in tracebacks, so nothing that caught ``ValueError`` before
+misses a value error now. New code raises the class that says what went wrong.
 
 Examples
 --------
 >>> from rftheory import get_activation
->>> from rftheory.errors import ActivationError, RFTheoryError
+>>> from rftheory.errors import ActivationError, InvalidValueError, RFTheoryError
 >>> issubclass(ActivationError, RFTheoryError), issubclass(RFTheoryError, ValueError)
 (True, False)
 >>> try:
@@ -37,8 +37,8 @@ Examples
 ... except RFTheoryError as error:
 ...     print(type(error).__name__, isinstance(error, ValueError))
 ActivationError True
->>> type(RFTheoryError("bad value")).__name__
-'InvalidValueError'
+>>> isinstance(RFTheoryError("bad value"), InvalidValueError)
+True
 """
 
 import inspect
@@ -61,12 +61,23 @@ class RFTheoryError(Exception):
 
     def __new__(cls, *args: object, **kwargs: object) -> "RFTheoryError":
         if cls is RFTheoryError:  # the old spelling of a value error stays a ValueError
-            cls = InvalidValueError
+            cls = _PlainValueError
         return super().__new__(cls, *args, **kwargs)
 
 
 class InvalidValueError(RFTheoryError, ValueError):
     """A value is outside what the function accepts (a count, a name, an option)."""
+
+
+class _PlainValueError(InvalidValueError):
+    """What ``RFTheoryError(message)`` creates: an :class:`InvalidValueError` that shows (in
+    tracebacks and doctests) and pickles as ``RFTheoryError``, the name it was raised under."""
+
+    def __reduce__(self) -> tuple:
+        return (RFTheoryError, self.args)
+
+
+_PlainValueError.__name__ = _PlainValueError.__qualname__ = "RFTheoryError"
 
 
 class InvalidTypeError(RFTheoryError, TypeError):

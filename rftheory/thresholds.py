@@ -628,10 +628,11 @@ def followup_points(p: Any, success: Any, *, resolution: float, unit: float = 1.
     * nothing, when the interval already reaches at most ``resolution·unit`` on each side of
       the location (resolved), or when the threshold is not located (no run on one side: more
       runs at the same p would not locate it; the grid must be extended);
-    * for a step (every failure below every success) that is resolved, one run at each edge
-      of its gap that holds fewer than ``step_runs`` runs: with two seeds a step between two
-      adjacent grid points is also what a curve of width comparable to the gap gives one time
-      in a few, and its interval (the gap) would then be too narrow;
+    * for a resolved threshold, one run at each of the two grid points that bracket it while
+      that point holds fewer than ``step_runs`` runs: with two seeds a step (or a near-step, a
+      fitted width far below the grid's spacing) between two adjacent grid points is also what
+      a curve as wide as the gap gives one time in a few, and its interval would then be too
+      narrow;
     * otherwise, one run at every grid p where the fitted success probability lies within
       ``band`` (the runs that carry the Fisher information on the location: it is largest where
       P = 1/2 and falls off as P(1 − P)·φ²/… in the tails), plus the two grid points that
@@ -654,7 +655,8 @@ def followup_points(p: Any, success: Any, *, resolution: float, unit: float = 1.
     band : (float, float)
         Fitted success probabilities between which a grid point gets one more run.
     step_runs : int
-        Runs each edge of a resolved step's gap must hold before the design stops (default 4).
+        Runs each grid point bracketing a resolved threshold must hold before the design stops
+        (default 4).
 
     Returns
     -------
@@ -681,7 +683,7 @@ def followup_points(p: Any, success: Any, *, resolution: float, unit: float = 1.
     >>> runs = [10, 10, 11, 11, 12, 12, 13, 13]
     >>> followup_points(runs, [0, 0, 0, 1, 1, 0, 1, 1], resolution=0.5)  # the mixed points
     [11, 12]
-    >>> followup_points(runs, [0, 0, 0, 1, 1, 0, 1, 1], resolution=10.0)
+    >>> followup_points(runs * 2, [0, 0, 0, 1, 1, 0, 1, 1] * 2, resolution=10.0)  # resolved
     []
     >>> followup_points([10, 10, 20, 20], [0, 0, 1, 1], resolution=1.0)  # a step: bisect
     [14]
@@ -701,12 +703,13 @@ def followup_points(p: Any, success: Any, *, resolution: float, unit: float = 1.
     if not fit.located:
         return []
     grid = np.unique(np.asarray(p, dtype=np.float64))
-    if max(interval_sides(fit, unit)) <= resolution:
-        if fit.status != "step":
-            return []
-        runs = np.asarray(p, dtype=np.float64).ravel()
-        return sorted(int(edge) for edge in fit.gap if np.sum(runs == edge) < step_runs)
     loc = fit.location
+    if max(interval_sides(fit, unit)) <= resolution:
+        # resolved — once the grid points on either side of p* hold step_runs runs each
+        runs = np.asarray(p, dtype=np.float64).ravel()
+        below, above = grid[grid < loc], grid[grid >= loc]
+        edges = ([below[-1]] if below.size else []) + ([above[0]] if above.size else [])
+        return sorted(int(e) for e in edges if np.sum(runs == e) < step_runs)
     if math.isfinite(fit.width):
         from scipy import special
 

@@ -38,7 +38,9 @@ def test_the_base_class_is_not_a_value_error_and_each_kind_has_its_builtin():
 
 def test_raising_the_base_class_gives_a_value_error_and_pickles():
     err = RFTheoryError("bad")
-    assert type(err) is InvalidValueError and isinstance(err, ValueError) and str(err) == "bad"
+    assert isinstance(err, InvalidValueError) and isinstance(err, ValueError) and str(err) == "bad"
+    assert type(err).__name__ == "RFTheoryError"  # tracebacks name what was raised
+    assert repr(err) == "RFTheoryError('bad')"
     for cls in (*BUILTIN, ResourceLimitError, RFTheoryError):
         again = pickle.loads(pickle.dumps(cls("message")))  # workers send errors back pickled
         assert type(again) is type(cls("message")) and str(again) == "message"

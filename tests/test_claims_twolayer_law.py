@@ -70,3 +70,27 @@ def test_rank_growth_is_one_continuous_run_and_respects_r_le_k_minus_1():
     sv = np.linalg.svd(np.asarray(one.theta), compute_uv=False)
     # the same float operations in the same order: equal up to the SVD's rounding
     np.testing.assert_allclose(rows[1]["singular_values"], sv, rtol=1e-10, atol=1e-14 * sv[0])
+
+
+def test_a_failing_threshold_fit_is_reported_not_raised(monkeypatch):
+    """Runs that all succeed but one at the top ratio made fit_threshold's brentq raise (measured
+    on the deep sweep); the claims report status "fit_failed" with the crossing rule instead."""
+    import math
+
+    import rftheory.thresholds as thresholds
+    from rftheory.claims.deep_law import fitted_threshold
+
+    ratios = [8.04] * 3 + [3.83] * 3 + [16.08] * 3
+    ok = [True] * 7 + [False, True]
+    fit = fitted_threshold(ratios, ok)
+    assert fit["status"] in thresholds.STATUSES + ("fit_failed",)
+
+    def broken(*args, **kwargs):
+        raise ValueError("f(a) and f(b) must have different signs")
+
+    monkeypatch.setattr(thresholds, "fit_threshold", broken)
+    fit = fitted_threshold(ratios, ok)
+    assert fit["status"] == "fit_failed" and "different signs" in fit["error"]
+    assert math.isnan(fit["location"]) and fit["crossing_status"] == "below_grid"
+    assert fit["crossing"] == 3.83 and (fit["runs"], fit["successes"]) == (9, 8)
+    assert twolayer_law._fit_text(fit) == "fit failed"

@@ -180,7 +180,9 @@ def test_followup_points_stop_when_resolved_or_not_located():
     p = np.repeat([10, 11, 12, 13], 2)
     y = np.array([0, 0, 0, 1, 1, 0, 1, 1], dtype=bool)
     assert followup_points(p, y, resolution=0.5) == [11, 12]  # the mixed points
-    assert followup_points(p, y, resolution=100.0) == []       # resolved
+    # resolved, but the points bracketing p* (11, 12) hold 2 runs each: 4 are needed
+    assert followup_points(p, y, resolution=100.0) == [11, 12]
+    assert followup_points(np.tile(p, 2), np.tile(y, 2), resolution=100.0) == []
     assert followup_points(p, np.zeros(8, bool), resolution=0.01) == []  # not located: no use
     # a step between distant grid points is bisected (more seeds cannot narrow its gap) ...
     assert followup_points([10, 10, 20, 20], [0, 0, 1, 1], resolution=1.0) == [14]

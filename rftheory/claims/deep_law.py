@@ -457,7 +457,9 @@ def fitted_threshold(ratios: Any, success: Any) -> dict[str, Any]:
     dict
         :meth:`rftheory.thresholds.ThresholdFit.as_dict` (``location`` and ``interval`` in
         p^(L)/(dn), ``status``, ``crossing`` the secondary rule on the success fraction per
-        distinct ratio).
+        distinct ratio). If the fit raises ``ValueError`` (measured: scipy's brentq in the
+        profile interval, on runs that all succeed but one at the top ratio), ``status`` is
+        ``"fit_failed"`` with the message in ``error``, and only the crossing is given.
 
     Examples
     --------
@@ -465,9 +467,20 @@ def fitted_threshold(ratios: Any, success: Any) -> dict[str, Any]:
     >>> fit["status"], round(fit["location"], 3), round(fit["crossing"], 3)
     ('step', 2.0, 2.0)
     """
-    from rftheory.thresholds import fit_threshold
+    from rftheory.thresholds import crossing, fit_threshold
 
-    return fit_threshold(np.asarray(ratios, dtype=np.float64), np.asarray(success, dtype=bool)).as_dict()
+    x = np.asarray(ratios, dtype=np.float64)
+    ok = np.asarray(success, dtype=bool)
+    try:
+        return fit_threshold(x, ok).as_dict()
+    except ValueError as exc:
+        grid = np.unique(x)
+        cross, cross_status = crossing(grid, [ok[x == g].mean() for g in grid])
+        nan = float("nan")
+        return {"location": nan, "width": nan, "interval": [nan, nan], "status": "fit_failed",
+                "bound": nan, "gap": [nan, nan], "crossing": cross,
+                "crossing_status": cross_status, "error": str(exc), "runs": int(x.size),
+                "successes": int(ok.sum())}
 
 
 def _aggregate(cases: list[dict[str, Any]], ratios: tuple[float, ...]) -> dict[str, Any]:
@@ -570,6 +583,8 @@ def _fit_text(fit: dict[str, Any]) -> str:
         return f"≤ {_num(fit['bound'])} (below grid)"
     if fit["status"] == "above_grid":
         return f"> {_num(fit['bound'])} (above grid)"
+    if fit["status"] == "fit_failed":
+        return "fit failed"
     lo, hi = fit["interval"]
     return f"{_num(fit['location'])} [{_num(lo)}, {_num(hi)}] ({fit['status']})"
 

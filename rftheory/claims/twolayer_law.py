@@ -162,7 +162,8 @@ def run_case(dataset: str, setup: str, ratio: float, seed: int, *, activation: s
     # These problems are tiny (n̂·d ≤ a few hundred unknowns): multi-threaded BLAS only adds
     # synchronisation (measured ~10× slower per optimiser step on 2 busy cores).
     with threadpool_limits(limits=1, user_api="blas"):
-        ds = load_dataset(dataset, spec["n"], d=spec["d"] if dataset == "sphere" else None, rng=seed)
+        ds = load_dataset(dataset, spec["n"], d=spec["d"] if dataset == "sphere" else None,
+                          rng=seed)
         X = ds.X
         n, d = X.shape
         Y, k = _labels(dataset, setup, n, seed, ds)
@@ -248,11 +249,12 @@ def fitted_threshold(cases: list[dict[str, Any]]) -> dict[str, Any]:
     dict
         :meth:`rftheory.thresholds.ThresholdFit.as_dict`: ``location`` and its 95 %
         profile-likelihood ``interval`` in p^(L)/(dn), ``status``, and ``crossing`` (the
-        crossing rule, a secondary number).
+        crossing rule, a secondary number); status ``"fit_failed"`` when the fit raised
+        (:func:`rftheory.claims.deep_law.fitted_threshold`).
     """
-    from rftheory.thresholds import fit_threshold
+    from rftheory.claims.deep_law import fitted_threshold as fit_runs
 
-    return fit_threshold([c["ratio"] for c in cases], [bool(c["success"]) for c in cases]).as_dict()
+    return fit_runs([c["ratio"] for c in cases], [bool(c["success"]) for c in cases])
 
 
 def rank_collapse(cases: list[dict[str, Any]]) -> dict[str, Any]:
@@ -572,6 +574,8 @@ def _fit_text(fit: dict[str, Any]) -> str:
         return f"≤ {_num(fit['bound'])} (below grid)"
     if fit["status"] == "above_grid":
         return f"> {_num(fit['bound'])} (above grid)"
+    if fit["status"] == "fit_failed":
+        return "fit failed"
     lo, hi = fit["interval"]
     return f"{_num(fit['location'])} [{_num(lo)}, {_num(hi)}] ({fit['status']})"
 
