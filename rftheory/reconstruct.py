@@ -84,6 +84,7 @@ from .backend import to_host
 from .data import to_sphere
 from .deadline import NO_DEADLINE, TIME_LIMIT_REACHED, Deadline
 from .projection import projection_loss
+from .seeding import RNGLike, check_rng, generator, rng_or_seed
 from .spectral_init import spectral_init
 from .varpro import HOP_ANGLE, SOLVERS, Problem, loss_passes, minimise, random_points
 
@@ -324,7 +325,7 @@ def _select_rows(features: RandomFeatures, X: np.ndarray, theta: Any, xp: Any, d
 
 
 def reconstruct(features: FeatureMap, theta: Any, n_hat: int, *, method: str = "varpro",
-                seed: int = 0, X_init: Any = None, tol: float = 1e-10, max_steps: int = 20000,
+                rng: RNGLike = 0, seed: int | None = None, X_init: Any = None, tol: float = 1e-10, max_steps: int = 20000,
                 callback: Callable[[int, float, Any], Any] | None = None,
                 callback_every: int = 10, max_rounds: int | None = None,
                 oversample: float | None = None, memory: int | None = None,
@@ -348,8 +349,12 @@ def reconstruct(features: FeatureMap, theta: Any, n_hat: int, *, method: str = "
         ``"varpro"`` (default): Levenberg–Marquardt on the variable-projection functional with
         monotonic basin hopping (:mod:`rftheory.varpro`). ``"lbfgs"``: the earlier algorithm,
         L-BFGS on an over-complete pool with leave-one-out selection (module Notes).
-    seed : int
-        Seed of the random initial candidates (and of the basin-hopping perturbations).
+    rng : int, numpy.random.SeedSequence, numpy.random.Generator or None, default 0
+        Randomness of the initial candidates and of the basin-hopping perturbations (SPEC 7;
+        :func:`rftheory.seeding.generator`): an integer seed gives the candidates' fixed stream
+        (the numbers the package has always drawn for that seed), a Generator is used as it is.
+    seed : int, optional
+        The older spelling of an integer ``rng`` (still accepted; not both).
     X_init : array, shape (n_hat, d), optional
         Starting rows (projected onto the sphere). ``"lbfgs"`` adds random ones to form the pool.
         Default: random rows. The spectral points of
@@ -468,12 +473,12 @@ def reconstruct(features: FeatureMap, theta: Any, n_hat: int, *, method: str = "
             raise RFTheoryError(f"oversample must be a finite number ≥ 1, got {oversample!r}")
         if not (0.0 < stall_factor < 1.0):
             raise RFTheoryError(f"stall_factor must lie in (0, 1), got {stall_factor!r}")
-    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
-        raise RFTheoryError(f"seed must be a non-negative integer, got {seed!r}")
+    rng = check_rng(rng_or_seed(rng, seed), "seed" if seed is not None else "rng")
     dev = array_device(theta)
     theta = xp.astype(theta, xp.float64)
     d = features.d
-    rng = np.random.default_rng([int(seed), _STREAM_CANDIDATES])
+    init_rng = rng                    # what spectral_init draws from (its own stream of an integer)
+    rng = generator(rng, _STREAM_CANDIDATES)
     if X_init is not None:
         check_data(X_init, d, "X_init")
         if X_init.shape[0] != n_hat:
@@ -489,7 +494,7 @@ def reconstruct(features: FeatureMap, theta: Any, n_hat: int, *, method: str = "
         problem = Problem(features, theta2, xp, dev, solver)
         if X_init is None and SPECTRAL_START and isinstance(features, RandomFeatures):
             # The random points above are still drawn, so the rest of the stream is the same.
-            init = spectral_init(features, theta2, n_hat, seed=seed)
+            init = spectral_init(features, theta2, n_hat, rng=init_rng)
             current = init.X
             problem.passes += init.passes
         with blas_threads_for(xp, n_hat, d):

@@ -64,6 +64,7 @@ from .data import to_sphere
 from .errors import RFTheoryError, ShapeError
 from .features import FeatureMap
 from .projection import projection_loss
+from .seeding import RNGLike, generator, rng_or_seed
 
 __all__ = ["SpectralInit", "usable_orders", "spectral_init"]
 
@@ -175,7 +176,8 @@ def _jennrich(H: np.ndarray, th: np.ndarray, k: int, rng: np.random.Generator) -
     return W / np.maximum(np.linalg.norm(W, axis=0), 1e-300)
 
 
-def spectral_init(features: FeatureMap, theta: Any, n: int, *, seed: int = 0) -> SpectralInit:
+def spectral_init(features: FeatureMap, theta: Any, n: int, *, rng: RNGLike = 0,
+                  seed: int | None = None) -> SpectralInit:
     """n starting points for the attack from the Hermite moments of θ* (module Notes).
 
     Parameters
@@ -187,8 +189,11 @@ def spectral_init(features: FeatureMap, theta: Any, n: int, *, seed: int = 0) ->
         eigenvectors and the points come from one random combination of the outputs.
     n : int
         Number of points to return.
-    seed : int, default 0
-        Seed of the random contractions and of any random points.
+    rng : int, numpy.random.SeedSequence, numpy.random.Generator or None, default 0
+        Randomness of the contractions and of any random points (SPEC 7,
+        :func:`rftheory.seeding.generator`; an integer gives the fixed stream of that seed).
+    seed : int, optional
+        The older spelling of an integer ``rng`` (still accepted; not both).
 
     Returns
     -------
@@ -231,7 +236,7 @@ def spectral_init(features: FeatureMap, theta: Any, n: int, *, seed: int = 0) ->
     if th_all.ndim != 2 or th_all.shape[0] != p:
         raise ShapeError(f"theta must have shape ({p},) or ({p}, k), got {th_all.shape}")
     k_out = th_all.shape[1]
-    rng = np.random.default_rng([int(seed), 2**26 + 26])
+    rng = generator(rng_or_seed(rng, seed), 2**26 + 26)
     orders = usable_orders(features.activation)
     sr = math.sqrt(d)
     passes = 0

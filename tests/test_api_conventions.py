@@ -114,7 +114,9 @@ def _draws():
     """Every public function of the package that draws (other than V), as f(rng) -> numbers."""
     from rftheory.collisions import collision_limit, collision_region_minimum
     from rftheory.features import RandomFeatures, train_min_norm
+    from rftheory.reconstruct import reconstruct
     from rftheory.span_attack import span_attack
+    from rftheory.spectral_init import spectral_init
 
     X = data.sphere_points(3, 4, 11)
     f = RandomFeatures("tanh", 4, 40, seed=1)
@@ -132,6 +134,11 @@ def _draws():
                                                        **r).loss,
         "collision_region_minimum": lambda **r: collision_region_minimum(
             f, X, theta, (2, 1, 0), 0.3, random_starts=2, options={"maxiter": 3}, **r).losses,
+        # the attack's initial candidates and hops (a few steps: the draw is what is tested)
+        "reconstruct": lambda **r: reconstruct(f, theta, 3, max_steps=3, **r).X_hat,
+        "reconstruct lbfgs": lambda **r: reconstruct(f, theta, 3, method="lbfgs", max_steps=3,
+                                                     **r).X_hat,
+        "spectral_init": lambda **r: spectral_init(f, theta, 3, **r).X,
     }
 
 
@@ -141,7 +148,8 @@ def draws():
 
 
 NAMES = ["sphere_points", "gaussian_labels", "sign_labels", "digits_data", "load_dataset sphere",
-         "load_dataset digits", "span_attack", "collision_limit", "collision_region_minimum"]
+         "load_dataset digits", "span_attack", "collision_limit", "collision_region_minimum",
+         "reconstruct", "reconstruct lbfgs", "spectral_init"]
 
 
 def test_the_list_of_drawing_functions_is_complete(draws):
@@ -168,7 +176,8 @@ def test_rng_follows_spec7(draws, name):
 
 
 @pytest.mark.parametrize("name", ["sphere_points", "gaussian_labels", "sign_labels",
-                                  "digits_data", "load_dataset sphere", "span_attack"])
+                                  "digits_data", "load_dataset sphere", "span_attack",
+                                  "reconstruct", "spectral_init"])
 def test_different_randomness_gives_different_numbers(draws, name):
     # the rng really drives the draw (a test that could fail): other seed, other numbers;
     # a shared Generator advances between calls
