@@ -130,9 +130,7 @@ def test_python_m_verification_runs_from_a_checkout():
 PROTOCOL_USERS = ("rftheory.report", "rftheory.baseline")
 #: Imports from a claim module that #25 moves into the library (threshold statistics of
 #: claims/law.py); the lead deletes these entries when that lands. Nothing else may be added.
-PENDING_MOVES = {("rftheory.report", "rftheory.claims.law"),
-                 ("rftheory.report", "rftheory.claims.law.p_values"),
-                 ("rftheory.report", "rftheory.claims.law.label_threshold")}
+PENDING_MOVES: set[tuple[str, str]] = set()   # #25 moved p_values and label_threshold
 
 
 def _library_proper() -> list[Path]:
