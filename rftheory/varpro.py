@@ -29,7 +29,7 @@ C_ij = (AAᵀ)_ij Σ_v D_i(v)D_j(v)‖v‖²/d, which is what JᵀJ looks like w
 tangent spaces, Vᵀdiag(D_iD_j)V concentrates on a multiple of the identity). The products run
 on a float32 copy of V made at the first matrix-free step and kept to the end of the run (V is
 the same at every step; converting it at every step read 7.5 GB per LM iteration at d = 3072,
-p = 307 200: 20–23 s CPU per LM iteration against 14–17 s without it, one thread, loaded).
+p = 307 200: 20–24 s CPU per LM iteration against 14–17 s without it, one thread, loaded).
 
 *Which solver, and how exact.* The Kronecker preconditioner is good when p ≫ n̂d (at
 d = 100, n = 20, p = 10dn: median 8 CG products per step to the relative residual CG_RTOL), and
