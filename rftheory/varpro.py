@@ -29,7 +29,7 @@ C_ij = (AAᵀ)_ij Σ_v D_i(v)D_j(v)‖v‖²/d, which is what JᵀJ looks like w
 tangent spaces, Vᵀdiag(D_iD_j)V concentrates on a multiple of the identity). The products run
 on a float32 copy of V made at the first matrix-free step and kept to the end of the run (V is
 the same at every step; converting it at every step read 7.5 GB per LM iteration at d = 3072,
-p = 307 200: 20–23 s CPU per LM iteration against 14–17 s without it, one thread, loaded).
+p = 307 200: 20–24 s CPU per LM iteration against 14–17 s without it, one thread, loaded).
 
 *Which solver, and how exact.* The Kronecker preconditioner is good when p ≫ n̂d (at
 d = 100, n = 20, p = 10dn: median 8 CG products per step to the relative residual CG_RTOL), and
@@ -418,7 +418,8 @@ class Problem:
         """The chunk's V in PRODUCT_DTYPE, converted at its first use and kept for the run."""
         V = self._low_v.get(ch.first_block)
         if V is None or V.shape != ch.V.shape:
-            V = self._low_v[ch.first_block] = self.xp.astype(ch.V, getattr(self.xp, PRODUCT_DTYPE))
+            V = self.xp.astype(ch.V, getattr(self.xp, PRODUCT_DTYPE))
+            self._low_v[ch.first_block] = V
         return V
 
     def _product(self, X: np.ndarray, A: np.ndarray, Gh: np.ndarray,
@@ -992,8 +993,10 @@ def memory(m: float, d: float, p: float, k: float = 1, *, resident: bool = False
     traces) and a trial step's loss evaluation; with the *dense* solver the per-chunk E = φ′ ⊙ V
     and the summed M, N, then H, H + λS and its factor ((md)² each); with *cg* the kept blocks
     (φ, φ′ in float64 from the pass and their float32 copies) alive through every trial, and
-    V's float32 copy, held from the first matrix-free step to the end of the run. An exchange (``exchanges``, when m > 1): its leave-one-out pass and the screen
-    of random points in batches of ``SCREEN_BATCH`` rows with the candidates.
+    V's float32 copy, held from the first matrix-free step to the end of the run. An exchange
+    (``exchanges``, when m > 1): its leave-one-out pass and the screen of random points in
+    batches of ``SCREEN_BATCH`` rows with the candidates (with V's float32 copy alive when an
+    LM run of m or m + 1 rows is matrix-free).
 
     Parameters
     ----------
