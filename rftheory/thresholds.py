@@ -362,8 +362,11 @@ def _fit_threshold(p: Any, success: Any, link: str, level: float) -> ThresholdFi
 
     reach = 1.0  # one scaled grid range beyond the grid
     ends, open_side = [], False
+    # μ outside its own confidence set happens only when the data do not rise with p (e.g. every
+    # run succeeds but one at the top: β → 0 and μ = −α/β runs off): no side is bounded then.
+    inside = excess(mu) <= 0
     for edge in (float(t.min()) - reach, float(t.max()) + reach):
-        if excess(edge) <= 0:
+        if not inside or excess(edge) <= 0:
             ends.append(-math.inf if edge < mu else math.inf)
             open_side = True
         else:

@@ -220,3 +220,11 @@ def test_the_sequential_design_reaches_its_target_and_keeps_its_coverage():
         assert max(lo, hi) <= 0.045
         covered += fit.interval[0] <= math.exp(mu) <= fit.interval[1]
     assert covered >= 28
+
+
+def test_a_curve_that_does_not_rise_is_not_located_instead_of_raising():
+    # Found by the deep sweep: every run succeeds but one at the top ratio. The MLE's slope runs
+    # to 0 and its location off the grid; brentq then had no sign change and raised. The data
+    # bound no side of the threshold, so the fit must say so (status "open", infinite ends).
+    fit = fit_threshold([8.04] * 3 + [3.83] * 3 + [16.08] * 3, [1] * 7 + [0, 1])
+    assert fit.status == "open" and fit.interval == (-math.inf, math.inf)
