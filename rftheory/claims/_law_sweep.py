@@ -1,7 +1,7 @@
 """The law claim's sweep driver (private to :mod:`rftheory.claims.law`): its points, the
 sequential design's extra rounds, and the sweep-backed run's stores and exports.
 
-Memory: one point holds one reconstruction cell (:func:`rftheory.pipeline.law_cell`, a few MB
+Memory: one point holds one reconstruction cell (:func:`rftheory.cells.law_cell`, a few MB
 at the law's sizes); the driver keeps every finished cell's dict (a few kB each).
 """
 
@@ -17,7 +17,7 @@ from rftheory.deadline import Deadline
 
 
 def run_point(task: dict[str, Any]) -> dict[str, Any]:
-    """One point of the sweep: :func:`rftheory.pipeline.law_cell` (a reconstruction cell when
+    """One point of the sweep: :func:`rftheory.cells.law_cell` (a reconstruction cell when
     p ≥ n, a label-fitting cell otherwise), the same function the sweep cell kind ``law`` runs.
 
     BLAS is limited to one thread while it runs: these problems are tiny (n·d ≤ a few hundred
@@ -28,12 +28,12 @@ def run_point(task: dict[str, Any]) -> dict[str, Any]:
     ----------
     task : dict
         ``activation``, ``d``, ``n``, ``p``, ``seed``, ``max_steps`` (the keywords of
-        :func:`~rftheory.pipeline.law_cell`) and ``seed_index`` (the seed's index in the run).
+        :func:`~rftheory.cells.law_cell`) and ``seed_index`` (the seed's index in the run).
 
     Returns
     -------
     dict
-        The cell of :func:`~rftheory.pipeline.law_cell` with ``seed_index`` and ``seconds``
+        The cell of :func:`~rftheory.cells.law_cell` with ``seed_index`` and ``seconds``
         (wall time of the point) added.
     """
     from threadpoolctl import threadpool_limits

@@ -11,8 +11,8 @@ For the RF model f(x) = φ(Vx)ᵀθ trained by the min-norm interpolator θ* = �
   "θ* ∈ span φ(X̂Vᵀ)" outnumber the dn unknowns, and not before.
 
 The check sweeps p over multiples of n and of dn for several (d, n) and seeds; every point with
-p ≥ n is one :func:`rftheory.pipeline.reconstruction_cell` (labels fit, reconstruction, all
-three ρ), every point with p < n a label-fitting cell (:func:`rftheory.pipeline.label_fit_cell`;
+p ≥ n is one :func:`rftheory.cells.reconstruction_cell` (labels fit, reconstruction, all
+three ρ), every point with p < n a label-fitting cell (:func:`rftheory.cells.label_fit_cell`;
 with fewer features than candidates there is no reconstruction to try). From the seeds it reads
 
 * p*_label — the smallest p of the grid from which every seed's train residual is below
@@ -57,7 +57,7 @@ The claim's pieces: this module (configuration, run, analysis, verdict), its swe
 (:mod:`rftheory.claims._law_sweep`), figures (:mod:`rftheory.claims._law_figures`) and tables
 (:mod:`rftheory.claims._law_tables`); the statistics are the library's (:mod:`rftheory.thresholds`).
 Memory: the run keeps every cell's dict (a few kB each, ~100–1000 cells); one reconstruction
-at a time per worker (:func:`rftheory.pipeline.law_cell`).
+at a time per worker (:func:`rftheory.cells.law_cell`).
 
 Notes
 -----
@@ -87,6 +87,7 @@ from rftheory.claims._law_figures import plot  # noqa: F401 - the claim's figure
 from rftheory.claims._law_sweep import (cells_from_export, cells_from_store, follow_up,  # noqa: F401
                                         run_point, run_points, sweep_cells)
 from rftheory.claims._law_tables import finite, kind_totals, kinds, steps_table, summary  # noqa: F401
+from rftheory import metrics as _metrics
 from rftheory.errors import RFTheoryError
 # the library's sweep grid, label threshold and crossing rule (once here: kept importable from the claim)
 from rftheory.thresholds import crossing, label_threshold, p_values  # noqa: F401
@@ -104,7 +105,7 @@ CLAIM = "law"
 #: ρ below this counts as a successful reconstruction. Measured (default run): runs that fail sit
 #: at ρ_abs ≈ 0.17–0.65, successful ones at 1e-5–1e-3; only budget-limited runs next to the
 #: threshold fall in between (0.02–0.25), so the choice moves p*_data by at most a grid step.
-RHO_SUCCESS = 0.1
+RHO_SUCCESS = _metrics.RHO_SUCCESS
 #: Train residual ‖Φθ* − Y‖/‖Y‖ below this counts as "labels fit". Measured (default run):
 #: 1e-16–5e-11 for p ≥ n (largest at p = n, where ΦΦᵀ is worst conditioned), ≥ 2e-2 for p < n,
 #: so the threshold does not depend on this choice over many decades.
@@ -410,7 +411,7 @@ def sweep_document(config: Config, activation: str | None = None) -> dict[str, A
     """The sweep file of one activation's grid, as the dict :func:`rftheory.sweep.parse_spec`
     takes.
 
-    Cell kind ``law`` (:func:`rftheory.pipeline.law_cell`); axes activation, d, n, p (the
+    Cell kind ``law`` (:func:`rftheory.cells.law_cell`); axes activation, d, n, p (the
     label points ``"0.5n"``, ``"n-1"``, ``"n"`` and ``"<r>dn"`` for every ratio) and seed
     (``seed + s``); ``max_steps`` fixed. Each activation has its own file, since a compared one
     may run fewer seeds on fewer (d, n) (:meth:`Config.grid_of`, :meth:`Config.seeds_of`):
