@@ -38,7 +38,7 @@ def run_point(task: dict[str, Any]) -> dict[str, Any]:
     """
     from threadpoolctl import threadpool_limits
 
-    from rftheory.pipeline import law_cell
+    from rftheory.cells import law_cell
 
     start = time.perf_counter()
     with threadpool_limits(limits=1, user_api="blas"):
