@@ -15,7 +15,7 @@ from rftheory.claims import law
 #: A tiny sweep: d = 4, n = 6, p ∈ {3, 5, 6, 240} (n/2, n − 1, n, 10·dn), two seeds. p = 10·dn is
 #: deep in the success regime (every seed of the default sweep succeeds there) and p = n deep in
 #: the failure regime; 1500 steps is ~3× what the p = 10·dn runs need (measured: 100–700).
-TINY = law.Config(grid=((4, 6),), ratios=(10.0,), seeds=2, max_steps=1500)
+TINY = law.Config(grid=((4, 6),), ratios=(10.0,), seeds=2, max_steps=1500, resolution=None)
 
 
 @pytest.fixture(scope="module")
@@ -170,7 +170,8 @@ def test_large_is_the_example_sweep_files(activation, stem, count):
 
 def test_compared_activation_has_its_own_seeds_grid_and_store():
     config = law.Config(grid=((3, 4), (6, 4), (3, 8), (6, 8)), seeds=3, compare=("relu",),
-                        compare_seeds=2, compare_grid=((3, 4), (6, 4)), sweep=True)
+                        compare_seeds=2, compare_grid=((3, 4), (6, 4)), sweep=True,
+                        resolution=None)
     assert config.grid_of("relu") == ((3, 4), (6, 4)) and config.seeds_of("relu") == 2
     assert config.grid_of("relu+tanh") == config.grid and config.seeds_of("relu+tanh") == 3
     assert law.sweep_dir(config, "relu") != law.sweep_dir(config, "relu+tanh")
@@ -182,14 +183,14 @@ def test_compared_activation_has_its_own_seeds_grid_and_store():
         law.Config(compare=("relu",), compare_seeds=1)
     with pytest.raises(RFTheoryError, match="product"):
         law.Config(grid=((3, 4), (6, 4), (3, 8), (6, 8)), compare=("relu",),
-                   compare_grid=((3, 4), (6, 8)), sweep=True)
+                   compare_grid=((3, 4), (6, 8)), sweep=True, resolution=None)
     with pytest.raises(RFTheoryError, match="not one of"):
         law.sweep_document(config, "tanh")
 
 
 #: A product grid (d ∈ {3, 6}, n = 4) small enough to run twice in a test.
 SWEPT = law.Config(grid=((3, 4), (6, 4)), ratios=(10.0,), seeds=2, max_steps=600,
-                   compare=("relu",), sweep=True)
+                   compare=("relu",), sweep=True, resolution=None)
 
 
 def test_sweep_backed_run_resumes_and_its_export_gives_the_same_result(tmp_path):
