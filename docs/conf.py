@@ -123,5 +123,6 @@ VALIDATION_PENDING = [
 numpydoc_validation_exclude = {"^rftheory\\." + re.escape(m) + r"(\.|$)" for m in VALIDATION_PENDING}
 # Type aliases carry their documentation in a ``#:`` comment, which numpydoc cannot see.
 numpydoc_validation_exclude.add(r"^rftheory\.sample_recovery\.Attack$")
+numpydoc_validation_exclude.add(r"^rftheory\.seeding\.RNGLike$")
 # Methods and properties of classes (``module.Class.method``) are held to the summary line only.
 numpydoc_validation_exclude.add(r"^rftheory\..*\.[A-Z]\w*\.\w+$")

@@ -29,10 +29,12 @@ def singular_values(theta: Any) -> np.ndarray:
     Parameters
     ----------
     theta : array, shape (p,) or (p, k)
+        The trained weights (k outputs as columns).
 
     Returns
     -------
     numpy.ndarray, shape (min(p, k),)
+        The singular values, largest first.
     """
     t = np.asarray(theta, dtype=np.float64)
     if t.ndim == 1:

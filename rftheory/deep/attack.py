@@ -166,7 +166,7 @@ def projection_loss(net: Any, params: Any, X_hat: Any, theta: Any) -> tuple[floa
         Its (trained) parameters.
     X_hat : array, shape (n̂, d)
         Candidates on the √d-sphere.
-    theta : array, shape (p^(L),)
+    theta : array, shape (p_L,)
         head − head(0).
 
     Returns
@@ -216,7 +216,7 @@ def reconstruct(net: Any, params: Any, theta: Any, n_hat: int, *, rng: Any, meth
         The architecture.
     params : dict
         Trained parameters (only the body is used).
-    theta : array, shape (p^(L),)
+    theta : array, shape (p_L,)
         head − head(0).
     n_hat : int
         Candidates n̂.

@@ -65,6 +65,13 @@ def span_loss(Phi: Any, theta: Any) -> float:
 def jax_projection(Phi: Any, theta: Any) -> tuple[Any, Any, Any, Any]:
     """Traceable projection of θ (p,) on the row span of Φ̂ (n̂, p).
 
+    Parameters
+    ----------
+    Phi : jax array, shape (n_hat, p)
+        The candidates' features Φ̂ (rows).
+    theta : jax array, shape (p,)
+        The target θ.
+
     Returns
     -------
     loss, a, r, solve

@@ -50,10 +50,10 @@ class DeepTrained:
         The architecture (e.g. :class:`~rftheory.deep.resnet.ResNet`).
     params0, params : dict
         Initial and trained parameters (numpy float64 pytrees).
-    theta : numpy.ndarray, shape (p^(L),)
+    theta : numpy.ndarray, shape (p_L,)
         head − head(0).
-    features : numpy.ndarray, shape (n, p^(L))
-        body(X) at the trained body.
+    features : numpy.ndarray
+        body(X) at the trained body, shape (n, p^(L)).
     steps : int
         GD steps taken.
     train_loss : float
