@@ -90,6 +90,20 @@ def test_resnet_inits_have_the_official_variances(deep):
                           net.init(np.random.default_rng(3))["stem"])
 
 
+def test_the_deep_inits_take_a_spec7_rng(deep):
+    # An integer keeps the numbers of default_rng([seed, stream]); a SeedSequence is
+    # reproducible; a Generator is used as it is (it advances); both networks alike.
+    for net in (deep.ResNet(4, (1, 8, 8)), deep.ViT(4, (1, 8, 8))):
+        key = "head"
+        assert np.array_equal(net.init(np.random.SeedSequence(5))[key],
+                              net.init(np.random.SeedSequence(5))[key])
+        assert not np.array_equal(net.init(np.random.SeedSequence(5))[key], net.init(5)[key])
+        g = np.random.default_rng(0)
+        assert not np.array_equal(net.init(g)[key], net.init(g)[key])
+        with pytest.raises(TypeError):
+            net.init(1.5)
+
+
 def test_resnet_refuses_bad_shapes(deep):
     from rftheory.errors import RFTheoryError
 

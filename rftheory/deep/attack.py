@@ -29,7 +29,8 @@ from typing import Any
 import numpy as np
 
 from ..errors import RFTheoryError, ShapeError
-from .backend import float64, require_jax, seed_from
+from ..seeding import generator
+from .backend import float64, require_jax
 from .projection import jax_projection
 
 __all__ = ["DeepReconstruction", "METHODS", "projection_loss", "reconstruct"]
@@ -220,7 +221,7 @@ def reconstruct(net: Any, params: Any, theta: Any, n_hat: int, *, rng: Any, meth
         head − head(0).
     n_hat : int
         Candidates n̂.
-    rng : int or numpy.random.Generator
+    rng : int, numpy.random.SeedSequence, numpy.random.Generator or None
         Seed of the random starts (uniform on the √d-sphere).
     method : {"lm", "adam"}
         See the module docstring.
@@ -275,7 +276,7 @@ def reconstruct(net: Any, params: Any, theta: Any, n_hat: int, *, rng: Any, meth
     n_hat = int(n_hat)
     d = net.d
     _, theta = _check(net, np.zeros((1, d)), theta)
-    gen = np.random.default_rng([seed_from(rng), _STREAM_START])
+    gen = generator(rng, _STREAM_START)
     t0 = time.perf_counter()
     fns = _compiled(net, int(cg_iters))
     best: tuple[float, np.ndarray, str] | None = None

@@ -12,7 +12,7 @@ from typing import Any, Iterator
 
 from ..errors import RFTheoryError
 
-__all__ = ["require_jax", "float64", "seed_from"]
+__all__ = ["require_jax", "float64"]
 
 
 def require_jax() -> Any:
@@ -54,29 +54,3 @@ def float64() -> Iterator[None]:
         from jax.experimental import enable_x64 as ctx
     with ctx(True):
         yield
-
-
-def seed_from(rng: Any) -> int:
-    """An integer seed from ``rng`` (SPEC 7): an int is used as is, a numpy Generator draws one.
-
-    Parameters
-    ----------
-    rng : int or numpy.random.Generator
-        Seed (a non-negative integer) or generator.
-
-    Returns
-    -------
-    int
-
-    Raises
-    ------
-    RFTheoryError
-        For anything else (None included: every random object has an explicit seed).
-    """
-    import numpy as np
-
-    if isinstance(rng, np.random.Generator):
-        return int(rng.integers(0, 2**63 - 1))
-    if isinstance(rng, (int, np.integer)) and not isinstance(rng, bool) and rng >= 0:
-        return int(rng)
-    raise RFTheoryError(f"rng must be a non-negative integer seed or a numpy Generator, got {rng!r}")

@@ -23,7 +23,8 @@ from typing import Any
 import numpy as np
 
 from ..errors import RFTheoryError, ShapeError
-from .backend import float64, require_jax, seed_from
+from ..seeding import generator
+from .backend import float64, require_jax
 
 __all__ = ["ResNet", "SPATIAL", "IM2COL_MAX"]
 
@@ -117,7 +118,7 @@ class ResNet:
 
         Parameters
         ----------
-        rng : int or numpy.random.Generator
+        rng : int, numpy.random.SeedSequence, numpy.random.Generator or None
             Seed (SPEC 7). Drawn with numpy's ``default_rng([seed, stream])``, not JAX's PRNG:
             JAX changed its default random bits in 0.5 (``jax_threefry_partitionable``), so one
             PRNGKey would give different networks on the CPU and GPU machines' JAX versions.
@@ -128,8 +129,7 @@ class ResNet:
             ``{"stem": (w, C, k, k), "blocks": [(conv1, conv2), ...] each (w, w, 3, 3),
             "head": (49w,)}``, numpy float64.
         """
-        seed = seed_from(rng)
-        gen = np.random.default_rng([seed, _STREAM_INIT])
+        gen = generator(rng, _STREAM_INIT)
         std = self.init_std()
         c, w, k = self.image_shape[0], self.width, self.kernel
         stem = gen.standard_normal((w, c, k, k)) * std["stem"]

@@ -102,7 +102,7 @@ def train_gd(net: Any, X: Any, y: Any, *, rng: Any, fraction: float = 0.1, tol: 
         Training inputs.
     y : array, shape (n,)
         Targets (±1 in the claim).
-    rng : int or numpy.random.Generator
+    rng : int, numpy.random.SeedSequence, numpy.random.Generator or None
         Seed of the initialisation (SPEC 7).
     fraction : float
         η = fraction·2/λ_max, in (0, 1) (GD on a quadratic is stable below 1).

@@ -27,7 +27,8 @@ from typing import Any
 import numpy as np
 
 from ..errors import RFTheoryError, ShapeError
-from .backend import float64, require_jax, seed_from
+from ..seeding import generator
+from .backend import float64, require_jax
 
 __all__ = ["ViT", "LN_EPS"]
 
@@ -126,7 +127,7 @@ class ViT:
 
         Parameters
         ----------
-        rng : int or numpy.random.Generator
+        rng : int, numpy.random.SeedSequence, numpy.random.Generator or None
             Seed (SPEC 7).
 
         Returns
@@ -136,7 +137,7 @@ class ViT:
             "w1": (w, mw), "w2": (mw, w)}, ...], "head": (T·w,)}``, numpy float64; a token row
             vector u maps to u·W.
         """
-        gen = np.random.default_rng([seed_from(rng), _STREAM_INIT])
+        gen = generator(rng, _STREAM_INIT)
         std = self.init_std()
         w, m = self.width, self.mlp_ratio * self.width
         embed = gen.standard_normal((w, self.patch_dim)) * std["embed"]
