@@ -78,6 +78,7 @@ def test_a_failing_threshold_fit_is_reported_not_raised(monkeypatch):
     import math
 
     import rftheory.thresholds as thresholds
+    from rftheory.claims._common import fit_text
     from rftheory.claims.deep_law import fitted_threshold
 
     ratios = [8.04] * 3 + [3.83] * 3 + [16.08] * 3
@@ -93,4 +94,4 @@ def test_a_failing_threshold_fit_is_reported_not_raised(monkeypatch):
     assert fit["status"] == "fit_failed" and "different signs" in fit["error"]
     assert math.isnan(fit["location"]) and fit["crossing_status"] == "below_grid"
     assert fit["crossing"] == 3.83 and (fit["runs"], fit["successes"]) == (9, 8)
-    assert twolayer_law._fit_text(fit) == "fit failed"
+    assert fit_text(fit) == "fit failed"

@@ -16,6 +16,7 @@ import argparse
 import dataclasses
 import importlib
 import inspect
+import math
 import sys
 import time
 from pathlib import Path
@@ -30,7 +31,7 @@ from rftheory.runtime import (SOURCE_MODULES, TimeLimitReached, default_workers,
 __all__ = ["CLAIMS", "ALL", "ClaimConfig", "TaskProgress", "TimeLimitReached", "claim_module",
            "default_workers", "check_activations", "check_claim_size", "claim_memory", "run_tasks",
            "source_digests", "environment", "run_claim", "result_path", "main_for", "SOURCE_MODULES",
-           "describe_task", "partial_summary"]
+           "describe_task", "partial_summary", "number_text", "fit_text"]
 
 T = TypeVar("T")
 
@@ -426,3 +427,58 @@ def main_for(claim: str, argv: list[str] | None = None, *, prog: str | None = No
     print(claim_module(claim).summary(result))
     print(f"results: {Path(args.out) / (claim + '.json')}; figures: {', '.join(result.get('figures', []))}")
     return 0
+
+
+def number_text(x: Any) -> str:
+    """A number of a claim's table to 3 significant digits ("-" for None or NaN).
+
+    Parameters
+    ----------
+    x : float or None
+        The number.
+
+    Returns
+    -------
+    str
+        Its text.
+
+    Examples
+    --------
+    >>> number_text(3.14159), number_text(None), number_text(float("inf"))
+    ('3.14', '-', 'inf')
+    """
+    if x is None:
+        return "-"
+    return f"{x:.3g}" if math.isfinite(x) else ("inf" if x > 0 else "-inf" if x < 0 else "-")
+
+
+def fit_text(fit: dict[str, Any]) -> str:
+    """A fitted threshold (a :class:`rftheory.thresholds.ThresholdFit` as a dict) as text.
+
+    Parameters
+    ----------
+    fit : dict
+        ``status``, ``location``, ``interval`` and ``bound`` of the fit (empty: no fit).
+
+    Returns
+    -------
+    str
+        'location [lo, hi] (status)', or the grid bound when the threshold is not located.
+
+    Examples
+    --------
+    >>> fit_text({"status": "ok", "location": 1.1, "interval": [1.0, 1.2], "bound": None})
+    '1.1 [1, 1.2] (ok)'
+    >>> fit_text({"status": "above_grid", "bound": 16.0})
+    '> 16 (above grid)'
+    """
+    if not fit:
+        return "-"
+    if fit["status"] == "below_grid":
+        return f"≤ {number_text(fit['bound'])} (below grid)"
+    if fit["status"] == "above_grid":
+        return f"> {number_text(fit['bound'])} (above grid)"
+    if fit["status"] == "fit_failed":
+        return "fit failed"
+    lo, hi = fit["interval"]
+    return f"{number_text(fit['location'])} [{number_text(lo)}, {number_text(hi)}] ({fit['status']})"

@@ -49,7 +49,8 @@ from typing import Any, Callable
 
 import numpy as np
 
-from rftheory.claims._common import ClaimConfig, TaskProgress, default_workers, main_for, run_tasks
+from rftheory.claims._common import (ClaimConfig, TaskProgress, default_workers, fit_text, main_for,
+                                     number_text, run_tasks)
 import rftheory.metrics as _metrics
 from rftheory.errors import RFTheoryError
 from rftheory.output import format_table, save_figure
@@ -551,8 +552,8 @@ def summary(result: dict[str, Any]) -> str:
 
         fit = entry.get("fitted_threshold") or {}
         rows.append([entry.get("arch", "resnet"), entry["dataset"], entry["n"]]
-                    + [cell(r) for r in ratios] + [_fit_text(fit),
-                       _num(fit.get("crossing")) + f" ({fit.get('crossing_status', '-')})",
+                    + [cell(r) for r in ratios] + [fit_text(fit),
+                       number_text(fit.get("crossing")) + f" ({fit.get('crossing_status', '-')})",
                        "holds" if verdicts[key]["law_holds"] else "fails"])
     v = result["verdict"]
     refused = sum(c["status"] == "refused" for c in result["cases"])
@@ -567,26 +568,6 @@ def summary(result: dict[str, Any]) -> str:
         f"loss at X > {result['span_tol']}): {refused} of {len(result['cases'])} runs",
         f"criterion: {v['criterion']}",
         f"verdict: {'SUPPORTED' if v['supported'] else 'NOT SUPPORTED'}"])
-
-
-def _num(x: Any) -> str:
-    if x is None:
-        return "-"
-    return f"{x:.3g}" if np.isfinite(x) else ("inf" if x > 0 else "-inf" if x < 0 else "-")
-
-
-def _fit_text(fit: dict[str, Any]) -> str:
-    """The fitted threshold as 'location [lo, hi] (status)', or the grid bound when not located."""
-    if not fit:
-        return "-"
-    if fit["status"] == "below_grid":
-        return f"≤ {_num(fit['bound'])} (below grid)"
-    if fit["status"] == "above_grid":
-        return f"> {_num(fit['bound'])} (above grid)"
-    if fit["status"] == "fit_failed":
-        return "fit failed"
-    lo, hi = fit["interval"]
-    return f"{_num(fit['location'])} [{_num(lo)}, {_num(hi)}] ({fit['status']})"
 
 
 def plot(result: dict[str, Any], stem: str | Path) -> list[Path]:

@@ -42,7 +42,7 @@ from typing import Any, Callable
 import numpy as np
 
 from rftheory.deadline import Deadline
-from rftheory.claims._common import (ClaimConfig, TaskProgress, check_activations, default_workers,
+from rftheory.claims._common import (ClaimConfig, fit_text, number_text, TaskProgress, check_activations, default_workers,
                                      main_for, run_tasks)
 import rftheory.metrics as _metrics
 from rftheory.errors import RFTheoryError
@@ -539,7 +539,7 @@ def summary(result: dict[str, Any]) -> str:
         rows.append([entry["dataset"], entry["setup"], v["k"],
                      f"{ranks[0]}–{ranks[-1]}" if len(ranks) > 1 else (ranks or ["-"])[0]]
                     + [f"{by_ratio[r]['median_rho']:.1e}" if r in by_ratio else "-" for r in ratios]
-                    + [_fit_text(fit), _num(fit.get("crossing")),
+                    + [fit_text(fit), number_text(fit.get("crossing")),
                        "holds" if v["law_holds"] else "fails"])
     v = result["verdict"]
     lines = [f"median ρ (official, over {result['seeds']} seed(s)) against p^(L)/(dn); "
@@ -558,26 +558,6 @@ def summary(result: dict[str, Any]) -> str:
         lines.append(f"outputs counted by the rank of θ (r·width/(dn) within ΔAIC 2 of the best, "
                      f"k·width/(dn) not, on every data set): {'yes' if v['counted_by_rank'] else 'no'}")
     return "\n".join(lines)
-
-
-def _num(x: Any) -> str:
-    if x is None:
-        return "-"
-    return f"{x:.3g}" if np.isfinite(x) else ("inf" if x > 0 else "-inf" if x < 0 else "-")
-
-
-def _fit_text(fit: dict[str, Any]) -> str:
-    """The fitted threshold as 'location [lo, hi] (status)', or the grid bound when not located."""
-    if not fit:
-        return "-"
-    if fit["status"] == "below_grid":
-        return f"≤ {_num(fit['bound'])} (below grid)"
-    if fit["status"] == "above_grid":
-        return f"> {_num(fit['bound'])} (above grid)"
-    if fit["status"] == "fit_failed":
-        return "fit failed"
-    lo, hi = fit["interval"]
-    return f"{_num(fit['location'])} [{_num(lo)}, {_num(hi)}] ({fit['status']})"
 
 
 def plot(result: dict[str, Any], stem: str | Path) -> list[Path]:
