@@ -593,7 +593,7 @@ def test_the_shipped_law_baseline_holds_its_thresholds_to_their_intervals():
     interval, widened for a second estimate (:func:`rftheory.baseline.interval_band`): a move
     just beyond the band is caught, a value inside it holds, and **a move of the fitted p*/(dn)
     by 0.1 either way is caught at every threshold key** (issue #25: the quick run's sequential
-    design resolves each threshold to ±0.045·dn, so its band, ×2.03, stays within ±0.1). The
+    design resolves each threshold to ±0.049·dn, so its band, ×2.03, stays within ±0.1). The
     old attack's threshold (1.75·dn, which the factor-2.5 tolerance held) is caught everywhere.
     """
     entries = _law_entry()

@@ -92,7 +92,7 @@ def fmt(x: Any, spec: str = ".2f") -> str:
 
 
 def _threshold_table(name: str, per_grid: list[dict[str, Any]], variant: str,
-                     level: float) -> str:
+                     level: float, profile: float | None = None) -> str:
     rows = []
     for g in per_grid:
         th = g["data"][variant]
@@ -106,7 +106,9 @@ def _threshold_table(name: str, per_grid: list[dict[str, Any]], variant: str,
                      fmt(g["data"]["sign_invariant"]["p_star_over_dn"], ".3f"),
                      f"{kinds['spurious']}/{kinds['unfinished']}",
                      f"{g['seconds']:.0f}"])
-    headers = ["d", "n", "p*_label/n", "p*_data/(dn) fit", f"{level:.0%} profile", "width σ",
+    headers = ["d", "n", "p*_label/n", "p*_data/(dn) fit",
+               f"{level:.0%} interval" if profile in (None, level)
+               else f"{level:.0%} interval ({profile:.0%} profile)", "width σ",
                "crossing", "(sign-inv ρ)", "spurious/unfinished", "Σ cell s"]
     return f"φ = {name}\n" + format_table(headers, rows)
 
@@ -191,7 +193,8 @@ def summary(result: dict[str, Any]) -> str:
         f"profile-likelihood interval; crossing: the interpolation rule, secondary), "
         f"optimiser budget {result['max_steps']} steps"
         + (f" (from {result['from_export']})" if result.get("from_export") else ""),
-        _threshold_table(result["activation"], result["per_grid"], variant, result["level"]),
+        _threshold_table(result["activation"], result["per_grid"], variant, result["level"],
+                         result.get("profile_level")),
         *_design_line(result),
         _pooled_line(result["pooled"], variant),
         _kinds_table(result["per_grid"], variant),
@@ -205,6 +208,11 @@ def summary(result: dict[str, Any]) -> str:
                   _pooled_line(other["pooled"], "sign_invariant") + " (sign-invariant ρ)",
                   _fit_line(other["fits"][variant]), _fit_line(other["fits"]["sign_invariant"]),
                   "compared, not part of the verdict"]
+    if result.get("missing", {}).get("cells"):
+        lines.append(f"no verdict: {result['missing']['cells']} cells of the grid are missing "
+                     f"(a partial analysis; the checks so far — label threshold at n: "
+                     f"{v['label_threshold_is_n']}; collapse in dn: {v['collapse_in_dn']})")
+        return "\n".join(lines)
     lines.append(
         f"verdict ({result['activation']}): {'SUPPORTED' if v['supported'] else 'NOT SUPPORTED'} "
         f"— label threshold at n: {v['label_threshold_is_n']}; fails at p = n: "

@@ -29,9 +29,12 @@ The default and quick runs use a **sequential design** (:attr:`Config.resolution
 first pass over the ratios with two seeds, rounds of further runs are spent only where they
 narrow p*_data's interval — one more seed at each p whose fitted success probability is
 uncertain, or a new p that bisects the bracket of the threshold
-(:func:`rftheory.thresholds.followup_points`) — until every (d, n)'s 95 % interval reaches at
-most ±``resolution``·dn (or a cap of added runs is hit). Deterministic given the base seed: the
-runs added at a p take the next seed indices there.
+(:func:`rftheory.thresholds.followup_points`) — until every (d, n)'s interval reaches at
+most ±``resolution``·dn (or a cap of added runs is hit). Its intervals are the profile
+likelihood's at :data:`rftheory.thresholds.SEQUENTIAL_PROFILE_LEVEL` (0.98), which cover the
+threshold ~95 % of the time after the design's stopping rule (the 0.95 profile interval covered
+85–90 %: a rule that stops when the interval looks narrow picks lucky samples). Deterministic
+given the base seed: the runs added at a p take the next seed indices there.
 
 Each failed run is classified (:func:`rftheory.metrics.run_kind`): a *spurious interpolant* (loss
 at the optimiser's tolerance, ρ large: a second zero of the loss) or an *unfinished descent* (loss
@@ -94,7 +97,7 @@ from rftheory.thresholds import crossing, label_threshold, p_values  # noqa: F40
 
 # The claim's API, those of its private modules included (the docs list __all__).
 __all__ = ["CLAIM", "RHO_SUCCESS", "LABEL_TOL", "LAW_EXPONENT", "REJECTED_EXPONENT", "LEVEL",
-           "VARIANTS", "DESIGN_VARIANTS", "TRANSITION_RATIOS", "FULL", "QUICK", "LARGE",
+           "profile_level", "VARIANTS", "DESIGN_VARIANTS", "TRANSITION_RATIOS", "FULL", "QUICK", "LARGE",
            "LARGE_EXPORTED", "SWEEP_DIR", "Config", "run", "analyse", "summary", "plot", "main",
            "run_point", "data_threshold", "pooled_threshold", "scaling_fit", "collapse_in_dn",
            "success_against_steps", "sweep_dir", "sweep_document", "cells_from_store",
@@ -114,7 +117,8 @@ LABEL_TOL = 1e-6
 #: must contain, and the alternative each interval must exclude (halfway to p* ∝ n or ∝ d).
 LAW_EXPONENT = 1.0
 REJECTED_EXPONENT = 0.5
-#: Confidence level of every interval of the claim (thresholds and exponents).
+#: Confidence level of every interval of the claim (thresholds and exponents). A sequential
+#: design's thresholds reach it with the profile level :func:`profile_level` gives.
 LEVEL = 0.95
 #: ρ variants, the paper's official one first (see :mod:`rftheory.metrics`).
 VARIANTS = ("abs", "signed", "sign_invariant")
@@ -160,10 +164,11 @@ class Config(ClaimConfig):
         pass (every ratio, ``seeds`` seeds), rounds of further runs
         (:func:`rftheory.thresholds.followup_points`, one run at each p where the fitted success
         probability is uncertain, or a new p that bisects the bracket of the threshold) are
-        added for each (d, n) until the 95 % interval of p*_data reaches at most
-        ``resolution``·dn on either side of it (official and sign-invariant ρ), or until
+        added for each (d, n) until the interval of p*_data (:func:`profile_level`) reaches at
+        most ``resolution``·dn on either side of it (official and sign-invariant ρ), or until
         ``max_added`` runs were added to that (d, n). None: the fixed grid only (what a sweep
-        needs). Default 0.045 (:data:`FULL`).
+        needs). Default 0.049 (:data:`FULL`): intervals narrower than 0.1·dn, and the
+        baseline's band (2.03× the wider side) within ±0.1·dn.
     max_added : int
         The cap on the runs the sequential design adds to one (d, n) (default 60).
     """
@@ -178,7 +183,7 @@ class Config(ClaimConfig):
     compare_seeds: int | None = None
     compare_grid: tuple[tuple[int, int], ...] | None = None
     sweep: bool = False
-    resolution: float | None = 0.045
+    resolution: float | None = 0.049
     max_added: int = 60
 
     def __post_init__(self) -> None:
@@ -343,8 +348,9 @@ TRANSITION_RATIOS = (0.9, 1.0, 1.05, 1.1, 1.15, 1.2, 1.3, 1.4, 1.5, 2.0)
 #: The default sweep (the package's main job, ``rftheory demo``, ``rftheory verify law``):
 #: (3, 3) vs (12, 3) varies d by 4× at fixed n, (12, 3) vs (12, 12) varies n by 4× at fixed d (so
 #: p* ∝ n, ∝ d and ∝ dn give exponents 0 or 1 far apart); first pass p/(dn) in
-#: :data:`TRANSITION_RATIOS` with 2 seeds, then the sequential design (``resolution`` 0.045: each
-#: 95 % interval within ±0.045·dn, i.e. narrower than 0.09·dn; at most 60 added runs per (d, n)).
+#: :data:`TRANSITION_RATIOS` with 2 seeds, then the sequential design (``resolution`` 0.049: each
+#: interval, at the profile level of :func:`profile_level`, within ±0.049·dn, i.e. narrower than
+#: 0.1·dn; at most 60 added runs per (d, n)).
 #: Why these cells (measured, paper_notes/law.md): the attack's transition is sharp where n ≤ d
 #: and d ≤ 12 — (16, 3), (4, 12), (3, 12) and (8, 8) have unfinished descents over 1.0–1.4·dn at
 #: the 3000-step budget, a curve so wide that ±0.045·dn needs ~100 runs of ~1.4 s each — and
@@ -356,7 +362,7 @@ assert FULL.ratios == TRANSITION_RATIOS  # the default's first pass is the trans
 #: 2) and a higher cap (100): the baseline needs every threshold resolved; measured, (12, 3)
 #: ended at ±0.047·dn after 60 added runs.
 QUICK = Config(grid=((3, 3), (12, 3), (12, 12)), ratios=(0.9, 1.0, 1.1, 1.2, 1.3, 1.5, 2.0),
-               seeds=2, max_steps=3000, resolution=0.045, max_added=100)
+               seeds=2, max_steps=3000, resolution=0.049, max_added=100)
 #: ``--large``: the law over a real grid — d ∈ {10, 20, 40, 80} × n ∈ {4, 8, 16} (d over 8×, n
 #: over 4×, dn from 40 to 1280), p/(dn) in :data:`TRANSITION_RATIOS` plus 0.5, 3 and 5, plus
 #: p = n/2, n − 1, n, relu + tanh with 5 seeds (the verdict's), relu compared with 3 seeds at
@@ -504,7 +510,8 @@ def run(config: Config = FULL, *, progress: Callable[[str], None] | None = None,
             import rftheory.pipeline  # noqa: F401
         cells = run_points(tasks, workers, progress, deadline)
         if config.resolution is not None:
-            cells += follow_up(cells, config, rho_success=RHO_SUCCESS, level=LEVEL,
+            cells += follow_up(cells, config, rho_success=RHO_SUCCESS,
+                               level=profile_level(config),
                                variants=DESIGN_VARIANTS, workers=workers, progress=progress,
                                deadline=deadline)
     result = analyse(cells, config)
@@ -606,6 +613,7 @@ def analyse(cells: Sequence[dict[str, Any]], config: Config, *,
         "sweep": config.sweep, "resolution": config.resolution, "max_added": config.max_added,
         "rho_success": RHO_SUCCESS, "label_tol": LABEL_TOL,
         "success_variant": config.success_variant, "level": LEVEL,
+        "profile_level": profile_level(config),
         "law_exponent": LAW_EXPONENT, "rejected_exponent": REJECTED_EXPONENT,
         "per_grid": primary["per_grid"], "pooled": primary["pooled"],
         "failure_kinds": {v: kind_totals(primary["per_grid"], v) for v in VARIANTS},
@@ -661,7 +669,8 @@ def _per_grid(mine: list[dict[str, Any]], config: Config,
                 for p in ps_rec]
         thresholds = {}
         for v in VARIANTS:
-            th = _fitted([c["p"] for c in recs], [c[f"rho_{v}"] < RHO_SUCCESS for c in recs])
+            th = _fitted([c["p"] for c in recs], [c[f"rho_{v}"] < RHO_SUCCESS for c in recs],
+                         profile_level(config) if activation == config.activation else LEVEL)
             th["success_probability"] = [row[f"success_{v}"] for row in rows]
             th["p_star_over_dn"] = th["p_star"] / (d * n)
             th["p_star_over_n"] = th["p_star"] / n
@@ -685,6 +694,32 @@ def _per_grid(mine: list[dict[str, Any]], config: Config,
             "seconds": float(sum(c["seconds"] for c in here)),
         })
     return per_grid
+
+
+def profile_level(config: Config) -> float:
+    """The profile-likelihood level of the per-(d, n) thresholds' intervals: :data:`LEVEL` for a
+    fixed grid, :data:`rftheory.thresholds.SEQUENTIAL_PROFILE_LEVEL` for a sequential design
+    (``config.resolution`` set), whose stopping rule costs the nominal level's interval its
+    coverage.
+
+    Parameters
+    ----------
+    config : Config
+        The run's configuration.
+
+    Returns
+    -------
+    float
+        The level passed to :func:`rftheory.thresholds.fit_threshold`.
+
+    Examples
+    --------
+    >>> profile_level(FULL), profile_level(LARGE)
+    (0.98, 0.95)
+    """
+    from rftheory.thresholds import SEQUENTIAL_PROFILE_LEVEL
+
+    return LEVEL if config.resolution is None else SEQUENTIAL_PROFILE_LEVEL
 
 
 def _fitted(p: Sequence[int], success: Sequence[bool], level: float = LEVEL) -> dict[str, Any]:
