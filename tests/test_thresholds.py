@@ -200,9 +200,9 @@ def test_the_sequential_design_reaches_its_target_and_keeps_its_coverage():
     # of 2 seeds, then followup_points until ±0.049·dn, at most 200 added runs), at the design's
     # calibrated level SEQUENTIAL_PROFILE_LEVEL. Every run must end resolved, and the final
     # interval must hold the truth ~95 % of the time: ≥ 34 of 40 (a 95 % interval fails that
-    # with probability 0.3 %; the nominal 0.95 level, which covers 85–90 % after the stopping
-    # rule (benchmarks/threshold_coverage.py), would fail it about half the time, and the
-    # crossing rule's zero-width interval almost always).
+    # with probability 0.3 %; an interval that covers 90 %, as the nominal 0.95 level does after
+    # the stopping rule (benchmarks/threshold_coverage.py), fails it 10 % of the time, one of
+    # 80 % almost always, and the crossing rule's zero-width interval always).
     from rftheory.thresholds import SEQUENTIAL_PROFILE_LEVEL
 
     rng = np.random.default_rng(25)

@@ -33,7 +33,7 @@ uncertain, or a new p that bisects the bracket of the threshold
 most ±``resolution``·dn (or a cap of added runs is hit). Its intervals are the profile
 likelihood's at :data:`rftheory.thresholds.SEQUENTIAL_PROFILE_LEVEL` (0.98), which cover the
 threshold ~95 % of the time after the design's stopping rule (the 0.95 profile interval covered
-85–90 %: a rule that stops when the interval looks narrow picks lucky samples). Deterministic
+89–91 %: a rule that stops when the interval looks narrow picks lucky samples). Deterministic
 given the base seed: the runs added at a p take the next seed indices there.
 
 Each failed run is classified (:func:`rftheory.metrics.run_kind`): a *spurious interpolant* (loss
