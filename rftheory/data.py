@@ -210,7 +210,8 @@ def to_sphere(X: Any, d: int | None = None, *, centre: bool = False,
     xp = namespace_of(X)  # array_namespace(X), with numpy's lookup cheap (a hot loop's retraction)
     if X.ndim not in (1, 2):
         raise ShapeError(f"to_sphere takes rows (n, d) or one point (d,), got shape {tuple(X.shape)}")
-    if not xp.isdtype(X.dtype, "real floating"):
+    host = type(X) is np.ndarray
+    if not (host and X.dtype.kind == "f") and not xp.isdtype(X.dtype, "real floating"):
         X = xp.astype(X, xp.float64)
     k = X.shape[-1]
     d = k if d is None else d
@@ -221,7 +222,9 @@ def to_sphere(X: Any, d: int | None = None, *, centre: bool = False,
         norms = math.sqrt(float(X @ X))
         zero = norms <= tiny
     else:
-        norms = xp.linalg.vector_norm(X, axis=1, keepdims=True)
+        # On numpy, the call array_api_compat's vector_norm makes, without its axis handling.
+        norms = (np.linalg.norm(X, axis=1, ord=2).reshape(X.shape[0], 1) if host
+                 else xp.linalg.vector_norm(X, axis=1, keepdims=True))
         zero = bool(xp.any(norms <= tiny))
     if zero:
         raise ShapeError("a row is zero" + (" after centring (a constant row)" if centre else "")

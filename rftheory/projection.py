@@ -22,7 +22,7 @@ from array_api_compat import array_namespace, device as array_device, is_cupy_na
 from .errors import ShapeError
 from .features import (BLOCK_ROWS, SUM_GROUP, BlockSum, FeatureChunk, FeatureMap, float_itemsize,
                        check_data, stream_memory)
-from .gram import GramSolution, solve_gram
+from .gram import GramSolution, solve_gram, solve_gram_checked
 
 __all__ = ["ProjectionLoss", "projection_loss", "projection_residuals", "loss_memory",
            "keeps_blocks"]
@@ -222,7 +222,7 @@ def projection_loss_checked(features: FeatureMap, X_hat: Any, theta2: Any, theta
         if keep:  # Z is not needed again: keep V, φ and φ′ only
             kept.append(FeatureChunk(ch.start, ch.V, None, ch.F, ch.D))
     gram = G.result()
-    solved = solve_gram(gram, c.result(), rcond=rcond)
+    solved = solve_gram_checked(gram, c.result(), xp, rcond)  # (n̂, n̂) and (n̂, k): checked
     A = solved.solution  # (n̂, k)
     single = A.shape[1] == 1
     chunks = kept if keep else features._stream(X_hat, xp, derivative=gradient)

@@ -273,6 +273,7 @@ class Problem:
         self._low_v: dict[int, Any] = {}
         # Row norms Σ_l V_vl² per chunk of V (see _row_norms).
         self._vsq: dict[int, tuple[Any, Any]] = {}
+        self._host_xp = namespace_of(np.zeros(0))  # the namespace of numpy arrays
         self.evaluations = 0   # loss (and gradient) evaluations
         self.passes = 0        # streams over V (each pass, or each matrix-free product, is one)
         self.products = 0      # matrix-free JᵀJ products (included in passes)
@@ -293,6 +294,8 @@ class Problem:
         """Host rows X on the problem's device (checked finite: the loss's own check)."""
         if not np.isfinite(X).all():
             check_data(X, self.d, "X_hat")  # raises the error projection_loss would
+        if type(X) is np.ndarray and self.xp is self._host_xp:
+            return X  # what asarray returns for a numpy array in its own namespace
         return self.xp.asarray(X, device=self.dev)
 
     def loss(self, X: np.ndarray, target: Any = None) -> float:
@@ -607,7 +610,8 @@ def _model_decrease(lin: Linearisation, step: np.ndarray) -> float:
     """Predicted decrease of the loss: −2gᵀδ − δᵀHδ."""
     Hs = (lin.hessian @ step.ravel()).reshape(step.shape) if lin.hessian is not None \
         else lin.product(step)
-    return -2.0 * float(np.sum(lin.gradient * step)) - float(np.sum(step * Hs))
+    # np.sum's reductions, called as methods.
+    return -2.0 * float((lin.gradient * step).sum()) - float((step * Hs).sum())
 
 
 class _Stop(Exception):
