@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 from array_api_compat import array_namespace, device as array_device, is_cupy_namespace
 
+from .backend import namespace_of
 from .errors import ShapeError
 from .features import (BLOCK_ROWS, SUM_GROUP, BlockSum, FeatureChunk, FeatureMap, float_itemsize,
                        check_data, stream_memory)
@@ -222,7 +223,8 @@ def projection_loss_checked(features: FeatureMap, X_hat: Any, theta2: Any, theta
         if keep:  # Z is not needed again: keep V, φ and φ′ only
             kept.append(FeatureChunk(ch.start, ch.V, None, ch.F, ch.D))
     gram = G.result()
-    solved = solve_gram_checked(gram, c.result(), xp, rcond)  # (n̂, n̂) and (n̂, k): checked
+    rhs = c.result()
+    solved = solve_gram_checked(gram, rhs, namespace_of(gram, rhs), rcond)  # shapes: ours
     A = solved.solution  # (n̂, k)
     single = A.shape[1] == 1
     chunks = kept if keep else features._stream(X_hat, xp, derivative=gradient)
