@@ -22,6 +22,7 @@ from functools import cached_property
 from typing import Any, Callable, NamedTuple
 
 import mpmath
+import numpy as np
 import sympy as sp
 from array_api_compat import device, is_numpy_namespace
 from sympy.codegen.cfunctions import expm1, log1p
@@ -688,16 +689,23 @@ def _compile_programs(exprs: list[sp.Expr]) -> tuple[list[_Step], tuple, int]:
 
 
 def _run_program(program: _Program, x: Any, xp: Any) -> list[Any]:
-    """Run ``program`` on the array ``x`` of namespace ``xp``; one fresh array per output."""
+    """Run ``program`` on the array ``x`` of namespace ``xp``; one fresh array per output.
+
+    For a numpy ``x`` the two wrapped calls of the array-API path (``asarray`` of a constant,
+    ``sign``) are made as the numpy calls they wrap — the same arrays, without the wrappers'
+    overhead (the program runs at every loss evaluation of the attack).
+    """
     slots: list[Any] = [None] * program.n_slots
     slots[0] = x
     zero_d: dict[float, Any] = {}
+    host = type(x) is np.ndarray
 
     def array(ref: Any) -> Any:  # a slot, or a constant as a 0-d array of x's dtype and device
         if isinstance(ref, int):
             return slots[ref]
         if ref not in zero_d:
-            zero_d[ref] = xp.asarray(ref, dtype=x.dtype, device=device(x))
+            zero_d[ref] = (np.asarray(ref, dtype=x.dtype) if host
+                           else xp.asarray(ref, dtype=x.dtype, device=device(x)))
         return zero_d[ref]
 
     for step in program.steps:
@@ -761,7 +769,7 @@ def _run_program(program: _Program, x: Any, xp: Any) -> list[Any]:
             u, h0 = slots[args[0]], step.param
             # All exact for non-NaN u: sign(u) is -1, 0 or 1, and the 0/1 masks are exact.
             if h0 == 0.5:
-                value = xp.sign(u)
+                value = np.sign(u) if host else xp.sign(u)
                 value += 1.0
                 value *= 0.5
             elif h0 == 1.0:
@@ -1120,13 +1128,14 @@ class Activation:
     @staticmethod
     def _evaluate(program: _Program, exprs: tuple[sp.Expr, ...], x: Any) -> list[Any]:
         xp = namespace_of(x)
-        if not xp.isdtype(x.dtype, "real floating"):
-            if xp.isdtype(x.dtype, "complex floating"):
-                raise BackendError(f"activations are real functions; got a {x.dtype} array")
-            x = xp.astype(x, xp.float64)  # integers and booleans: evaluate in float64
-        if not is_numpy_namespace(xp):
-            return _run_program(program, x, xp)
-        import numpy as np
+        # A numpy float array passes both tests below (dtype kind "f" is numpy's real floating).
+        if not (type(x) is np.ndarray and x.dtype.kind == "f"):
+            if not xp.isdtype(x.dtype, "real floating"):
+                if xp.isdtype(x.dtype, "complex floating"):
+                    raise BackendError(f"activations are real functions; got a {x.dtype} array")
+                x = xp.astype(x, xp.float64)  # integers and booleans: evaluate in float64
+            if not is_numpy_namespace(xp):
+                return _run_program(program, x, xp)
 
         # Overflow and underflow are left to run their course (exp(800) = inf, 1/inf = 0);
         # every non-finite result at a finite input (inf/inf, inf - inf, log(0) after an

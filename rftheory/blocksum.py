@@ -41,27 +41,36 @@ class BlockSum:
 
     def add(self, first_block: int, parts: Any) -> None:
         """Add ``parts[i]``, the term of block ``first_block + i``; blocks must come in order."""
-        xp = namespace_of(parts)
         i, nb = 0, parts.shape[0]
+        if nb == 1 and (first_block + 1) % SUM_GROUP:
+            # One block that does not end its group (every term when p ≤ BLOCK_ROWS): pending,
+            # as the loop below would keep it (parts[0:1] is parts).
+            self._pending.append(parts)
+            return
         while i < nb:
             room = SUM_GROUP - (first_block + i) % SUM_GROUP  # blocks left in this group
             take = min(room, nb - i)
             self._pending.append(parts[i:i + take, ...])
             if take == room:
-                self._flush(xp)
+                self._flush()
             i += take
 
     def result(self) -> Any:
         """The sum (the last group may be incomplete)."""
         if self._pending:
-            self._flush(namespace_of(self._pending[0]))
+            self._flush()
         return self.total
 
-    def _flush(self, xp: Any) -> None:
-        stack = self._pending[0] if len(self._pending) == 1 else xp.concat(self._pending, axis=0)
+    def _flush(self) -> None:
+        pending = self._pending
+        self._pending = []
+        if len(pending) == 1 and pending[0].shape[0] == 1:  # one block: no namespace needed
+            self.total = self.total + pending[0][0, ...]
+            return
+        xp = namespace_of(pending[0])
+        stack = pending[0] if len(pending) == 1 else xp.concat(pending, axis=0)
         # A group of one block (every reduction when p ≤ BLOCK_ROWS) adds that block's term
         # itself: the sum over one term is that term, up to the sign of a zero (-0.0 sums to
         # +0.0), which adding it to the total erases (the total starts at +0.0 and a sum in
         # round-to-nearest is -0.0 only when both terms are) — so bit-identical, one call less.
         self.total = self.total + (stack[0, ...] if stack.shape[0] == 1 else xp.sum(stack, axis=0))
-        self._pending = []

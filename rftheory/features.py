@@ -176,7 +176,10 @@ class FeatureChunk:
         """θ's rows for this chunk as (nb, m, k) (a 1-D θ gets k = 1)."""
         nb, m = self.V.shape[0], self.V.shape[1]
         part = theta[self.rows, ...]
-        return namespace_of(part).reshape(part, (nb, m, part.shape[1] if part.ndim == 2 else 1))
+        shape = (nb, m, part.shape[1] if part.ndim == 2 else 1)
+        if type(part) is np.ndarray:  # what the array-API reshape calls, without its wrapper
+            return part.reshape(shape)
+        return namespace_of(part).reshape(part, shape)
 
     def blocks(self) -> Iterator[FeatureBlock]:
         """The chunk's blocks, one at a time (views, no copies)."""
@@ -238,9 +241,12 @@ class FeatureMap:
         """:meth:`chunks` of a checked X of namespace ``xp`` (no validation: for hot loops)."""
         act = self.activation
         on_gpu = is_cupy_namespace(xp)
+        host = type(X) is np.ndarray  # numpy: matmul and the transpose without their wrappers
         for start, Vs in self._chunks(xp, X.dtype, array_device(X)):
             if on_gpu:
                 Zs = _preactivations_cupy(X, Vs)
+            elif host and type(Vs) is np.ndarray:
+                Zs = np.matmul(X[None, :, :], Vs.transpose(0, 2, 1))
             else:
                 Zs = xp.matmul(X[None, :, :], _transpose_blocks(Vs))
             if derivative:

@@ -16,12 +16,14 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
 from array_api_compat import array_namespace, device as array_device, is_cupy_namespace
 
+from .backend import namespace_of
 from .errors import ShapeError
 from .features import (BLOCK_ROWS, SUM_GROUP, BlockSum, FeatureChunk, FeatureMap, float_itemsize,
                        check_data, stream_memory)
-from .gram import GramSolution, solve_gram
+from .gram import GramSolution, solve_gram, solve_gram_checked
 
 __all__ = ["ProjectionLoss", "projection_loss", "projection_residuals", "loss_memory",
            "keeps_blocks"]
@@ -194,36 +196,66 @@ def projection_loss_checked(features: FeatureMap, X_hat: Any, theta2: Any, theta
         kept_bytes += features.p * features.d * itemsize
     keep = kept_bytes <= keep_budget(xp)
     kept = []
-    G = BlockSum(xp.zeros((n_hat, n_hat), dtype=dtype, device=dev))
-    c = BlockSum(xp.zeros((n_hat, theta2.shape[1]), dtype=dtype, device=dev))
+    if type(X_hat) is np.ndarray and type(theta2) is np.ndarray:
+        # numpy: the array-API calls below made as the numpy calls they wrap (matmul,
+        # permute_dims → transpose, zeros, sum and astype as methods): the same arrays, at a
+        # fraction of the per-call overhead (this runs at every evaluation of the attack).
+        matmul, swap, sq_sum = np.matmul, _swap_numpy, _sq_sum_numpy
+
+        def zeros(shape: tuple, dt: Any) -> Any:
+            return np.zeros(shape, dtype=dt)
+    else:
+        matmul = xp.matmul
+
+        def swap(x: Any) -> Any:
+            return xp.permute_dims(x, (0, 2, 1))
+
+        def sq_sum(R: Any) -> Any:
+            return xp.astype(xp.sum(R * R, axis=(1, 2)), xp.float64)
+
+        def zeros(shape: tuple, dt: Any) -> Any:
+            return xp.zeros(shape, dtype=dt, device=dev)
+    G = BlockSum(zeros((n_hat, n_hat), dtype))
+    c = BlockSum(zeros((n_hat, theta2.shape[1]), dtype))
     for ch in features._stream(X_hat, xp, derivative=gradient and keep):
-        G.add(ch.first_block, xp.matmul(ch.F, xp.permute_dims(ch.F, (0, 2, 1))))
-        c.add(ch.first_block, xp.matmul(ch.F, ch.stacked(theta2)))
+        G.add(ch.first_block, matmul(ch.F, swap(ch.F)))
+        c.add(ch.first_block, matmul(ch.F, ch.stacked(theta2)))
         if keep:  # Z is not needed again: keep V, φ and φ′ only
             kept.append(FeatureChunk(ch.start, ch.V, None, ch.F, ch.D))
     gram = G.result()
-    solved = solve_gram(gram, c.result(), rcond=rcond)
+    rhs = c.result()
+    solved = solve_gram_checked(gram, rhs, namespace_of(gram, rhs), rcond)  # shapes: ours
     A = solved.solution  # (n̂, k)
     single = A.shape[1] == 1
     chunks = kept if keep else features._stream(X_hat, xp, derivative=gradient)
     # Per-block ‖R_b‖² are added in block order, in float64 whatever the working dtype.
-    resid_sq = BlockSum(xp.zeros((), dtype=xp.float64, device=dev))
-    grad = BlockSum(xp.zeros(X_hat.shape, dtype=dtype, device=dev)) if gradient else None
+    resid_sq = BlockSum(zeros((), xp.float64))
+    grad = BlockSum(zeros(X_hat.shape, dtype)) if gradient else None
     for ch in chunks:
         # R_b = Θ_b − Φ̂_bᵀA and ∂L/∂Φ̂_b = −2 A R_bᵀ/‖Θ‖² (the constant is applied once, at the end).
-        R = ch.stacked(theta2) - xp.matmul(xp.permute_dims(ch.F, (0, 2, 1)), A[None, :, :])
-        resid_sq.add(ch.first_block, xp.astype(xp.sum(R * R, axis=(1, 2)), xp.float64))
+        R = ch.stacked(theta2) - matmul(swap(ch.F), A[None, :, :])
+        resid_sq.add(ch.first_block, sq_sum(R))
         if gradient and single:
             # (a r_bᵀ ⊙ D_b) V_b = diag(a) (D_b diag(r_b)) V_b: one elementwise pass, not two.
-            grad.add(ch.first_block, xp.matmul(ch.D * xp.permute_dims(R, (0, 2, 1)), ch.V))
+            grad.add(ch.first_block, matmul(ch.D * swap(R), ch.V))
         elif gradient:
-            C = xp.matmul(A[None, :, :], xp.permute_dims(R, (0, 2, 1))) * ch.D
-            grad.add(ch.first_block, xp.matmul(C, ch.V))
+            C = matmul(A[None, :, :], swap(R)) * ch.D
+            grad.add(ch.first_block, matmul(C, ch.V))
     if gradient:
         grad = grad.result()
         grad = (-2.0 / theta_sq) * (A * grad if single else grad)
     result = ProjectionLoss(min(float(resid_sq.result()) / theta_sq, 1.0), grad, A, solved)
     return result, ((kept, gram) if keep_chunks and keep and gradient else None)
+
+
+def _swap_numpy(x: Any) -> Any:
+    """``permute_dims(x, (0, 2, 1))`` of a numpy array: the view it returns."""
+    return x.transpose(0, 2, 1)
+
+
+def _sq_sum_numpy(R: Any) -> Any:
+    """``astype(sum(R * R, axis=(1, 2)), float64)`` of a numpy array: the same reduction."""
+    return (R * R).sum(axis=(1, 2)).astype(np.float64)
 
 
 def projection_residuals(features: FeatureMap, X_hat: Any, X: Any, *,

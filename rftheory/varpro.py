@@ -68,9 +68,16 @@ d = n = 10, 1.1dn (3 seeds).
 *Overhead.* At the demo's sizes (n̂d ≈ 100, p ≈ 100) an iteration does little arithmetic and
 its cost is per-call Python overhead, so the problem checks θ once (not per evaluation), the
 linearisation reuses the kept blocks (V, φ, φ′) and Gram matrix of the evaluation at the same
-point (and its Cholesky test), and the step's Cholesky calls LAPACK directly — each bit-identical
-to the plain path (``tests/test_varpro.py``, and ``benchmarks/bench_step_overhead.py --compare``
-for whole runs).
+point (and its Cholesky test) and V's row norms from pass to pass (V is cached), and the step's
+Cholesky calls LAPACK directly. With numpy arrays the hot paths (this module's curvature pass,
+:func:`rftheory.projection.projection_loss_checked`, the Gram solve, the activation's program,
+the retraction) make the numpy calls that the array-API wrappers would make, without the
+wrappers; any other namespace takes the array-API calls. Each is bit-identical to the plain
+path (``tests/test_varpro.py`` and the modules' tests against array_api_strict, and
+``benchmarks/bench_step_overhead.py --compare`` for whole runs). Measured (2026-12-04, shared
+2-core development machine, ``bench_step_overhead.py --steps 300 --repeat 5``, relu+tanh):
+0.87–0.95 ms CPU per LM iteration at d = n = 10, p = 100 against 1.10–1.14 ms without these
+numpy paths, 524 Python calls per iteration against 834 (``--calls``).
 
 *Accuracy.* The loss and gradient come from :func:`rftheory.projection.projection_loss`
 (residual accumulated directly, relative accuracy kept at small losses). JᵀJ is formed in
@@ -82,12 +89,14 @@ useful ``tol``.
 from __future__ import annotations
 
 import math
+import weakref
 from dataclasses import dataclass
 from typing import Any, Callable
 
 import numpy as np
 import scipy.linalg
 import scipy.linalg.lapack
+from array_api_compat import is_numpy_namespace
 
 from .features import BlockSum, FeatureChunk, FeatureMap, check_data
 from .gram import solve_gram, solve_gram_checked as _solve_gram
@@ -198,7 +207,7 @@ def _tangent(X: np.ndarray, W: np.ndarray, U: np.ndarray | None = None) -> np.nd
     """Project each row of W (m, d) on the tangent space of the sphere at the row of X
     (``U``: ``_units(X)``, when already computed)."""
     U = _units(X) if U is None else U
-    return W - np.sum(W * U, axis=1, keepdims=True) * U
+    return W - (W * U).sum(axis=1, keepdims=True) * U  # np.sum's reduction, called as a method
 
 
 @dataclass
@@ -269,6 +278,9 @@ class Problem:
         # run, so its low-precision copy is converted once, not at every LM iteration (at
         # d = 3072, p = 307 200 that conversion read 7.5 GB per iteration).
         self._low_v: dict[int, Any] = {}
+        # Row norms Σ_l V_vl² per chunk of V (see _row_norms).
+        self._vsq: dict[int, tuple[Any, Any]] = {}
+        self._host_xp = namespace_of(np.zeros(0))  # the namespace of numpy arrays
         self.evaluations = 0   # loss (and gradient) evaluations
         self.passes = 0        # streams over V (each pass, or each matrix-free product, is one)
         self.products = 0      # matrix-free JᵀJ products (included in passes)
@@ -289,6 +301,8 @@ class Problem:
         """Host rows X on the problem's device (checked finite: the loss's own check)."""
         if not np.isfinite(X).all():
             check_data(X, self.d, "X_hat")  # raises the error projection_loss would
+        if type(X) is np.ndarray and self.xp is self._host_xp:
+            return X  # what asarray returns for a numpy array in its own namespace
         return self.xp.asarray(X, device=self.dev)
 
     def loss(self, X: np.ndarray, target: Any = None) -> float:
@@ -342,46 +356,62 @@ class Problem:
             gram = None
         A = to_host(res.coefficients, np.float64)
         A = A if A.ndim == 2 else A[:, None]
-        # ∂L/∂X̂ = 2 Jᵀr/‖θ‖² (Euclidean); the model uses g = Jᵀr/‖θ‖² on the tangent space.
-        units = _units(X)
-        grad = _tangent(X, 0.5 * to_host(res.gradient, np.float64), units)[rows]
-        dense = self.dense_for(f)
         all_rows = free is None
+        # ∂L/∂X̂ = 2 Jᵀr/‖θ‖² (Euclidean); the model uses g = Jᵀr/‖θ‖² on the tangent space.
+        # (All rows: the arrays themselves rather than their copies X[rows], A[rows], ….)
+        units = _units(X)
+        grad = _tangent(X, 0.5 * to_host(res.gradient, np.float64), units)
+        grad = grad if all_rows else grad[rows]
+        dense = self.dense_for(f)
         sel = None if all_rows else xp.asarray(rows, device=dev)
         # Curvature pass: Gram, Kronecker traces, and M, N (dense) or the kept blocks (cg).
         f64 = xp.float64
-        G = BlockSum(xp.zeros((m, m), dtype=f64, device=dev)) if gram is None else None
-        Ctr = BlockSum(xp.zeros((f, f), dtype=f64, device=dev))
+        if is_numpy_namespace(xp):
+            # numpy: the wrapped array-API calls of the pass made as the numpy calls they wrap.
+            matmul, swap = np.matmul, _swap_numpy
+
+            def zeros(shape: tuple) -> Any:
+                return np.zeros(shape, dtype=np.float64)
+        else:
+            matmul = xp.matmul
+
+            def swap(x: Any) -> Any:
+                return xp.permute_dims(x, (0, 2, 1))
+
+            def zeros(shape: tuple) -> Any:
+                return xp.zeros(shape, dtype=f64, device=dev)
+        G = BlockSum(zeros((m, m))) if gram is None else None
+        Ctr = BlockSum(zeros((f, f)))
         if dense:
-            M = BlockSum(xp.zeros((f * d, f * d), dtype=f64, device=dev))
-            N = BlockSum(xp.zeros((m, f * d), dtype=f64, device=dev))
+            M = BlockSum(zeros((f * d, f * d)))
+            N = BlockSum(zeros((m, f * d)))
         kept: list[FeatureChunk] = []
         for ch in stream:
             F, D, V = ch.F, ch.D, ch.V                      # (nb,m,r), (nb,m,r), (nb,r,d)
             Df = D if all_rows else xp.take(D, sel, axis=1)  # (nb, f, r)
             if G is not None:
-                G.add(ch.first_block, xp.matmul(F, xp.permute_dims(F, (0, 2, 1))))
-            vsq = xp.sum(V * V, axis=2)                     # (nb, r)
-            Ctr.add(ch.first_block, xp.matmul(Df * vsq[:, None, :], xp.permute_dims(Df, (0, 2, 1))))
+                G.add(ch.first_block, matmul(F, swap(F)))
+            vsq = self._row_norms(ch.first_block, V)        # (nb, r)
+            Ctr.add(ch.first_block, matmul(Df * vsq[:, None, :], swap(Df)))
             if dense:
                 nb, r = V.shape[0], V.shape[1]
                 # E[b, v, (i, l)] = D_i(v) V_vl, built in its final layout (no re-layout copy).
-                E = xp.permute_dims(Df, (0, 2, 1))[:, :, :, None] * V[:, :, None, :]
+                E = swap(Df)[:, :, :, None] * V[:, :, None, :]
                 E = xp.reshape(E, (nb, r, f * d))
-                M.add(ch.first_block, xp.matmul(xp.permute_dims(E, (0, 2, 1)), E))
-                N.add(ch.first_block, xp.matmul(F, E))
+                M.add(ch.first_block, matmul(swap(E), E))
+                N.add(ch.first_block, matmul(F, E))
             else:
                 kept.append(FeatureChunk(ch.start, self._low(ch), None, F, D))
         self.passes += 1
         Gh = to_host(G.result() if gram is None else gram, np.float64)
-        Af = A[rows]
+        Af = A if all_rows else A[rows]
         W = Af @ Af.T                                        # (f, f): Σ_c a_ic a_jc
         C = W * to_host(Ctr.result(), np.float64) / (d * self.theta_sq)
         scale = np.diag(C).copy()
-        floor = max(float(np.max(scale)) if scale.size else 0.0, 1e-300) * 1e-12
+        floor = max(float(scale.max()) if scale.size else 0.0, 1e-300) * 1e-12
         scale = np.maximum(scale, floor)
-        Xf = X[rows]
-        lin = Linearisation(Xf, res.loss, grad, scale, C, units=units[rows])
+        Xf = X if all_rows else X[rows]
+        lin = Linearisation(Xf, res.loss, grad, scale, C, units=units if all_rows else units[rows])
         if dense:
             Mh, Nh = to_host(M.result(), np.float64), to_host(N.result(), np.float64)
             # Same G as the evaluation's when it was reused: its Cholesky test is not repeated.
@@ -398,7 +428,10 @@ class Problem:
             K -= KU[:, :, :, None] * U[None, None, :, :]
             K -= U[:, :, None, None] * UK[:, None, :, :]
             K += U[:, :, None, None] * UKU[:, None, :, None] * U[None, None, :, :]
-            K *= W[:, None, :, None]
+            # K_iajb·W_ij, with W_ij repeated along b (a copy): the same products, in loops of
+            # length f·d rather than d.
+            K = K.reshape(f, d, f * d)
+            K *= np.repeat(W, d, axis=1)[:, None, :]
             K /= self.theta_sq
             H = K.reshape(f * d, f * d)
             lin.hessian = 0.5 * (H + H.T)
@@ -413,6 +446,23 @@ class Problem:
                     return full(embedded)[rows]
             lin.product = product
         return lin
+
+    def _row_norms(self, first_block: int, V: Any) -> Any:
+        """Σ_l V_vl² per row of a chunk's V, (nb, r): computed once per chunk of a cached V.
+
+        V is the same array at every pass when it is cached (the chunk's object is reused), so
+        its row norms are kept with a weak reference to it and recomputed for any other array —
+        the same numbers either way, and no V is kept alive by the memo.
+        """
+        memo = self._vsq.get(first_block)
+        if memo is not None and memo[0]() is V:
+            return memo[1]
+        vsq = self.xp.sum(V * V, axis=2)
+        try:
+            self._vsq[first_block] = (weakref.ref(V), vsq)
+        except TypeError:  # an array type without weak references: no memo
+            pass
+        return vsq
 
     def _low(self, ch: FeatureChunk) -> Any:
         """The chunk's V in PRODUCT_DTYPE, converted at its first use and kept for the run."""
@@ -462,6 +512,11 @@ class Problem:
             return _tangent(X, to_host(out.result(), np.float64)) / self.theta_sq
 
         return product
+
+
+def _swap_numpy(x: np.ndarray) -> np.ndarray:
+    """``permute_dims(x, (0, 2, 1))`` of a numpy array: the view it returns."""
+    return x.transpose(0, 2, 1)
 
 
 def _cho_factor(A: np.ndarray) -> tuple[np.ndarray, bool]:
@@ -547,8 +602,7 @@ def _solve_step(lin: Linearisation, lam: float) -> np.ndarray | None:
         # H + λ diag(s ⊗ 1_d), as H + λ·diag(...) adds it: +0.0 off the diagonal (which turns a
         # -0.0 into +0.0, as ``+ 0.0`` does) and λs_i on it — without the (md)² diagonal matrix.
         Hl = lin.hessian + 0.0
-        diagonal = np.arange(m * d)
-        Hl[diagonal, diagonal] += lam * np.repeat(lin.scale, d)
+        Hl.flat[::m * d + 1] += lam * np.repeat(lin.scale, d)  # the diagonal (any layout)
         try:
             factor = _cho_factor(Hl)
         except np.linalg.LinAlgError:
@@ -563,7 +617,8 @@ def _model_decrease(lin: Linearisation, step: np.ndarray) -> float:
     """Predicted decrease of the loss: −2gᵀδ − δᵀHδ."""
     Hs = (lin.hessian @ step.ravel()).reshape(step.shape) if lin.hessian is not None \
         else lin.product(step)
-    return -2.0 * float(np.sum(lin.gradient * step)) - float(np.sum(step * Hs))
+    # np.sum's reductions, called as methods.
+    return -2.0 * float((lin.gradient * step).sum()) - float((step * Hs).sum())
 
 
 class _Stop(Exception):
@@ -996,7 +1051,8 @@ def memory(m: float, d: float, p: float, k: float = 1, *, resident: bool = False
     V's float32 copy, held from the first matrix-free step to the end of the run. An exchange
     (``exchanges``, when m > 1): its leave-one-out pass and the screen of random points in
     batches of ``SCREEN_BATCH`` rows with the candidates (with V's float32 copy alive when an
-    LM run of m or m + 1 rows is matrix-free).
+    LM run of m or m + 1 rows is matrix-free). Not counted: V's row norms kept between passes
+    (:meth:`Problem._row_norms`, p floats, below every term above).
 
     Parameters
     ----------

@@ -53,6 +53,19 @@ def test_to_sphere_keeps_numpy_norm_bits():
         np.testing.assert_array_equal(to_sphere(A[0]), A[0] * (np.sqrt(d) / np.linalg.norm(A[0])))
 
 
+def test_to_sphere_numpy_path_is_the_generic_path_bit_for_bit(xp_strict):
+    # numpy rows take a direct path (np.linalg.norm, as array_api_compat's vector_norm calls
+    # it); array_api_strict takes the generic one: the same bits, and the same zero-row error.
+    rng = np.random.default_rng(2)
+    for shape in ((7, 5), (1, 3), (20, 257), (4,)):
+        X = rng.standard_normal(shape)
+        for kwargs in ({}, {"d": 11}, {"centre": True}):
+            ours, generic = to_sphere(X, **kwargs), to_sphere(xp_strict.asarray(X), **kwargs)
+            assert ours.tobytes() == np.asarray(generic).tobytes()
+    with pytest.raises(ShapeError):
+        to_sphere(np.zeros((2, 3)))
+
+
 def test_to_sphere_is_array_api_generic(xp_strict):
     X = np.random.default_rng(1).standard_normal((5, 4))
     out = to_sphere(xp_strict.asarray(X), centre=True)

@@ -156,6 +156,21 @@ def test_strict_array_api_matches_numpy(xp_strict):
     np.testing.assert_allclose(np.from_dlpack(res), projection_residuals(rf, X_hat, X), rtol=1e-10)
 
 
+@pytest.mark.parametrize("k", [None, 3])
+def test_numpy_path_is_the_generic_path_bit_for_bit(xp_strict, k):
+    # projection_loss_checked calls numpy's matmul/transpose/sum directly for numpy arrays;
+    # array_api_strict (numpy underneath) takes the array-API calls: the same bits.
+    rf, X, theta = trained("relu+tanh")
+    if k is not None:
+        theta = np.random.default_rng(4).standard_normal((rf.p, k))
+    X_hat = sphere_points(N, D, seed=19)
+    ref = projection_loss(rf, X_hat, theta)
+    got = projection_loss(rf, xp_strict.asarray(X_hat), xp_strict.asarray(theta))
+    assert got.loss == ref.loss
+    assert np.asarray(got.gradient).tobytes() == ref.gradient.tobytes()
+    assert np.asarray(got.coefficients).tobytes() == ref.coefficients.tobytes()
+
+
 @pytest.mark.gpu
 def test_cupy_matches_numpy():
     cp = cupy_or_skip()

@@ -171,6 +171,28 @@ def test_fast_paths_are_bit_identical_to_the_reference_paths(solver):
     assert other.gradient.tobytes() == fresh.gradient.tobytes()
 
 
+@pytest.mark.parametrize("free", [None, np.array([1, 3])])
+def test_numpy_linearisation_is_the_generic_one_bit_for_bit(xp_strict, free):
+    # linearise calls numpy directly for numpy arrays and keeps V's row norms between passes;
+    # a problem on array_api_strict arrays (numpy underneath) takes the array-API calls.
+    from array_api_compat import array_namespace
+
+    from rftheory.backend import namespace_of
+
+    rf, X, theta = _model(k=2)
+    Xh = _random_rows(4, 6, 8)
+    ours = Problem(rf, theta, namespace_of(theta), None, "dense")
+    strict_theta = xp_strict.asarray(theta)
+    generic = Problem(rf, strict_theta, array_namespace(strict_theta), None, "dense")
+    first = ours.linearise(Xh, free=free)
+    again = ours.linearise(Xh, free=free)      # V's row norms from the memo
+    other = generic.linearise(Xh, free=free)
+    for name in ("gradient", "scale", "kron", "hessian", "X", "units"):
+        assert getattr(first, name).tobytes() == getattr(other, name).tobytes(), name
+        assert getattr(again, name).tobytes() == getattr(other, name).tobytes(), name
+    assert first.loss == other.loss
+
+
 def test_lapack_cholesky_is_scipys():
     import scipy.linalg
 
