@@ -94,10 +94,12 @@ from rftheory import metrics as _metrics
 from rftheory.errors import RFTheoryError
 # the library's sweep grid, label threshold and crossing rule (once here: kept importable from the claim)
 from rftheory.thresholds import crossing, label_threshold, p_values  # noqa: F401
+from rftheory.thresholds import SEQUENTIAL_PROFILE_LEVEL
 
 # The claim's API, those of its private modules included (the docs list __all__).
 __all__ = ["CLAIM", "RHO_SUCCESS", "LABEL_TOL", "LAW_EXPONENT", "REJECTED_EXPONENT", "LEVEL",
-           "profile_level", "VARIANTS", "DESIGN_VARIANTS", "TRANSITION_RATIOS", "FULL", "QUICK", "LARGE",
+           "profile_level", "VARIANTS", "DESIGN_VARIANTS", "TRANSITION_RATIOS", "FULL", "QUICK",
+           "LARGE",
            "LARGE_EXPORTED", "SWEEP_DIR", "Config", "run", "analyse", "summary", "plot", "main",
            "run_point", "data_threshold", "pooled_threshold", "scaling_fit", "collapse_in_dn",
            "success_against_steps", "sweep_dir", "sweep_document", "cells_from_store",
@@ -717,8 +719,6 @@ def profile_level(config: Config) -> float:
     >>> profile_level(FULL), profile_level(LARGE)
     (0.98, 0.95)
     """
-    from rftheory.thresholds import SEQUENTIAL_PROFILE_LEVEL
-
     return LEVEL if config.resolution is None else SEQUENTIAL_PROFILE_LEVEL
 
 
