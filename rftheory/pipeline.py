@@ -290,7 +290,7 @@ class ReconstructionRun:
             "train_residual": float(fitted.model.train_residual),
             "train_rank_deficient": bool(fitted.model.gram.rank_deficient),
             "method": str(result.method), "loss": float(result.loss),
-            "steps": int(result.steps), "passes": int(result.passes),
+            "steps": int(result.steps), "passes": int(result.passes), "sweeps": int(result.sweeps),
             "converged": bool(result.converged), "stop_reason": str(result.stop_reason),
             "seconds": self.reconstruct_seconds,
             "rho": self.rho,

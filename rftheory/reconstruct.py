@@ -86,7 +86,8 @@ from .deadline import NO_DEADLINE, TIME_LIMIT_REACHED, Deadline
 from .projection import projection_loss
 from .seeding import RNGLike, check_rng, generator, rng_or_seed
 from .spectral_init import spectral_init
-from .varpro import HOP_ANGLE, SOLVERS, Problem, loss_passes, minimise, random_points
+from .varpro import (HOP_ANGLE, SOLVERS, Problem, default_max_sweeps, loss_passes, minimise,
+                     random_points)
 
 __all__ = ["ReconstructionResult", "reconstruct", "memory", "STOP_REASONS", "METHODS"]
 
@@ -124,7 +125,8 @@ class ReconstructionResult:
         ``loss <= tol``.
     stop_reason : str
         ``"tolerance"`` (loss ≤ tol), ``"stalled"`` (no round improved enough / rounds
-        exhausted), ``"budget"`` (``max_steps`` iterations used), ``"callback"`` (the callback
+        exhausted), ``"budget"`` (``max_steps`` iterations or ``max_sweeps`` sweeps used),
+        ``"callback"`` (the callback
         returned True) or ``"time_limit"`` (the deadline passed).
     residual_steps : int
         Of ``steps``, the iterations spent seeding fresh candidates on the residual (rounds ≥ 2);
@@ -145,6 +147,11 @@ class ReconstructionResult:
         Streams over V in total: every loss evaluation (one pass, or two when its blocks cannot
         be kept in memory), every Gauss–Newton curvature pass and every matrix-free product —
         the cost measure comparable across methods (an LM iteration is not an L-BFGS step).
+    sweeps : int
+        Products of V with the candidates as the algorithm asked for them (each loss
+        evaluation, curvature pass, matrix-free product and screen batch counts one): what the
+        work budget ``max_sweeps`` counts. Unlike ``passes`` it does not depend on the memory at
+        hand, so it is the same on every machine.
     """
 
     X_hat: Any
@@ -161,6 +168,7 @@ class ReconstructionResult:
     wall_time: float = 0.0
     method: str = "lbfgs"
     passes: int = 0
+    sweeps: int = 0
 
 
 #: Below this many flops per block product (2·n̂_pool·d·BLOCK_ROWS) BLAS runs on one thread during
@@ -226,6 +234,8 @@ class _Tracker:
         self.residual_steps = 0
         self.evaluations = 0
         self.passes = 0
+        self.sweeps = 0
+        self.max_sweeps = math.inf
         self.history: list[float] = []
         self._last: tuple[float, np.ndarray] | None = None
 
@@ -235,6 +245,7 @@ class _Tracker:
         res = projection_loss(self.features, self.xp.asarray(X, device=self.dev), target)
         self.evaluations += 1
         self.passes += loss_passes(self.features, self.xp, self.dev, m)
+        self.sweeps += 1
         g = to_host(res.gradient, np.float64)
         # Chain rule through x = √d u/‖u‖: project g on the tangent space, scale by √d/‖u‖.
         unit = U / norms
@@ -274,7 +285,7 @@ class _Tracker:
                     raise _Stop("tolerance")
             else:
                 self.residual_steps += 1
-            if self.steps >= self.max_steps:
+            if self.steps >= self.max_steps or self.sweeps >= self.max_sweeps:
                 raise _Stop("budget")
             if len(local) > self.stall_window:
                 before = min(local[:len(local) - self.stall_window])
@@ -326,6 +337,7 @@ def _select_rows(features: RandomFeatures, X: np.ndarray, theta: Any, xp: Any, d
 
 def reconstruct(features: FeatureMap, theta: Any, n_hat: int, *, method: str = "varpro",
                 rng: RNGLike = 0, seed: int | None = None, X_init: Any = None, tol: float = 1e-10, max_steps: int = 20000,
+                max_sweeps: int | None = None,
                 callback: Callable[[int, float, Any], Any] | None = None,
                 callback_every: int = 10, max_rounds: int | None = None,
                 oversample: float | None = None, memory: int | None = None,
@@ -366,6 +378,13 @@ def reconstruct(features: FeatureMap, theta: Any, n_hat: int, *, method: str = "
         Budget of optimiser iterations over all rounds: L-BFGS iterations, or accepted LM
         iterations (each one linearisation and one or more trial evaluations; see ``passes``
         in the result for a cost comparable across methods).
+    max_sweeps : int, optional
+        Work budget: the run also stops ("budget") once it has made this many sweeps over V
+        (products of V with the candidates; ``sweeps`` in the result). Default
+        :func:`rftheory.varpro.default_max_sweeps`: 2⁴³ multiply-adds' worth, at least 2000
+        sweeps — it binds only at CIFAR's dimension, where ``max_steps`` iterations would take
+        hours (d = 3072, n = 10, p = dn: 9 321 sweeps, ~450 LM iterations). A count, not a
+        clock: the same on every machine.
     callback : callable, optional
         ``callback(step, loss, X_hat)`` every ``callback_every`` iterations; returning True stops
         the run. ``"lbfgs"``: the current rows of the running phase (the whole pool during an
@@ -459,8 +478,10 @@ def reconstruct(features: FeatureMap, theta: Any, n_hat: int, *, method: str = "
             raise RFTheoryError(f"unknown solver {solver!r}; choose one of {', '.join(SOLVERS)}")
         if not (hop_angle > 0.0 and math.isfinite(hop_angle)):
             raise RFTheoryError(f"hop_angle must be a positive finite number, got {hop_angle!r}")
+    if max_sweeps is None:
+        max_sweeps = default_max_sweeps(features.p, features.d, n_hat)
     ints = [("max_steps", max_steps), ("max_rounds", max_rounds),
-            ("callback_every", callback_every)]
+            ("callback_every", callback_every), ("max_sweeps", max_sweeps)]
     ints += [("memory", memory), ("stall_window", stall_window)] if method == "lbfgs" \
         else [("patience", patience)]
     for name, value in ints:
@@ -497,17 +518,18 @@ def reconstruct(features: FeatureMap, theta: Any, n_hat: int, *, method: str = "
             init = spectral_init(features, theta2, n_hat, rng=init_rng)
             current = init.X
             problem.passes += init.passes
+            problem.sweeps += init.passes
         with blas_threads_for(xp, n_hat, d):
             out = minimise(problem, current, rng, tol=tol, max_steps=max_steps,
                            max_rounds=max_rounds, patience=patience, hop_angle=hop_angle,
                            callback=callback, callback_every=callback_every,
-                           to_user=lambda X: xp.asarray(X, device=dev))
+                           to_user=lambda X: xp.asarray(X, device=dev), max_sweeps=max_sweeps)
         return hook.result(_result(features, theta, xp, dev, out.X, tol, out.stop_reason, t0,
                        method="varpro", history=out.history, steps=out.steps,
                        rounds=out.rounds, residual_steps=out.pool_steps, n_candidates=n_hat,
-                       evaluations=out.evaluations, passes=out.passes))
+                       evaluations=out.evaluations, passes=out.passes, sweeps=out.sweeps))
     return hook.result(_reconstruct_lbfgs(features, theta, n_hat, xp, dev, rng, current, t0, tol=tol,
-                              max_steps=max_steps, callback=callback,
+                              max_steps=max_steps, max_sweeps=max_sweeps, callback=callback,
                               callback_every=callback_every, oversample=oversample,
                               max_rounds=max_rounds, memory=memory,
                               stall_window=stall_window, stall_factor=stall_factor))
@@ -553,7 +575,8 @@ def _result(features: FeatureMap, theta: Any, xp: Any, dev: Any, X: np.ndarray, 
 
 def _reconstruct_lbfgs(features: FeatureMap, theta: Any, n_hat: int, xp: Any, dev: Any,
                        rng: np.random.Generator, current: np.ndarray, t0: float, *, tol: float,
-                       max_steps: int, callback: Any, callback_every: int, oversample: float,
+                       max_steps: int, max_sweeps: int, callback: Any, callback_every: int,
+                       oversample: float,
                        max_rounds: int, memory: int, stall_window: int,
                        stall_factor: float) -> ReconstructionResult:
     """The over-complete L-BFGS method (module Notes)."""
@@ -563,6 +586,7 @@ def _reconstruct_lbfgs(features: FeatureMap, theta: Any, n_hat: int, xp: Any, de
     with blas_threads_for(xp, pool_size, d):
         tracker = _Tracker(features, theta, xp, dev, tol, max_steps, callback, callback_every,
                            stall_window, stall_factor)
+        tracker.max_sweeps = max_sweeps
         stop = None
         best_X, best_loss = current, math.inf
         rounds = 0
@@ -577,6 +601,7 @@ def _reconstruct_lbfgs(features: FeatureMap, theta: Any, n_hat: int, xp: Any, de
                                             gradient=False).coefficients
                     resid = theta - features.rmatvec(xp.asarray(current, device=dev), coeff)
                     tracker.passes += loss_passes(features, xp, dev, n_hat) + 1
+                    tracker.sweeps += 2
                     fresh, _, stop = tracker.minimise(fresh, memory, residual=resid)
                     if stop in ("budget",):
                         break
@@ -584,6 +609,7 @@ def _reconstruct_lbfgs(features: FeatureMap, theta: Any, n_hat: int, xp: Any, de
                 pool, _, stop = tracker.minimise(pool, memory)
                 chosen = _select_rows(features, pool, theta, xp, dev, n_hat)
                 tracker.passes += 1
+                tracker.sweeps += 1
                 current = pool[chosen]
                 if stop in ("budget", "callback"):
                     # Stopped inside the pool phase: the selected rows may still beat the best so far
@@ -591,6 +617,7 @@ def _reconstruct_lbfgs(features: FeatureMap, theta: Any, n_hat: int, xp: Any, de
                     loss = projection_loss(features, xp.asarray(current, device=dev), theta,
                                            gradient=False).loss
                     tracker.passes += loss_passes(features, xp, dev, n_hat)
+                    tracker.sweeps += 1
                     if loss < best_loss:
                         best_X, best_loss = current, loss
                     break
@@ -604,7 +631,7 @@ def _reconstruct_lbfgs(features: FeatureMap, theta: Any, n_hat: int, xp: Any, de
     return _result(features, theta, xp, dev, best_X, tol, stop, t0, method="lbfgs",
                    history=tracker.history, steps=tracker.steps, rounds=rounds,
                    residual_steps=tracker.residual_steps, n_candidates=pool_size,
-                   evaluations=tracker.evaluations, passes=tracker.passes)
+                   evaluations=tracker.evaluations, passes=tracker.passes, sweeps=tracker.sweeps)
 
 
 # -- memory, declared next to the code it describes (summed and checked by rftheory.budget) -----

@@ -106,8 +106,8 @@ from .errors import RFTheoryError
 from .projection import (keep_budget as _keep_budget, projection_loss,
                          projection_loss_checked as _projection_loss)
 
-__all__ = ["HOP_ANGLE", "STALL_WINDOW", "STALL_FACTOR", "SOLVERS", "Problem", "minimise", "loss_passes",
-           "memory"]
+__all__ = ["HOP_ANGLE", "STALL_WINDOW", "STALL_FACTOR", "SOLVERS", "WORK_BUDGET", "SWEEP_FLOOR",
+           "Problem", "minimise", "loss_passes", "default_max_sweeps", "memory"]
 
 #: Angle (radians, about) by which every candidate is perturbed at each basin-hopping round.
 HOP_ANGLE = 0.3
@@ -144,6 +144,17 @@ DENSE_FLOPS = 2**28
 PRODUCT_DTYPE = "float32"
 #: Relative residual at which CG stops (an inexact Newton step).
 CG_RTOL = 1e-2
+#: Default work budget of a reconstruction, in multiply-adds of V with the candidates: a run
+#: stops ("budget") after ⌈WORK_BUDGET/(p·d·n̂)⌉ sweeps (:func:`default_max_sweeps`), or at
+#: ``max_steps`` iterations if that comes first. 2⁴³ ≈ 8.8e12 never binds below d = 3072 at the
+#: sizes the package runs (p·d·n̂ ≤ 4e7 at (d, n) = (100, 20), p = 10·dn: 220 000 sweeps, against
+#: ≤ 4 000 in any run measured there), and bounds the step-budgeted runs that took hours at
+#: CIFAR's dimension: at d = 3072, n = 10, p = dn it is 9 320 sweeps, ~450 LM iterations
+#: (paper_notes/attack.md, issue #26). A count, not a clock: the same on every machine.
+WORK_BUDGET = 2**43
+#: Fewest sweeps the default budget allows, whatever the size (~100 LM iterations), so that the
+#: largest problems (d = 3072, n = 100 on a GPU) are not stopped before their first descent.
+SWEEP_FLOOR = 2000
 #: Largest damping (relative to the block scales) before a run of LM gives up.
 _LAMBDA_MAX = 1e12
 
@@ -284,6 +295,11 @@ class Problem:
         self.evaluations = 0   # loss (and gradient) evaluations
         self.passes = 0        # streams over V (each pass, or each matrix-free product, is one)
         self.products = 0      # matrix-free JᵀJ products (included in passes)
+        # Sweeps: products of V with the candidates as the algorithm asks for them (a loss
+        # evaluation, a curvature pass, a matrix-free product, a screen batch: one each). Unlike
+        # passes (a loss evaluation streams V once or twice, by the memory at hand) they do not
+        # depend on the machine, so the work budget counts them.
+        self.sweeps = 0
 
     # -- counting -------------------------------------------------------------------------------
     def _loss_passes(self, m: int) -> int:
@@ -315,6 +331,7 @@ class Problem:
             res = projection_loss(self.features, self._device(X), target, gradient=False)
         self.evaluations += 1
         self.passes += self._loss_passes(X.shape[0])
+        self.sweeps += 1
         return res.loss
 
     def evaluate(self, X: np.ndarray) -> Any:
@@ -330,6 +347,7 @@ class Problem:
             self._last = (X, res, kept)
         self.evaluations += 1
         self.passes += self._loss_passes(X.shape[0])
+        self.sweeps += 1
         return res
 
     def linearise(self, X: np.ndarray, res: Any = None,
@@ -403,6 +421,7 @@ class Problem:
             else:
                 kept.append(FeatureChunk(ch.start, self._low(ch), None, F, D))
         self.passes += 1
+        self.sweeps += 1
         Gh = to_host(G.result() if gram is None else gram, np.float64)
         Af = A if all_rows else A[rows]
         W = Af @ Af.T                                        # (f, f): Σ_c a_ic a_jc
@@ -494,6 +513,7 @@ class Problem:
         def product(w: np.ndarray) -> np.ndarray:
             self.products += 1
             self.passes += 1
+            self.sweeps += 1
             wt = xp.asarray(_tangent(X, w).T, dtype=dt, device=dev)       # (d, m)
             t = BlockSum(xp.zeros((m, k), dtype=dt, device=dev))
             ys = []
@@ -651,6 +671,8 @@ class Outcome:
         Passes over V made by the problem.
     pool_steps : int
         LM iterations on grown candidate sets (exchange).
+    sweeps : int
+        Sweeps made by the problem (what the work budget counts; see :class:`Problem`).
     """
 
     X: np.ndarray
@@ -662,14 +684,17 @@ class Outcome:
     evaluations: int
     passes: int
     pool_steps: int
+    sweeps: int = 0
 
 
 class _Run:
     """Bookkeeping of one minimisation: budget, history, callback, best point."""
 
     def __init__(self, problem: Problem, tol: float, max_steps: int, callback: Any,
-                 callback_every: int, to_user: Callable[[np.ndarray], Any]):
+                 callback_every: int, to_user: Callable[[np.ndarray], Any],
+                 max_sweeps: float = math.inf):
         self.problem, self.tol, self.max_steps = problem, tol, max_steps
+        self.max_sweeps = max_sweeps
         self.callback, self.callback_every, self.to_user = callback, callback_every, to_user
         self.steps = 0
         self.next_callback = callback_every
@@ -691,7 +716,7 @@ class _Run:
         self.steps += 1
         if pool:
             self.pool_steps += 1
-            if self.steps >= self.max_steps:
+            if self._spent():
                 raise _Stop("budget")
             return
         self.history.append(loss)
@@ -703,8 +728,12 @@ class _Run:
                 raise _Stop("callback")
         if loss <= self.tol:
             raise _Stop("tolerance")
-        if self.steps >= self.max_steps:
+        if self._spent():
             raise _Stop("budget")
+
+    def _spent(self) -> bool:
+        """Whether the budget is used up: ``max_steps`` iterations or ``max_sweeps`` sweeps."""
+        return self.steps >= self.max_steps or self.problem.sweeps >= self.max_sweeps
 
 
 def levenberg_marquardt(problem: Problem, X: np.ndarray, run: _Run,
@@ -803,6 +832,7 @@ def _screen(problem: Problem, rows: np.ndarray, target: Any, pool: np.ndarray,
             sq.add(ch.first_block, xp.sum(F[:, q:, :] * F[:, q:, :], axis=2))
             corr.add(ch.first_block, xp.matmul(F[:, q:, :], ch.stacked(target)))
         problem.passes += 1
+        problem.sweeps += 1
         cross, sqh, corrh = (to_host(s.result(), np.float64) for s in (cross, sq, corr))
         G, B = cross[:, :q], cross[:, q:]
         explained = np.sum(B * solve_gram(G, B).solution, axis=0) if q else 0.0
@@ -828,6 +858,7 @@ def least_useful(problem: Problem, X: np.ndarray) -> int:
     G, c = problem.features.gram_and_matvec(problem.xp.asarray(X, device=problem.dev),
                                             problem.theta)
     problem.passes += 1
+    problem.sweeps += 1
     G, c = to_host(G, np.float64), to_host(c, np.float64)
     Ginv = solve_gram(G, np.eye(X.shape[0])).solution
     A = Ginv @ (c if c.ndim == 2 else c[:, None])
@@ -849,6 +880,7 @@ def _fit_new_row(problem: Problem, rows: np.ndarray, position: int, rng: np.rand
                          gradient=False)[0].coefficients
     problem.evaluations += 1
     problem.passes += problem._loss_passes(m) + 1
+    problem.sweeps += 2
     resid = problem.theta - problem.features.rmatvec(rows_d, a)
     pool = random_points(rng, n_screen, d)
     score = _screen(problem, rows, resid, pool)
@@ -959,7 +991,8 @@ def next_move(walk_rounds: int, since_better: int, m: int) -> str:
 def minimise(problem: Problem, X0: np.ndarray, rng: np.random.Generator, *, tol: float,
              max_steps: int, max_rounds: int, patience: int, hop_angle: float,
              callback: Any = None, callback_every: int = 10,
-             to_user: Callable[[np.ndarray], Any] = lambda X: X) -> Outcome:
+             to_user: Callable[[np.ndarray], Any] = lambda X: X,
+             max_sweeps: float = math.inf) -> Outcome:
     """Basin-hopping walks of LM runs until tol, the budget or max_rounds.
 
     A walk starts with LM from X0 (later walks: from random points). Each further round starts
@@ -994,13 +1027,16 @@ def minimise(problem: Problem, X0: np.ndarray, rng: np.random.Generator, *, tol:
         Iterations between calls of ``callback``.
     to_user : callable, optional
         Maps host rows to what ``callback`` receives; default the identity.
+    max_sweeps : float, default inf
+        Work budget in sweeps of :attr:`Problem.sweeps` (checked after every LM iteration, like
+        ``max_steps``; see :func:`default_max_sweeps`).
 
     Returns
     -------
     Outcome
         The best point of all walks, its loss, the stop reason and the counts.
     """
-    run = _Run(problem, tol, max_steps, callback, callback_every, to_user)
+    run = _Run(problem, tol, max_steps, callback, callback_every, to_user, max_sweeps)
     stop = None
     rounds = 0
     m, d = X0.shape
@@ -1035,7 +1071,40 @@ def minimise(problem: Problem, X0: np.ndarray, rng: np.random.Generator, *, tol:
     except _Stop as exc:
         stop = exc.reason
     return Outcome(run.best_X, run.best_loss, stop, run.steps, rounds, run.history,
-                   problem.evaluations, problem.passes, run.pool_steps)
+                   problem.evaluations, problem.passes, run.pool_steps, problem.sweeps)
+
+
+def default_max_sweeps(p: int, d: int, m: int) -> int:
+    """The default work budget of a reconstruction, in sweeps: ⌈WORK_BUDGET/(p·d·m)⌉, at least
+    SWEEP_FLOOR.
+
+    Parameters
+    ----------
+    p, d : int
+        Features and input dimension (V is p × d).
+    m : int
+        Candidates (n̂).
+
+    Returns
+    -------
+    int
+        The number of sweeps after which a run stops with reason "budget".
+
+    Notes
+    -----
+    A sweep multiplies V by the candidates (p·d·m multiply-adds; a curvature pass does a few
+    times that), so the budget bounds the arithmetic of a run, not its iterations: it is the
+    same on every machine and binds only where ``max_steps`` iterations would cost hours
+    (d = 3072). See :data:`WORK_BUDGET` for the sizes it leaves untouched.
+
+    Examples
+    --------
+    >>> default_max_sweeps(30720, 3072, 10)           # CIFAR's d, n = 10, p = dn
+    9321
+    >>> default_max_sweeps(20000, 100, 20)            # (100, 20), p = 10·dn: never binds
+    219903
+    """
+    return max(SWEEP_FLOOR, -(-WORK_BUDGET // (int(p) * int(d) * int(m))))
 
 
 # -- memory, declared next to the code it describes (summed and checked by rftheory.budget) -----

@@ -58,7 +58,7 @@ def fake_optimiser(transform):
         return types.SimpleNamespace(X_hat=X_hat, loss=history[-1], history=history,
                                      steps=len(history), converged=False, stop_reason="budget",
                                      coefficients=None, method=options.get("method", "fake"),
-                                     passes=2 * len(history))
+                                     passes=2 * len(history), sweeps=2 * len(history))
 
     return reconstruct, calls
 

@@ -131,6 +131,54 @@ def test_stop_reasons(method):
 
 
 @pytest.mark.parametrize("method", METHODS)
+def test_work_budget_stops_a_run_by_its_sweeps(method):
+    """max_sweeps ends a run ("budget") after the iteration that used it up, long before
+    max_steps; the sweeps are counted for every method and never exceed the passes."""
+    rf, X, theta = _problem(d=10, n=3)
+    free = reconstruct(rf, theta, 3, seed=6, tol=0.0, max_steps=60, method=method)
+    assert free.stop_reason == "budget" and free.steps == 60      # max_steps bound it
+    assert 60 <= free.sweeps <= free.passes
+    cut = reconstruct(rf, theta, 3, seed=6, tol=0.0, max_steps=60, method=method,
+                      max_sweeps=free.sweeps // 3)
+    assert cut.stop_reason == "budget" and not cut.converged and cut.steps < free.steps
+    assert free.sweeps // 3 <= cut.sweeps < free.sweeps
+    # The same stream up to the stop: the shorter run's history is the longer one's start.
+    assert cut.history == free.history[:len(cut.history)]
+
+
+def test_default_work_budget_binds_only_at_cifar_scale():
+    """The default sweep budget: 2⁴³ multiply-adds' worth, at least SWEEP_FLOOR sweeps."""
+    from rftheory.varpro import SWEEP_FLOOR, WORK_BUDGET, default_max_sweeps
+
+    assert default_max_sweeps(30720, 3072, 10) == math.ceil(WORK_BUDGET / (30720 * 3072 * 10))
+    assert default_max_sweeps(3_072_000, 3072, 100) == SWEEP_FLOOR
+    # The law's grids (d ≤ 80): more than 20 000 LM iterations of 2n̂ + 2 sweeps each can use.
+    for p, d, m in [(170, 12, 12), (1600, 80, 16), (2 * 80 * 16, 80, 16)]:
+        assert default_max_sweeps(p, d, m) > 20000 * (2 * m + 2)
+    # (100, 20) at 10·dn: its runs take ≤ 310 iterations (≤ ~13 000 sweeps, attack.md).
+    assert default_max_sweeps(20000, 100, 20) > 200_000
+    rf, X, theta = _problem(d=10, n=3)
+    a = reconstruct(rf, theta, 3, seed=6, max_steps=200)
+    b = reconstruct(rf, theta, 3, seed=6, max_steps=200, max_sweeps=10**12)
+    assert a.history == b.history and np.array_equal(a.X_hat, b.X_hat)
+
+
+def test_sweeps_do_not_depend_on_the_memory_at_hand(monkeypatch):
+    """A loss evaluation streams V twice when its first pass's blocks cannot be kept (passes
+    grow), but it is one sweep either way: the work budget stops at the same iteration."""
+    import rftheory.projection as projection
+
+    rf, X, theta = _problem(d=10, n=3)
+    kept = reconstruct(rf, theta, 3, seed=6, tol=0.0, max_steps=40, max_sweeps=150)
+    monkeypatch.setattr(projection, "KEEP_BLOCKS_BYTES", 0)
+    streamed = reconstruct(rf, theta, 3, seed=6, tol=0.0, max_steps=40, max_sweeps=150)
+    assert streamed.passes > kept.passes
+    assert (streamed.sweeps, streamed.steps, streamed.stop_reason) == \
+        (kept.sweeps, kept.steps, kept.stop_reason)
+    assert np.array_equal(streamed.X_hat, kept.X_hat)
+
+
+@pytest.mark.parametrize("method", METHODS)
 def test_x_init_at_the_answer_converges_immediately(method):
     rf, X, theta = _problem(d=10, n=3)
     res = reconstruct(rf, theta, 3, X_init=2.0 * X, method=method)  # scale is removed by the sphere projection
@@ -151,6 +199,9 @@ def test_array_api_strict_namespace():
     ({"n_hat": 2.5}, RFTheoryError),
     ({"n_hat": 10**6}, RFTheoryError),          # more candidates than features p
     ({"n_hat": 3, "max_steps": 0}, RFTheoryError),
+    ({"n_hat": 3, "max_sweeps": 0}, RFTheoryError),
+    ({"n_hat": 3, "max_sweeps": 2.5}, RFTheoryError),
+    ({"n_hat": 3, "max_sweeps": True}, RFTheoryError),
     ({"n_hat": 3, "tol": -1.0}, RFTheoryError),
     ({"n_hat": 3, "oversample": 0.5, "method": "lbfgs"}, RFTheoryError),
     ({"n_hat": 3, "oversample": 2.0}, RFTheoryError),         # a pool is lbfgs's only

@@ -232,6 +232,7 @@ def _table(run: Any) -> str:
         ("train residual ‖Φθ*−Y‖/‖Y‖", f"{fitted.train_residual:.3e}"),
         ("final loss L(X̂)", f"{run.loss:.3e}"), ("method", run.result.method),
         ("steps", run.result.steps), ("passes over V", run.result.passes),
+        ("sweeps (work budget)", run.result.sweeps),
         ("stop reason", run.result.stop_reason),
         ("time [s]", f"{run.reconstruct_seconds:.2f}"),
         ("ρ official (|x|, Hungarian)", significant(m['abs'].rho, 3)),
