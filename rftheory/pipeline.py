@@ -645,11 +645,13 @@ def reconstruct_default(name: str) -> Any:
 _default = reconstruct_default
 
 
-def time_probe(*, steps: int = 2, max_steps: int | None = None, n_hat: int | None = None,
-               method: str | None = None, **fit_options: Any) -> dict[str, Any]:
+def time_probe(*, steps: int = 2, max_steps: int | None = None, max_sweeps: int | None = None,
+               n_hat: int | None = None, method: str | None = None,
+               **fit_options: Any) -> dict[str, Any]:
     """Measure this job on this machine: :func:`fit_model` (timed), then ``steps`` real
     optimiser steps of :func:`recover_training_set` (a single LM run / round), and scale the
-    measured time per step by the step budget — what ``--dry-run --time-probe`` prints.
+    measured time per step (per sweep) by the step (work) budget — what ``--dry-run
+    --time-probe`` prints.
 
     Parameters
     ----------
@@ -657,6 +659,8 @@ def time_probe(*, steps: int = 2, max_steps: int | None = None, n_hat: int | Non
         Optimiser steps to time (default 2).
     max_steps : int, optional
         The step budget to scale to (default: :func:`rftheory.reconstruct.reconstruct`'s).
+    max_sweeps : int, optional
+        The work budget to scale to (default: :func:`rftheory.varpro.default_max_sweeps`).
     n_hat, method : optional
         As in :func:`recover_training_set`.
     **fit_options
@@ -665,9 +669,10 @@ def time_probe(*, steps: int = 2, max_steps: int | None = None, n_hat: int | Non
     Returns
     -------
     dict
-        ``fit_seconds``, ``probe_steps``, ``seconds_per_step``, ``max_steps`` and
-        ``upper_bound_seconds`` = fit + per step × max_steps (an upper bound at this rate: a
-        run that reaches its tolerance stops earlier).
+        ``fit_seconds``, ``probe_steps``, ``seconds_per_step``, ``max_steps``,
+        ``seconds_per_sweep``, ``max_sweeps`` and ``upper_bound_seconds`` = fit + the smaller of
+        per step × max_steps and per sweep × max_sweeps (an upper bound at this rate: a run
+        that reaches its tolerance stops earlier).
     """
     max_steps = _default("max_steps") if max_steps is None else int(max_steps)
     start = time.perf_counter()
@@ -676,8 +681,15 @@ def time_probe(*, steps: int = 2, max_steps: int | None = None, n_hat: int | Non
     probe = recover_training_set(fitted, n_hat, method=method, max_steps=steps, max_rounds=1)
     done = max(1, probe.result.steps)
     per_step = probe.reconstruct_seconds / done
+    if max_sweeps is None:
+        from .varpro import default_max_sweeps
+
+        max_sweeps = default_max_sweeps(fitted.p, fitted.d, probe.n_hat)
+    per_sweep = probe.reconstruct_seconds / max(1, probe.result.sweeps)
+    bound = min(per_step * max_steps, per_sweep * int(max_sweeps))
     return {"fit_seconds": fit_seconds, "probe_steps": done, "seconds_per_step": per_step,
-            "max_steps": max_steps, "upper_bound_seconds": fit_seconds + per_step * max_steps}
+            "max_steps": max_steps, "seconds_per_sweep": per_sweep, "max_sweeps": int(max_sweeps),
+            "upper_bound_seconds": fit_seconds + bound}
 
 
 #: Names that moved to their own modules (one object per file), still importable from here:

@@ -55,7 +55,23 @@ def test_time_probe_measures_two_real_steps(capsys):
     assert probe["probe_steps"] == 2 and probe["max_steps"] == 500
     assert probe["seconds_per_step"] > 0
     assert probe["upper_bound_seconds"] == pytest.approx(
-        probe["fit_seconds"] + 500 * probe["seconds_per_step"])
+        probe["fit_seconds"] + min(500 * probe["seconds_per_step"],
+                                   probe["max_sweeps"] * probe["seconds_per_sweep"]))
+    from rftheory.varpro import default_max_sweeps
+
+    assert probe["max_sweeps"] == default_max_sweeps(500, 10, 5)
+
+
+def test_time_probe_bound_follows_the_work_budget_when_it_binds_first():
+    """Where the sweep budget ends a run before max_steps (d = 3072), the probe's upper bound
+    is the sweeps' — here forced by a budget of 30 sweeps against 10⁶ steps."""
+    from rftheory.pipeline import time_probe
+
+    probe = time_probe(activation="relu+tanh", d=10, n=5, p=500, max_steps=10**6, max_sweeps=30)
+    assert probe["max_sweeps"] == 30 and probe["seconds_per_sweep"] > 0
+    assert probe["upper_bound_seconds"] == pytest.approx(
+        probe["fit_seconds"] + 30 * probe["seconds_per_sweep"])
+    assert 30 * probe["seconds_per_sweep"] < 10**6 * probe["seconds_per_step"]
 
 
 def test_verify_and_sweep_dry_runs(capsys, tmp_path):

@@ -108,6 +108,7 @@ def handle(args: argparse.Namespace) -> int:
     from ..budget import check, memory_limit
     from ..pipeline import feature_count, fit_model, reconstruction_memory, recover_training_set
     from ..reconstruction_figure import plot_reconstruction
+    from ..varpro import default_max_sweeps
 
     p = at_least(feature_count(args.p, p_mult=args.p_mult, d=d, n=n), "p")
     if v_cache_mb is None:   # cache V when the job's declared peak with V cached fits the limit
@@ -123,6 +124,7 @@ def handle(args: argparse.Namespace) -> int:
     if args.time_probe and not args.dry_run:
         raise RFTheoryError("--time-probe goes with --dry-run")
     resolved = _optimiser_options(tol, max_steps)
+    resolved["max_sweeps"] = default_max_sweeps(p, d, n_hat)
     need = check(reconstruction_memory(d=d, n=n, p=p, n_hat=n_hat, method=args.method,
                                        v_cache_bytes=v_cache_bytes), **guard)
     sizes = {"d": d, "n": n, "p": p, "n_hat": n_hat, "seed": seed, "labels": args.labels,
@@ -156,18 +158,20 @@ def _dry_run(args: argparse.Namespace, need: Any, sizes: dict[str, Any],
                             "peak_bytes": need.peak_bytes, "memory_parts": dict(need.parts),
                             "memory_limit": limit, "memory_limit_source": source}
     lines = [need.describe(), f"memory limit: {format_bytes(limit)} ({source})",
-             f"step budget: {sizes['max_steps']} optimiser steps (tol {sizes['tol']:g})"]
+             f"budget: {sizes['max_steps']} optimiser steps or {sizes['max_sweeps']} sweeps over V, "
+             f"whichever comes first (tol {sizes['tol']:g})"]
     if args.time_probe:
         from ..pipeline import time_probe
 
         probe = time_probe(n_hat=sizes["n_hat"], method=args.method,
-                           max_steps=sizes["max_steps"], **fit_options)
+                           max_steps=sizes["max_steps"], max_sweeps=sizes["max_sweeps"],
+                           **fit_options)
         plan["time_probe"] = probe
         lines.append(f"measured: training {probe['fit_seconds']:.2f} s, "
                      f"{probe['seconds_per_step']:.3g} s per step ({probe['probe_steps']} real "
                      f"steps); at most ~{format_duration(probe['upper_bound_seconds'])} for the "
-                     f"whole budget of {probe['max_steps']} steps (an upper bound at this rate: "
-                     "runs that reach tol stop earlier)")
+                     f"whole budget ({probe['max_steps']} steps or {probe['max_sweeps']} sweeps; "
+                     "an upper bound at this rate: runs that reach tol stop earlier)")
     print_result(args, plan, "\n".join(lines), parameters=sizes)
     return 0
 
