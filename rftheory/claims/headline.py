@@ -55,6 +55,7 @@ from rftheory.metrics import run_kind
 import rftheory.metrics as _metrics
 from rftheory.errors import ResourceLimitError, RFTheoryError
 from rftheory.output import format_table, save_figure
+from rftheory.varpro import WORK_BUDGET
 
 CLAIM = "headline"
 
@@ -255,7 +256,8 @@ def run(config: Config = FULL, *, progress: Callable[[str], None] | None = None,
                       "recovered at p = 10·dn (paper: ρ ≈ 1, 0.5, 0; train loss ≈ 0)."),
         "data": config.data, "normalisation": dataset.normalisation, "d": d, "n": config.n,
         "activations": list(config.activations), "multiples": list(config.multiples),
-        "max_steps": config.max_steps, "device": config.device, "labels": "gaussian",
+        "max_steps": config.max_steps, "work_budget": WORK_BUDGET, "device": config.device,
+        "labels": "gaussian",
         "image_indices": [int(i) for i in dataset.indices],
         "originals": _pixels(originals), "paper_rho": PAPER_RHO, "rows": rows,
         "thresholds": _thresholds(rows, config, d), "verdict": _verdict(rows, config),
@@ -354,7 +356,8 @@ def summary(result: dict[str, Any]) -> str:
                "steps", "paper ρ", "time"]
     v = result["verdict"]
     lines = [f"headline table — {result['data']} (d = {result['d']}), n = {result['n']}, "
-             f"{result['device']}, budget {result['max_steps']} steps",
+             f"{result['device']}, budget {result['max_steps']} steps or "
+             f"{result.get('work_budget', WORK_BUDGET):.3g} multiply-adds of V (the attack's work budget)",
              format_table(headers, rows)]
     for r in result["rows"]:
         if r["status"] != "ok":
