@@ -1028,7 +1028,7 @@ def minimise(problem: Problem, X0: np.ndarray, rng: np.random.Generator, *, tol:
     to_user : callable, optional
         Maps host rows to what ``callback`` receives; default the identity.
     max_sweeps : float, default inf
-        Work budget in sweeps of :attr:`Problem.sweeps` (checked after every LM iteration, like
+        Work budget in sweeps (``Problem.sweeps``, checked after every LM iteration, like
         ``max_steps``; see :func:`default_max_sweeps`).
 
     Returns
