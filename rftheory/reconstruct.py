@@ -126,8 +126,7 @@ class ReconstructionResult:
     stop_reason : str
         ``"tolerance"`` (loss ≤ tol), ``"stalled"`` (no round improved enough / rounds
         exhausted), ``"budget"`` (``max_steps`` iterations or ``max_sweeps`` sweeps used),
-        ``"callback"`` (the callback
-        returned True) or ``"time_limit"`` (the deadline passed).
+        ``"callback"`` (the callback returned True) or ``"time_limit"`` (the deadline passed).
     residual_steps : int
         Of ``steps``, the iterations spent seeding fresh candidates on the residual (rounds ≥ 2);
         ``history`` has ``steps − residual_steps`` entries.
@@ -224,7 +223,7 @@ class _Tracker:
     """
 
     def __init__(self, features, theta, xp, dev, tol, max_steps, callback, callback_every,
-                 stall_window, stall_factor):
+                 stall_window, stall_factor, max_sweeps=math.inf):
         self.features, self.theta, self.xp, self.dev = features, theta, xp, dev
         self.d = features.d
         self.tol, self.max_steps = tol, max_steps
@@ -235,17 +234,21 @@ class _Tracker:
         self.evaluations = 0
         self.passes = 0
         self.sweeps = 0
-        self.max_sweeps = math.inf
+        self.max_sweeps = max_sweeps
         self.history: list[float] = []
         self._last: tuple[float, np.ndarray] | None = None
+
+    def count(self, passes: int, sweeps: int = 1) -> None:
+        """Count work over V: ``passes`` streams of it for ``sweeps`` products as asked for."""
+        self.passes += passes
+        self.sweeps += sweeps
 
     def loss_and_grad(self, u: np.ndarray, m: int, target: Any) -> tuple[float, np.ndarray]:
         U = u.reshape(m, self.d)
         X, norms = to_sphere(U, return_norms=True)
         res = projection_loss(self.features, self.xp.asarray(X, device=self.dev), target)
         self.evaluations += 1
-        self.passes += loss_passes(self.features, self.xp, self.dev, m)
-        self.sweeps += 1
+        self.count(loss_passes(self.features, self.xp, self.dev, m))
         g = to_host(res.gradient, np.float64)
         # Chain rule through x = √d u/‖u‖: project g on the tangent space, scale by √d/‖u‖.
         unit = U / norms
@@ -585,8 +588,7 @@ def _reconstruct_lbfgs(features: FeatureMap, theta: Any, n_hat: int, xp: Any, de
 
     with blas_threads_for(xp, pool_size, d):
         tracker = _Tracker(features, theta, xp, dev, tol, max_steps, callback, callback_every,
-                           stall_window, stall_factor)
-        tracker.max_sweeps = max_sweeps
+                           stall_window, stall_factor, max_sweeps)
         stop = None
         best_X, best_loss = current, math.inf
         rounds = 0
@@ -600,24 +602,21 @@ def _reconstruct_lbfgs(features: FeatureMap, theta: Any, n_hat: int, xp: Any, de
                     coeff = projection_loss(features, xp.asarray(current, device=dev), theta,
                                             gradient=False).coefficients
                     resid = theta - features.rmatvec(xp.asarray(current, device=dev), coeff)
-                    tracker.passes += loss_passes(features, xp, dev, n_hat) + 1
-                    tracker.sweeps += 2
+                    tracker.count(loss_passes(features, xp, dev, n_hat) + 1, sweeps=2)
                     fresh, _, stop = tracker.minimise(fresh, memory, residual=resid)
                     if stop in ("budget",):
                         break
                 pool = np.concatenate([current, fresh])
                 pool, _, stop = tracker.minimise(pool, memory)
                 chosen = _select_rows(features, pool, theta, xp, dev, n_hat)
-                tracker.passes += 1
-                tracker.sweeps += 1
+                tracker.count(1)
                 current = pool[chosen]
                 if stop in ("budget", "callback"):
                     # Stopped inside the pool phase: the selected rows may still beat the best so far
                     # (in round 1 there is no best yet, and returning the random start would be wrong).
                     loss = projection_loss(features, xp.asarray(current, device=dev), theta,
                                            gradient=False).loss
-                    tracker.passes += loss_passes(features, xp, dev, n_hat)
-                    tracker.sweeps += 1
+                    tracker.count(loss_passes(features, xp, dev, n_hat))
                     if loss < best_loss:
                         best_X, best_loss = current, loss
                     break

@@ -147,10 +147,10 @@ CG_RTOL = 1e-2
 #: Default work budget of a reconstruction, in multiply-adds of V with the candidates: a run
 #: stops ("budget") after ⌈WORK_BUDGET/(p·d·n̂)⌉ sweeps (:func:`default_max_sweeps`), or at
 #: ``max_steps`` iterations if that comes first. 2⁴³ ≈ 8.8e12 never binds below d = 3072 at the
-#: sizes the package runs (p·d·n̂ ≤ 4e7 at (d, n) = (100, 20), p = 10·dn: 220 000 sweeps, against
-#: ≤ 4 000 in any run measured there), and bounds the step-budgeted runs that took hours at
-#: CIFAR's dimension: at d = 3072, n = 10, p = dn it is 9 320 sweeps, ~450 LM iterations
-#: (paper_notes/attack.md, issue #26). A count, not a clock: the same on every machine.
+#: sizes the package runs (p·d·n̂ ≤ 4e7 at (d, n) = (100, 20), p = 10·dn: 219 903 sweeps, against
+#: ~13 000 in any run measured there: ≤ 310 iterations of ~2n̂ + 2 sweeps), and bounds the
+#: step-budgeted runs that took hours at CIFAR's dimension: at d = 3072, n = 10, p = dn it is
+#: 9 321 sweeps, ~500 LM iterations, ~21 min on 2 cores (paper_notes/attack.md, issue #26). A count, not a clock: the same on every machine.
 WORK_BUDGET = 2**43
 #: Fewest sweeps the default budget allows, whatever the size (~100 LM iterations), so that the
 #: largest problems (d = 3072, n = 100 on a GPU) are not stopped before their first descent.
@@ -305,6 +305,11 @@ class Problem:
     def _loss_passes(self, m: int) -> int:
         return loss_passes(self.features, self.xp, self.dev, m)
 
+    def _count(self, passes: int, sweeps: int = 1) -> None:
+        """Count work over V: ``passes`` streams of it for ``sweeps`` products as asked for."""
+        self.passes += passes
+        self.sweeps += sweeps
+
     def dense_for(self, m: int) -> bool:
         """Whether the LM system for m candidates is solved with the dense Gauss–Newton matrix."""
         if self.solver != "auto":
@@ -330,8 +335,7 @@ class Problem:
         else:
             res = projection_loss(self.features, self._device(X), target, gradient=False)
         self.evaluations += 1
-        self.passes += self._loss_passes(X.shape[0])
-        self.sweeps += 1
+        self._count(self._loss_passes(X.shape[0]))
         return res.loss
 
     def evaluate(self, X: np.ndarray) -> Any:
@@ -346,8 +350,7 @@ class Problem:
         if kept is not None:
             self._last = (X, res, kept)
         self.evaluations += 1
-        self.passes += self._loss_passes(X.shape[0])
-        self.sweeps += 1
+        self._count(self._loss_passes(X.shape[0]))
         return res
 
     def linearise(self, X: np.ndarray, res: Any = None,
@@ -420,8 +423,7 @@ class Problem:
                 N.add(ch.first_block, matmul(F, E))
             else:
                 kept.append(FeatureChunk(ch.start, self._low(ch), None, F, D))
-        self.passes += 1
-        self.sweeps += 1
+        self._count(1)
         Gh = to_host(G.result() if gram is None else gram, np.float64)
         Af = A if all_rows else A[rows]
         W = Af @ Af.T                                        # (f, f): Σ_c a_ic a_jc
@@ -512,8 +514,7 @@ class Problem:
 
         def product(w: np.ndarray) -> np.ndarray:
             self.products += 1
-            self.passes += 1
-            self.sweeps += 1
+            self._count(1)
             wt = xp.asarray(_tangent(X, w).T, dtype=dt, device=dev)       # (d, m)
             t = BlockSum(xp.zeros((m, k), dtype=dt, device=dev))
             ys = []
@@ -831,8 +832,7 @@ def _screen(problem: Problem, rows: np.ndarray, target: Any, pool: np.ndarray,
             cross.add(ch.first_block, xp.matmul(F[:, :q, :], xp.permute_dims(F, (0, 2, 1))))
             sq.add(ch.first_block, xp.sum(F[:, q:, :] * F[:, q:, :], axis=2))
             corr.add(ch.first_block, xp.matmul(F[:, q:, :], ch.stacked(target)))
-        problem.passes += 1
-        problem.sweeps += 1
+        problem._count(1)
         cross, sqh, corrh = (to_host(s.result(), np.float64) for s in (cross, sq, corr))
         G, B = cross[:, :q], cross[:, q:]
         explained = np.sum(B * solve_gram(G, B).solution, axis=0) if q else 0.0
@@ -857,8 +857,7 @@ def least_useful(problem: Problem, X: np.ndarray) -> int:
     """
     G, c = problem.features.gram_and_matvec(problem.xp.asarray(X, device=problem.dev),
                                             problem.theta)
-    problem.passes += 1
-    problem.sweeps += 1
+    problem._count(1)
     G, c = to_host(G, np.float64), to_host(c, np.float64)
     Ginv = solve_gram(G, np.eye(X.shape[0])).solution
     A = Ginv @ (c if c.ndim == 2 else c[:, None])
@@ -879,8 +878,7 @@ def _fit_new_row(problem: Problem, rows: np.ndarray, position: int, rng: np.rand
     a = _projection_loss(problem.features, rows_d, problem.theta, problem.theta_sq, xp,
                          gradient=False)[0].coefficients
     problem.evaluations += 1
-    problem.passes += problem._loss_passes(m) + 1
-    problem.sweeps += 2
+    problem._count(problem._loss_passes(m) + 1, sweeps=2)
     resid = problem.theta - problem.features.rmatvec(rows_d, a)
     pool = random_points(rng, n_screen, d)
     score = _screen(problem, rows, resid, pool)
