@@ -313,6 +313,8 @@ def reconstruct(net: Any, params: Any, theta: Any, n_hat: int, *, rng: Any, meth
 def _run_lm(fns: dict, P: Any, X: Any, th: Any, max_steps: int,
             tol: float) -> tuple[Any, float, int, str]:
     lam, loss = 1e-3, math.inf
+    # The loss after every step, accepted or rejected (a rejected step leaves it unchanged):
+    # each costs one linearisation and CG solve, so the stall test measures progress per work.
     history: list[float] = []
     for step in range(max_steps):
         cur, new, X_new = fns["lm_step"](P, X, th, lam)
@@ -322,16 +324,16 @@ def _run_lm(fns: dict, P: Any, X: Any, th: Any, max_steps: int,
             return X, cur, step, "tol"
         if np.isfinite(new) and new < cur:
             X, loss, lam = X_new, new, max(lam / 3.0, 1e-12)
-            history.append(new)
             if new < tol:
                 return X, new, step + 1, "tol"
-            if len(history) > STALL_WINDOW and (history[-STALL_WINDOW - 1] - new
-                                                <= STALL_DECREASE * history[-STALL_WINDOW - 1]):
-                return X, new, step + 1, "stalled"
         else:
             lam *= 4.0
             if lam > 1e10:
                 return X, cur, step + 1, "stalled"
+        history.append(loss)
+        if len(history) > STALL_WINDOW and (history[-STALL_WINDOW - 1] - loss
+                                            <= STALL_DECREASE * history[-STALL_WINDOW - 1]):
+            return X, loss, step + 1, "stalled"
     return X, loss, max_steps, "max_steps"
 
 
