@@ -208,6 +208,53 @@ def test_recovery_fails_below_dn(deep):
     assert rho(X, rec.X_hat) > 0.3
 
 
+class _ScriptedSteps:
+    """Stands in for the jitted LM step: ``lm_step(P, X, θ, λ)`` returns (L(X), L(trial), trial)
+    from a script of trial losses; X is the number of accepted steps, so L(X) follows them."""
+
+    def __init__(self, start: float, trials: list[float]):
+        self.losses, self.trials, self.lams = [start], list(trials), []
+
+    def __getitem__(self, name: str):
+        assert name == "lm_step"
+        return self.lm_step
+
+    def lm_step(self, P, X, th, lam):
+        self.lams.append(lam)
+        trial = self.trials.pop(0)
+        return self.losses[X], trial, X + 1 if trial >= self.losses[X] else self._accept(X, trial)
+
+    def _accept(self, X, trial):
+        del self.losses[X + 1:]
+        self.losses.append(trial)
+        return X + 1
+
+
+def test_an_lm_round_stalls_on_rejected_steps_as_on_accepted_ones():
+    """The stall window counts every step: a round at the loss floor whose trials are rejected
+    (each one a linearisation and a CG solve) stops after STALL_WINDOW of them, where counting
+    only accepted steps would let it run on (measured: ~40 of a 50-step round wasted so)."""
+    from rftheory.deep.attack import STALL_WINDOW, _run_lm
+
+    # A floor after two good steps: rejected trials (loss up) and one gain of 4e-4 (below the
+    # relative STALL_DECREASE), far fewer than STALL_WINDOW accepted steps in the budget of 100.
+    trials = [0.5, 0.25] + [0.3] * 5 + [0.2499] + [0.3] * 100
+    fns = _ScriptedSteps(1.0, trials)
+    X, loss, steps, stop = _run_lm(fns, None, 0, None, 100, 1e-12)
+    assert stop == "stalled" and loss == 0.2499 and X == 3
+    assert steps == 2 + STALL_WINDOW          # the window ends 10 steps after the last real gain
+    assert fns.lams[3:6] == pytest.approx([1e-3 / 9 * 4, 1e-3 / 9 * 16, 1e-3 / 9 * 64])  # λ ×4 per rejection
+
+    # Steady progress (1 % per accepted step, every other trial rejected) does not stall.
+    losses, trials = 1.0, []
+    for _ in range(40):
+        losses *= 0.99
+        trials += [2.0, losses]
+    fns = _ScriptedSteps(1.0, trials)
+    X, loss, steps, stop = _run_lm(fns, None, 0, None, 80, 1e-12)
+    assert stop == "max_steps" and X == 40 and steps == 80 and loss == pytest.approx(0.99 ** 40)
+
+
 def test_reconstruct_refuses_bad_input(deep):
     from rftheory.errors import RFTheoryError
 
