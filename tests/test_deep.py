@@ -209,25 +209,27 @@ def test_recovery_fails_below_dn(deep):
 
 
 class _ScriptedSteps:
-    """Stands in for the jitted LM step: ``lm_step(P, X, θ, λ)`` returns (L(X), L(trial), trial)
-    from a script of trial losses; X is the number of accepted steps, so L(X) follows them."""
+    """Stands in for the jitted LM functions: ``lm_krylov(P, X, θ)`` gives L(X) (and a basis),
+    ``lm_trial(P, X, θ, *basis, λ)`` the loss of the next trial from a script and the trial
+    point; X is the number of accepted steps, so L(X) follows them."""
 
     def __init__(self, start: float, trials: list[float]):
-        self.losses, self.trials, self.lams = [start], list(trials), []
+        self.losses, self.trials, self.lams, self.bases = [start], list(trials), [], 0
 
     def __getitem__(self, name: str):
-        assert name == "lm_step"
-        return self.lm_step
+        return {"lm_krylov": self.lm_krylov, "lm_trial": self.lm_trial}[name]
 
-    def lm_step(self, P, X, th, lam):
+    def lm_krylov(self, P, X, th):
+        self.bases += 1
+        return self.losses[X], None, None, None, None
+
+    def lm_trial(self, P, X, th, Q, alpha, beta, gn, lam):
         self.lams.append(lam)
         trial = self.trials.pop(0)
-        return self.losses[X], trial, X + 1 if trial >= self.losses[X] else self._accept(X, trial)
-
-    def _accept(self, X, trial):
-        del self.losses[X + 1:]
-        self.losses.append(trial)
-        return X + 1
+        if trial < self.losses[X]:
+            del self.losses[X + 1:]
+            self.losses.append(trial)
+        return trial, X + 1
 
 
 def test_an_lm_round_stalls_on_rejected_steps_as_on_accepted_ones():
@@ -240,8 +242,9 @@ def test_an_lm_round_stalls_on_rejected_steps_as_on_accepted_ones():
     # relative STALL_DECREASE), far fewer than STALL_WINDOW accepted steps in the budget of 100.
     trials = [0.5, 0.25] + [0.3] * 5 + [0.2499] + [0.3] * 100
     fns = _ScriptedSteps(1.0, trials)
-    X, loss, steps, stop = _run_lm(fns, None, 0, None, 100, 1e-12)
+    X, loss, steps, stop, bases = _run_lm(fns, None, 0, None, 100, 1e-12)
     assert stop == "stalled" and loss == 0.2499 and X == 3
+    assert bases == fns.bases == 4           # one per point stood at: rejections re-solve
     assert steps == 2 + STALL_WINDOW          # the window ends 10 steps after the last real gain
     assert fns.lams[3:6] == pytest.approx([1e-3 / 9 * 4, 1e-3 / 9 * 16, 1e-3 / 9 * 64])  # λ ×4 per rejection
 
@@ -251,8 +254,47 @@ def test_an_lm_round_stalls_on_rejected_steps_as_on_accepted_ones():
         losses *= 0.99
         trials += [2.0, losses]
     fns = _ScriptedSteps(1.0, trials)
-    X, loss, steps, stop = _run_lm(fns, None, 0, None, 80, 1e-12)
+    X, loss, steps, stop, bases = _run_lm(fns, None, 0, None, 80, 1e-12)
     assert stop == "max_steps" and X == 40 and steps == 80 and loss == pytest.approx(0.99 ** 40)
+    assert bases == 40
+
+
+def test_the_krylov_lm_step_is_the_damped_gauss_newton_step(deep):
+    """With as many Lanczos vectors as unknowns the basis spans the tangent space, so the step of
+    ``lm_trial`` for any λ is the exact solution of (JᵀJ + μI)δ = −Jᵀr, formed here from an
+    explicit Jacobian (jax.jacfwd), μ = λ‖Jg‖²/‖g‖² — one basis serves every λ."""
+    import jax
+    import jax.numpy as jnp
+    from rftheory.deep.attack import _compiled, _jax_params, _retract
+    from rftheory.deep.backend import float64
+
+    net = deep.ResNet(2, (1, 5, 5))
+    X = sphere_points(2, 25, seed=3)
+    t = deep.train_gd(net, X, np.array([1.0, -1.0]), rng=3)
+    with float64():
+        P, th = _jax_params(t.params), jnp.asarray(t.theta)
+        X0 = _retract(jnp.asarray(sphere_points(2, 25, seed=4) + 0.3 * X), 25)
+        fns = _compiled(net, 60)                       # 60 ≥ 50 unknowns
+        loss, Q, alpha, beta, gn = fns["lm_krylov"](P, X0, th)
+        Phi = np.asarray(net.body(P, X0))
+        tn = np.linalg.norm(t.theta)
+        a = np.linalg.solve(Phi @ Phi.T, Phi @ t.theta)
+        r = t.theta - Phi.T @ a
+        B = np.asarray(jax.jacfwd(lambda Z: net.body(P, Z).T @ jnp.asarray(a))(X0)).reshape(-1, 50)
+        U = np.asarray(X0) / 5.0
+        T = np.eye(50) - np.block([[np.outer(U[0], U[0]), np.zeros((25, 25))],
+                                   [np.zeros((25, 25)), np.outer(U[1], U[1])]])
+        PB = B - Phi.T @ np.linalg.solve(Phi @ Phi.T, Phi @ B)
+        J = -PB @ T / tn
+        g = J.T @ r / tn
+        assert float(loss) == pytest.approx(r @ r / tn**2, rel=1e-10)
+        assert float(gn) == pytest.approx(np.linalg.norm(g), rel=1e-8)
+        for lam in (1e-6, 1e-3, 1.0, 100.0):
+            mu = lam * (np.linalg.norm(J @ g) / np.linalg.norm(g)) ** 2
+            delta = np.linalg.solve(J.T @ J + mu * np.eye(50), -g).reshape(2, 25)
+            new, X_new = fns["lm_trial"](P, X0, th, Q, alpha, beta, gn, lam)
+            want = np.asarray(_retract(X0 + delta, 25))
+            np.testing.assert_allclose(np.asarray(X_new), want, rtol=0, atol=1e-8 * 5)
 
 
 def test_reconstruct_refuses_bad_input(deep):
@@ -266,6 +308,9 @@ def test_reconstruct_refuses_bad_input(deep):
         deep.reconstruct(net, params, np.ones(48), 2, rng=0)
     with pytest.raises(RFTheoryError):
         deep.reconstruct(net, params, np.zeros(49), 2, rng=0)
+    for bad in (0, 2.5, True):
+        with pytest.raises(RFTheoryError, match="cg_iters"):
+            deep.reconstruct(net, params, np.ones(49), 2, rng=0, cg_iters=bad)
 
 
 # -- the ViT --------------------------------------------------------------------------------------

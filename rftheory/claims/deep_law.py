@@ -163,7 +163,8 @@ def run_case(dataset: str, n: int, ratio: float, seed: int, *, fraction: float, 
         check_span(trained, span_tol)
     except ThetaNotInSpanError as exc:
         case.update(status="refused", message=str(exc), rho=None, rho_sign_invariant=None,
-                    success=False, recon_loss=None, recon_steps=0, recon_stop=None, recon_rounds=0)
+                    success=False, recon_loss=None, recon_steps=0, recon_stop=None, recon_rounds=0,
+                    recon_bases=0)
     else:
         rec = reconstruct(net, trained.params, trained.theta, n, rng=seed, method=method,
                           max_steps=max_steps, rounds=rounds, restart_above=span_tol,
@@ -172,7 +173,8 @@ def run_case(dataset: str, n: int, ratio: float, seed: int, *, fraction: float, 
         case.update(status="attacked", message="", rho=r_abs,
                     rho_sign_invariant=rho(X, rec.X_hat, "sign_invariant"),
                     success=r_abs < RHO_SUCCESS, recon_loss=rec.loss, recon_steps=rec.steps,
-                    recon_stop=rec.stop_reason, recon_rounds=rec.rounds)
+                    recon_stop=rec.stop_reason, recon_rounds=rec.rounds,
+                    recon_bases=rec.bases)
     case["seconds"] = time.perf_counter() - t0
     case["cpu_seconds"] = time.process_time() - c0
     return case

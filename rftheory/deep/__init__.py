@@ -20,7 +20,8 @@ Modules
     Small-step full-batch GD (step from the loss curvature) and the span check.
 :mod:`rftheory.deep.attack`
     The projection loss in JAX and the reconstruction through the body (Levenberg–Marquardt with
-    matrix-free CG on JVPs/VJPs, and a first-order baseline).
+    matrix-free Lanczos steps on JVPs/VJPs, one Krylov basis for every damping, and a first-order
+    baseline).
 
 Importing this package imports JAX; nothing else in rftheory does.
 """

@@ -11,9 +11,13 @@ Two methods:
     Levenberg–Marquardt on the variable-projection residual r(X̂) = P⊥_{Φ̂}θ/‖θ‖ with Kaufman's
     Jacobian J[V] = −P⊥_{Φ̂}(∂Φ̂[V])ᵀa/‖θ‖ (a = G⁺Φ̂θ), restricted to the tangent space of the
     spheres. J and Jᵀ are matrix free — ``jax.linearize`` of the body gives the JVP and
-    ``jax.linear_transpose`` the VJP — and the damped normal equations (JᵀJ + μI)δ = −Jᵀr are
-    solved by conjugate gradients; the step is retracted onto the spheres and accepted when
-    it lowers L (μ shrinks by 3, else grows by 4).
+    ``jax.linear_transpose`` the VJP. The damped normal equations (JᵀJ + μI)δ = −Jᵀr are
+    solved in the Krylov space of JᵀJ from g = Jᵀr: ``cg_iters`` Lanczos vectors (fully
+    reorthogonalised) reduce JᵀJ to a tridiagonal T, and δ = −Q(T + μI)⁻¹‖g‖e₁ — the iterate
+    of as many CG steps, in exact arithmetic. The space does not depend on μ (Krylov spaces are
+    shift-invariant), so one basis serves every damping: a rejected step costs one forward pass
+    (the trial loss), not another cg_iters products JᵀJq. The step is retracted onto the
+    spheres and accepted when it lowers L (μ shrinks by 3, else grows by 4).
 ``"adam"``
     The first-order baseline: Adam on the Riemannian gradient 2Jᵀr, with the same retraction.
 """
@@ -39,13 +43,13 @@ __all__ = ["DeepReconstruction", "METHODS", "projection_loss", "reconstruct"]
 METHODS = ("lm", "adam")
 _STREAM_START = 2**42 + 30
 #: An LM round stalls when L fell by less than this fraction over the last STALL_WINDOW steps,
-#: accepted or rejected (each costs a linearisation and a CG solve): with a trained body the loss
-#: stops near the span residual (θ is only nearly in the span), where the Gauss–Newton model
-#: predicts gains of ~1e-3 that the steps do not deliver, and later steps no longer move X̂
-#: measurably. Measured (ResNet, 8×8×3 patches, n = 2, 16·dn, seed 0): ρ is 0.0133 from the
-#: 11th step on; counting only accepted steps, the rounds went on through chains of up to 13
-#: rejections (λ climbing back ×4 per step) to 104 steps, counting every step they stop at 52
-#: (ρ 0.0133 either way); QUICK's 48 runs: 7 085 → 4 802 steps, the same 19 successes.
+#: accepted or rejected: with a trained body the loss stops near the span residual (θ is only
+#: nearly in the span), where the Gauss–Newton model predicts gains of ~1e-3 that the steps do
+#: not deliver, and later steps no longer move X̂ measurably. Measured (ResNet, 8×8×3 patches,
+#: n = 2, 16·dn, seed 0): ρ is 0.0133 from the 11th step on; counting only accepted steps, the
+#: rounds went on through chains of up to 13 rejections (λ climbing back ×4 per step) to 104
+#: steps, counting every step they stop at 52 (ρ 0.0133 either way); QUICK's 48 runs: 7 085 →
+#: 4 802 steps, the same 19 successes.
 STALL_DECREASE = 1e-3
 STALL_WINDOW = 10
 
@@ -68,6 +72,10 @@ class DeepReconstruction:
         ``"tol"``, ``"stalled"`` or ``"max_steps"`` (of the best round).
     method : str
     seconds : float
+    bases : int
+        LM: Krylov bases built, one per point the rounds stood at (an accepted step moves to a
+        new one, a rejected step re-solves in the same basis); each costs ``cg_iters`` products
+        JᵀJq, i.e. 2·``cg_iters`` passes through the body, and is the attack's cost. 0 for Adam.
     """
 
     X_hat: np.ndarray
@@ -77,6 +85,7 @@ class DeepReconstruction:
     stop_reason: str
     method: str
     seconds: float
+    bases: int = 0
 
 
 def _tangent(V: Any, X: Any, d: int) -> Any:
@@ -103,7 +112,8 @@ def _compiled(net: Any, cg_iters: int) -> dict[str, Any]:
         g = vjp_fn(-2.0 * a[:, None] * r[None, :] / jnp.sum(theta * theta))[0]
         return loss, _tangent(g, X, d)
 
-    def lm_step(params: Any, X: Any, theta: Any, lam: Any) -> tuple[Any, Any, Any]:
+    def lm_krylov(params: Any, X: Any, theta: Any) -> tuple[Any, Any, Any, Any, Any]:
+        """L(X) and the Lanczos basis of JᵀJ from g: the LM step for *every* μ (see _krylov_step)."""
         f = lambda Z: net.body(params, Z)  # noqa: E731
         Phi, jvp_fn = jax.linearize(f, X)
         vjp_fn = jax.linear_transpose(jvp_fn, X)
@@ -111,37 +121,39 @@ def _compiled(net: Any, cg_iters: int) -> dict[str, Any]:
         tn = jnp.linalg.norm(theta)
         proj = lambda u: u - Phi.T @ solve(Phi @ u)  # noqa: E731
 
-        def J(V: Any) -> Any:
-            return -proj(jvp_fn(_tangent(V, X, d)).T @ a) / tn
+        def JTJ(V: Any) -> Any:
+            JV = -proj(jvp_fn(_tangent(V, X, d)).T @ a) / tn
+            return _tangent(vjp_fn(-(a[:, None] * proj(JV)[None, :]) / tn)[0], X, d)
 
-        def JT(w: Any) -> Any:
-            return _tangent(vjp_fn(-(a[:, None] * proj(w)[None, :]) / tn)[0], X, d)
+        g = _tangent(vjp_fn(-(a[:, None] * proj(r / tn)[None, :]) / tn)[0], X, d)
+        gn = jnp.sqrt(jnp.sum(g * g))
+        Q0 = jnp.zeros((cg_iters + 1,) + X.shape, X.dtype).at[0].set(g / jnp.maximum(gn, 1e-300))
 
-        g = JT(r / tn)  # half the gradient of L
-        gg = jnp.sum(g * g)
-        Jg = J(g)
-        mu = lam * jnp.sum(Jg * Jg) / jnp.maximum(gg, 1e-300)  # μ relative to the curvature along g
+        def lanczos(j: Any, s: Any) -> Any:
+            Q, alpha, beta = s
+            q = Q[j]
+            w = JTJ(q)
+            a_j = jnp.sum(q * w)
+            for _ in range(2):  # full reorthogonalisation against q_0 … q_j (later rows are 0)
+                w = w - jnp.tensordot(jnp.tensordot(Q, w, axes=((1, 2), (0, 1))), Q, axes=1)
+            b_j = jnp.sqrt(jnp.sum(w * w))
+            # An invariant subspace (b_j ≈ 0): the rest of the basis stays 0, T splits.
+            live = b_j > 1e-12 * jnp.maximum(jnp.max(jnp.abs(alpha)), jnp.abs(a_j))
+            Q = Q.at[j + 1].set(jnp.where(live, w / jnp.where(live, b_j, 1.0), 0.0))
+            return Q, alpha.at[j].set(a_j), beta.at[j].set(jnp.where(live, b_j, 0.0))
 
-        def A(V: Any) -> Any:
-            return JT(J(V)) + mu * V
+        zeros = jnp.zeros(cg_iters, X.dtype)
+        Q, alpha, beta = jax.lax.fori_loop(0, cg_iters, lanczos, (Q0, zeros, zeros))
+        return loss, Q[:cg_iters], alpha, beta[:cg_iters - 1], gn
 
-        # conjugate gradients on (JᵀJ + μI)δ = −g, from δ = 0
-        def cond(s: Any) -> Any:
-            _, _, _, rs, i = s
-            return (i < cg_iters) & (rs > 1e-20 * gg)
-
-        def body(s: Any) -> Any:
-            x, res, p, rs, i = s
-            Ap = A(p)
-            alpha = rs / jnp.maximum(jnp.sum(p * Ap), 1e-300)
-            x, res = x + alpha * p, res - alpha * Ap
-            rs_new = jnp.sum(res * res)
-            return x, res, res + (rs_new / rs) * p, rs_new, i + 1
-
-        delta = jax.lax.while_loop(cond, body, (jnp.zeros_like(g), -g, -g, gg, 0))[0]
-        X_new = _retract(X + delta, d)
-        loss_new = jax_projection(f(X_new), theta)[0]
-        return loss, loss_new, X_new
+    def lm_trial(params: Any, X: Any, theta: Any, Q: Any, alpha: Any, beta: Any, gn: Any,
+                 lam: Any) -> tuple[Any, Any]:
+        """L at the retracted LM step for damping λ from a :func:`lm_krylov` basis, and the point."""
+        mu = lam * alpha[0]  # μ relative to the curvature along g: ‖Jg‖²/‖g‖² = α_0
+        T = jnp.diag(alpha + mu) + jnp.diag(beta, 1) + jnp.diag(beta, -1)
+        y = jnp.linalg.solve(T, jnp.zeros_like(alpha).at[0].set(gn))
+        X_new = _retract(X - jnp.tensordot(y, Q, axes=1), d)
+        return jax_projection(net.body(params, X_new), theta)[0], X_new
 
     def adam_chunk(params: Any, X: Any, theta: Any, m: Any, v: Any, t0: Any, lr: Any,
                    steps: int) -> tuple[Any, Any, Any, Any]:
@@ -157,7 +169,7 @@ def _compiled(net: Any, cg_iters: int) -> dict[str, Any]:
         return jax.lax.fori_loop(0, steps, step, (X, m, v, jnp.asarray(1.0, X.dtype)))
 
     return {"loss": jax.jit(lambda params, X, theta: jax_projection(net.body(params, X), theta)[0]),
-            "loss_grad": jax.jit(loss_grad), "lm_step": jax.jit(lm_step),
+            "loss_grad": jax.jit(loss_grad), "lm_krylov": jax.jit(lm_krylov), "lm_trial": jax.jit(lm_trial),
             "adam_chunk": jax.jit(adam_chunk, static_argnums=(7,))}
 
 
@@ -237,7 +249,8 @@ def reconstruct(net: Any, params: Any, theta: Any, n_hat: int, *, rng: Any, meth
     tol : float
         Stop a round once L < tol.
     cg_iters : int
-        Most CG iterations per LM step.
+        Lanczos vectors per LM basis (the Krylov dimension of the step; each costs one product
+        JᵀJq, a JVP and a VJP through the body).
     lr : float
         Adam's step (in units of the coordinates, which are O(1) on the √d-sphere).
     X0 : array, shape (n̂, d), optional
@@ -278,6 +291,8 @@ def reconstruct(net: Any, params: Any, theta: Any, n_hat: int, *, rng: Any, meth
         raise RFTheoryError(f"unknown method {method!r}; choose from {', '.join(METHODS)}")
     if isinstance(n_hat, bool) or int(n_hat) != n_hat or n_hat < 1:
         raise RFTheoryError(f"n_hat must be a positive integer, got {n_hat!r}")
+    if isinstance(cg_iters, bool) or int(cg_iters) != cg_iters or cg_iters < 1:
+        raise RFTheoryError(f"cg_iters must be a positive integer, got {cg_iters!r}")
     n_hat = int(n_hat)
     d = net.d
     _, theta = _check(net, np.zeros((1, d)), theta)
@@ -285,7 +300,7 @@ def reconstruct(net: Any, params: Any, theta: Any, n_hat: int, *, rng: Any, meth
     t0 = time.perf_counter()
     fns = _compiled(net, int(cg_iters))
     best: tuple[float, np.ndarray, str] | None = None
-    steps = 0
+    steps = bases = 0
     tried = 0
     rounds = max(1, int(rounds))
     most = rounds if max_rounds is None or restart_above is None else max(rounds, int(max_rounds))
@@ -305,41 +320,49 @@ def reconstruct(net: Any, params: Any, theta: Any, n_hat: int, *, rng: Any, meth
                 raise ShapeError(f"X0 must have shape ({n_hat}, {d}), got {start.shape}")
             X = _retract(jnp.asarray(start), d)
             if method == "lm":
-                X, loss, used, stop = _run_lm(fns, P, X, th, max_steps, tol)
+                X, loss, used, stop, built = _run_lm(fns, P, X, th, max_steps, tol)
+                bases += built
             else:
                 X, loss, used, stop = _run_adam(fns, P, X, th, max_steps, tol, lr)
             steps += used
             if best is None or loss < best[0]:
                 best = (loss, np.asarray(X), stop)
     loss, X_hat, stop = best  # type: ignore[misc]
-    return DeepReconstruction(X_hat, loss, steps, tried, stop, method, time.perf_counter() - t0)
+    return DeepReconstruction(X_hat, loss, steps, tried, stop, method, time.perf_counter() - t0,
+                              bases)
 
 
 def _run_lm(fns: dict, P: Any, X: Any, th: Any, max_steps: int,
-            tol: float) -> tuple[Any, float, int, str]:
+            tol: float) -> tuple[Any, float, int, str, int]:
+    """One LM round; returns (X, loss, steps, stop reason, Krylov bases built)."""
     lam, loss = 1e-3, math.inf
     # The loss after every step, accepted or rejected (a rejected step leaves it unchanged):
-    # each costs one linearisation and CG solve, so the stall test measures progress per work.
+    # the stall test measures progress per step.
     history: list[float] = []
+    basis, built = None, 0
     for step in range(max_steps):
-        cur, new, X_new = fns["lm_step"](P, X, th, lam)
-        cur, new = float(cur), float(new)
+        if basis is None:  # one basis per point: a rejected step only re-solves T + μI
+            basis = fns["lm_krylov"](P, X, th)
+            built += 1
+            cur = float(basis[0])
         loss = min(loss, cur)
         if cur < tol:
-            return X, cur, step, "tol"
+            return X, cur, step, "tol", built
+        new, X_new = fns["lm_trial"](P, X, th, *basis[1:], lam)
+        new = float(new)
         if np.isfinite(new) and new < cur:
-            X, loss, lam = X_new, new, max(lam / 3.0, 1e-12)
+            X, loss, lam, cur, basis = X_new, new, max(lam / 3.0, 1e-12), new, None
             if new < tol:
-                return X, new, step + 1, "tol"
+                return X, new, step + 1, "tol", built
         else:
             lam *= 4.0
             if lam > 1e10:
-                return X, cur, step + 1, "stalled"
+                return X, cur, step + 1, "stalled", built
         history.append(loss)
         if len(history) > STALL_WINDOW and (history[-STALL_WINDOW - 1] - loss
                                             <= STALL_DECREASE * history[-STALL_WINDOW - 1]):
-            return X, loss, step + 1, "stalled"
-    return X, loss, max_steps, "max_steps"
+            return X, loss, step + 1, "stalled", built
+    return X, loss, max_steps, "max_steps", built
 
 
 def _run_adam(fns: dict, P: Any, X: Any, th: Any, max_steps: int, tol: float,
