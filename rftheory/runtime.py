@@ -105,7 +105,7 @@ def describe_task(call: Callable[[], Any]) -> str:
 def run_tasks(calls: Sequence[Callable[[], T]], *, workers: int,
               order: Sequence[int] | None = None,
               on_result: Callable[[int, T], None] | None = None,
-              deadline: Deadline | None = None) -> list[T]:
+              deadline: Deadline | None = None, share_cpus: bool = False) -> list[T]:
     """Run every call, ``workers`` processes at a time (in this process when 1); results in call order.
 
     Parameters
@@ -123,6 +123,10 @@ def run_tasks(calls: Sequence[Callable[[], T]], *, workers: int,
         When it passes, no further call starts and the running ones are stopped (their worker
         processes ended; with ``workers == 1`` the running call finishes first), and
         :class:`TimeLimitReached` says which calls finished and which did not.
+    share_cpus : bool
+        Each worker process keeps to its own share of the CPUs
+        (:func:`rftheory.processes.process_pool`); for calls whose threads cannot be limited
+        otherwise (JAX). Results do not depend on it.
 
     Returns
     -------
@@ -163,7 +167,7 @@ def run_tasks(calls: Sequence[Callable[[], T]], *, workers: int,
     else:
         # workers die with this process, and an interrupt, a failed task or the deadline stops
         # them at once (rftheory.processes) instead of waiting for every queued task
-        pool = process_pool(workers)
+        pool = process_pool(workers, share_cpus=share_cpus)
         try:
             futures = {pool.submit(calls[i]): i for i in order}
             timeout = deadline.remaining() if deadline.finite else None

@@ -221,9 +221,9 @@ class _ScriptedSteps:
 
     def lm_krylov(self, P, X, th):
         self.bases += 1
-        return self.losses[X], None, None, None, None
+        return self.losses[X], None, None, None, None, 7
 
-    def lm_trial(self, P, X, th, Q, alpha, beta, gn, lam):
+    def lm_trial(self, P, X, th, Q, alpha, beta, gn, used, lam):
         self.lams.append(lam)
         trial = self.trials.pop(0)
         if trial < self.losses[X]:
@@ -242,9 +242,9 @@ def test_an_lm_round_stalls_on_rejected_steps_as_on_accepted_ones():
     # relative STALL_DECREASE), far fewer than STALL_WINDOW accepted steps in the budget of 100.
     trials = [0.5, 0.25] + [0.3] * 5 + [0.2499] + [0.3] * 100
     fns = _ScriptedSteps(1.0, trials)
-    X, loss, steps, stop, bases = _run_lm(fns, None, 0, None, 100, 1e-12)
+    X, loss, steps, stop, bases, products = _run_lm(fns, None, 0, None, 100, 1e-12)
     assert stop == "stalled" and loss == 0.2499 and X == 3
-    assert bases == fns.bases == 4           # one per point stood at: rejections re-solve
+    assert bases == fns.bases == 4 and products == 28   # one per point: rejections re-solve
     assert steps == 2 + STALL_WINDOW          # the window ends 10 steps after the last real gain
     assert fns.lams[3:6] == pytest.approx([1e-3 / 9 * 4, 1e-3 / 9 * 16, 1e-3 / 9 * 64])  # λ ×4 per rejection
 
@@ -254,15 +254,15 @@ def test_an_lm_round_stalls_on_rejected_steps_as_on_accepted_ones():
         losses *= 0.99
         trials += [2.0, losses]
     fns = _ScriptedSteps(1.0, trials)
-    X, loss, steps, stop, bases = _run_lm(fns, None, 0, None, 80, 1e-12)
+    X, loss, steps, stop, bases, _ = _run_lm(fns, None, 0, None, 80, 1e-12)
     assert stop == "max_steps" and X == 40 and steps == 80 and loss == pytest.approx(0.99 ** 40)
     assert bases == 40
 
 
 def test_the_krylov_lm_step_is_the_damped_gauss_newton_step(deep):
-    """With as many Lanczos vectors as unknowns the basis spans the tangent space, so the step of
-    ``lm_trial`` for any λ is the exact solution of (JᵀJ + μI)δ = −Jᵀr, formed here from an
-    explicit Jacobian (jax.jacfwd), μ = λ‖Jg‖²/‖g‖² — one basis serves every λ."""
+    """The step of ``lm_trial`` against (JᵀJ + μI)δ = −Jᵀr formed from an explicit Jacobian
+    (jax.jacfwd), μ = λ‖Jg‖²/‖g‖²: with as many Lanczos vectors as unknowns the basis spans the
+    Krylov space of the whole problem, and one basis gives the exact step for every λ."""
     import jax
     import jax.numpy as jnp
     from rftheory.deep.attack import _compiled, _jax_params, _retract
@@ -274,8 +274,6 @@ def test_the_krylov_lm_step_is_the_damped_gauss_newton_step(deep):
     with float64():
         P, th = _jax_params(t.params), jnp.asarray(t.theta)
         X0 = _retract(jnp.asarray(sphere_points(2, 25, seed=4) + 0.3 * X), 25)
-        fns = _compiled(net, 60)                       # 60 ≥ 50 unknowns
-        loss, Q, alpha, beta, gn = fns["lm_krylov"](P, X0, th)
         Phi = np.asarray(net.body(P, X0))
         tn = np.linalg.norm(t.theta)
         a = np.linalg.solve(Phi @ Phi.T, Phi @ t.theta)
@@ -287,14 +285,21 @@ def test_the_krylov_lm_step_is_the_damped_gauss_newton_step(deep):
         PB = B - Phi.T @ np.linalg.solve(Phi @ Phi.T, Phi @ B)
         J = -PB @ T / tn
         g = J.T @ r / tn
+        H = J.T @ J
+
+        def mu(lam):
+            return lam * (np.linalg.norm(J @ g) / np.linalg.norm(g)) ** 2
+
+        fns = _compiled(net, 60)                       # 60 ≥ 50 unknowns
+        loss, *basis = fns["lm_krylov"](P, X0, th)
         assert float(loss) == pytest.approx(r @ r / tn**2, rel=1e-10)
-        assert float(gn) == pytest.approx(np.linalg.norm(g), rel=1e-8)
+        assert float(basis[3]) == pytest.approx(np.linalg.norm(g), rel=1e-8)
+        assert int(basis[4]) <= 48                    # the tangent space's dimension: it stops
         for lam in (1e-6, 1e-3, 1.0, 100.0):
-            mu = lam * (np.linalg.norm(J @ g) / np.linalg.norm(g)) ** 2
-            delta = np.linalg.solve(J.T @ J + mu * np.eye(50), -g).reshape(2, 25)
-            new, X_new = fns["lm_trial"](P, X0, th, Q, alpha, beta, gn, lam)
-            want = np.asarray(_retract(X0 + delta, 25))
-            np.testing.assert_allclose(np.asarray(X_new), want, rtol=0, atol=1e-8 * 5)
+            delta = np.linalg.solve(H + mu(lam) * np.eye(50), -g).reshape(2, 25)
+            _, X_new = fns["lm_trial"](P, X0, th, *basis, lam)
+            np.testing.assert_allclose(np.asarray(X_new), np.asarray(_retract(X0 + delta, 25)),
+                                       rtol=0, atol=1e-8 * 5)
 
 
 def test_reconstruct_refuses_bad_input(deep):

@@ -41,6 +41,7 @@ not part of ``verify all``).
 from __future__ import annotations
 
 import dataclasses
+import math
 import statistics
 import time
 from functools import partial
@@ -164,7 +165,7 @@ def run_case(dataset: str, n: int, ratio: float, seed: int, *, fraction: float, 
     except ThetaNotInSpanError as exc:
         case.update(status="refused", message=str(exc), rho=None, rho_sign_invariant=None,
                     success=False, recon_loss=None, recon_steps=0, recon_stop=None, recon_rounds=0,
-                    recon_bases=0)
+                    recon_bases=0, recon_products=0)
     else:
         rec = reconstruct(net, trained.params, trained.theta, n, rng=seed, method=method,
                           max_steps=max_steps, rounds=rounds, restart_above=span_tol,
@@ -174,7 +175,7 @@ def run_case(dataset: str, n: int, ratio: float, seed: int, *, fraction: float, 
                     rho_sign_invariant=rho(X, rec.X_hat, "sign_invariant"),
                     success=r_abs < RHO_SUCCESS, recon_loss=rec.loss, recon_steps=rec.steps,
                     recon_stop=rec.stop_reason, recon_rounds=rec.rounds,
-                    recon_bases=rec.bases)
+                    recon_bases=rec.bases, recon_products=rec.products)
     case["seconds"] = time.perf_counter() - t0
     case["cpu_seconds"] = time.process_time() - c0
     return case
@@ -293,7 +294,7 @@ def run(config: Config = FULL, *, progress: Callable[[str], None] | None = None,
     config : Config
         Sizes and seeds (:data:`FULL` by default, :data:`QUICK` for ``--quick``).
     progress : callable, optional
-        One line per finished (n, ratio) cell.
+        One line per finished task (a network: architecture, n, ratio, input shape).
     workers : int, optional
         Processes (default min(2, cores)); results do not depend on it.
     deadline : rftheory.deadline.Deadline, optional
@@ -330,21 +331,32 @@ def run(config: Config = FULL, *, progress: Callable[[str], None] | None = None,
     options = {"fraction": config.fraction, "span_tol": config.span_tol, "method": config.method,
                "max_steps": config.max_steps, "rounds": config.rounds,
                "max_rounds": config.max_rounds}
-    cells = [(a, n, r) for n in config.ns for a in config.archs for r in config.ratios]
+    # one task per network: (architecture, n, ratio) and the data sets of one input shape, whose
+    # runs share the network's compiled functions (splitting them repeats XLA's compilation:
+    # QUICK took 223 s of CPU so, against 162 s). The largest task (ResNet, patches, n = 4,
+    # 16·dn: ~1 400 s of CPU here) then no longer carries the 8×8 data sets' runs too (one
+    # 29 min task when it did, the end of FULL's critical path).
+    shapes: dict[tuple[int, ...], tuple[str, ...]] = {}
+    for ds in config.datasets:
+        shapes[DATASETS[ds]] = shapes.get(DATASETS[ds], ()) + (ds,)
+    cells = [(a, n, r, group) for n in config.ns for a in config.archs for r in config.ratios
+             for group in shapes.values()]
     tick = TaskProgress(progress, len(cells))
 
     def describe(cell: list[dict[str, Any]]) -> str:
         c = cell[0]
         rhos = ["refused" if x["rho"] is None else f"{x['rho']:.2g}" for x in cell]
-        return (f"{c['arch']} n={c['n']} p^(L)/(dn)={c['ratio']:.2f} (w={c['width']}) ρ: {' '.join(rhos)} "
-                f"({sum(x['seconds'] for x in cell):.0f} s)")
+        names = "+".join(dict.fromkeys(x["dataset"] for x in cell))
+        return (f"{c['arch']} n={c['n']} {names} p^(L)/(dn)={c['ratio']:.2f} "
+                f"(w={c['width']}) ρ: {' '.join(rhos)} ({sum(x['seconds'] for x in cell):.0f} s)")
 
     t0 = time.perf_counter()
     # by (n, arch) group — a run stopped at its deadline then has whole curves — and within a
-    # group the widest cells first, so that no long cell is left alone at the end
-    order = sorted(range(len(cells)), key=lambda i: (config.ns.index(cells[i][1]),
-                                                      config.archs.index(cells[i][0]),
-                                                      -cells[i][2]))
+    # group the largest tasks first (p^(L) ∝ ratio·d), so that no long task is left alone at
+    # the end
+    order = sorted(range(len(cells)), key=lambda i: (
+        config.ns.index(cells[i][1]), config.archs.index(cells[i][0]),
+        -cells[i][2] * math.prod(DATASETS[cells[i][3][0]]) * len(cells[i][3])))
     sink = None if out_dir is None else Path(out_dir) / f"{CLAIM}.cells.jsonl"
     if sink is not None:
         sink.parent.mkdir(parents=True, exist_ok=True)
@@ -359,9 +371,9 @@ def run(config: Config = FULL, *, progress: Callable[[str], None] | None = None,
                     fh.write(json.dumps(case) + "\n")
         tick(lambda: describe(cell))
 
-    results = run_tasks([partial(run_cell, config.datasets, n, r, seeds, arch=a, **options)
-                         for a, n, r in cells], workers=workers, order=order,
-                        deadline=deadline, on_result=on_result)
+    results = run_tasks([partial(run_cell, group, n, r, seeds, arch=a, **options)
+                         for a, n, r, group in cells], workers=workers, order=order,
+                        deadline=deadline, on_result=on_result, share_cpus=True)
     cases = [c for cell in results for c in cell]
     out = result_from_cases(cases, config)
     out["workers"] = workers

@@ -74,8 +74,11 @@ class DeepReconstruction:
     seconds : float
     bases : int
         LM: Krylov bases built, one per point the rounds stood at (an accepted step moves to a
-        new one, a rejected step re-solves in the same basis); each costs ``cg_iters`` products
-        JᵀJq, i.e. 2·``cg_iters`` passes through the body, and is the attack's cost. 0 for Adam.
+        new one; a rejected step re-solves in the same basis at the cost of one forward pass).
+        0 for Adam.
+    products : int
+        LM: products JᵀJq over all bases (≤ ``cg_iters`` each), a JVP and a VJP through the
+        body each: the attack's cost. 0 for Adam.
     """
 
     X_hat: np.ndarray
@@ -86,6 +89,7 @@ class DeepReconstruction:
     method: str
     seconds: float
     bases: int = 0
+    products: int = 0
 
 
 def _tangent(V: Any, X: Any, d: int) -> Any:
@@ -96,6 +100,13 @@ def _tangent(V: Any, X: Any, d: int) -> Any:
 def _retract(X: Any, d: int) -> Any:
     jnp = require_jax().numpy
     return X * (math.sqrt(d) / jnp.linalg.norm(X, axis=1, keepdims=True))
+
+
+def _tridiagonal(alpha: Any, beta: Any, mu: Any) -> Any:
+    """T + μI for the Lanczos tridiagonal T (diagonal α, off-diagonal β); μ = λα_0 is the
+    damping relative to the curvature along g (α_0 = ‖Jg‖²/‖g‖²)."""
+    jnp = require_jax().numpy
+    return jnp.diag(alpha + mu) + jnp.diag(beta, 1) + jnp.diag(beta, -1)
 
 
 @functools.lru_cache(maxsize=32)
@@ -112,8 +123,9 @@ def _compiled(net: Any, cg_iters: int) -> dict[str, Any]:
         g = vjp_fn(-2.0 * a[:, None] * r[None, :] / jnp.sum(theta * theta))[0]
         return loss, _tangent(g, X, d)
 
-    def lm_krylov(params: Any, X: Any, theta: Any) -> tuple[Any, Any, Any, Any, Any]:
-        """L(X) and the Lanczos basis of JᵀJ from g: the LM step for *every* μ (see _krylov_step)."""
+    def lm_krylov(params: Any, X: Any, theta: Any) -> tuple[Any, ...]:
+        """L(X) and the Lanczos basis of JᵀJ from g (cg_iters vectors, fewer when the Krylov
+        space is invariant): with :func:`lm_trial`, the LM step for every damping."""
         f = lambda Z: net.body(params, Z)  # noqa: E731
         Phi, jvp_fn = jax.linearize(f, X)
         vjp_fn = jax.linear_transpose(jvp_fn, X)
@@ -127,31 +139,40 @@ def _compiled(net: Any, cg_iters: int) -> dict[str, Any]:
 
         g = _tangent(vjp_fn(-(a[:, None] * proj(r / tn)[None, :]) / tn)[0], X, d)
         gn = jnp.sqrt(jnp.sum(g * g))
-        Q0 = jnp.zeros((cg_iters + 1,) + X.shape, X.dtype).at[0].set(g / jnp.maximum(gn, 1e-300))
+        k = cg_iters
+        Q0 = jnp.zeros((k + 1,) + X.shape, X.dtype).at[0].set(g / jnp.maximum(gn, 1e-300))
+        index = jnp.arange(k)
 
-        def lanczos(j: Any, s: Any) -> Any:
-            Q, alpha, beta = s
+        def grow(s: Any) -> Any:
+            Q, alpha, beta, j, _ = s
             q = Q[j]
             w = JTJ(q)
             a_j = jnp.sum(q * w)
             for _ in range(2):  # full reorthogonalisation against q_0 … q_j (later rows are 0)
                 w = w - jnp.tensordot(jnp.tensordot(Q, w, axes=((1, 2), (0, 1))), Q, axes=1)
             b_j = jnp.sqrt(jnp.sum(w * w))
-            # An invariant subspace (b_j ≈ 0): the rest of the basis stays 0, T splits.
-            live = b_j > 1e-12 * jnp.maximum(jnp.max(jnp.abs(alpha)), jnp.abs(a_j))
+            alpha = alpha.at[j].set(a_j)
+            # An invariant subspace (b_j ≈ 0): the basis stops there, and the step is exact.
+            live = b_j > 1e-12 * jnp.maximum(jnp.max(jnp.abs(alpha)), 1e-300)
+            b_j = jnp.where(live, b_j, 0.0)
             Q = Q.at[j + 1].set(jnp.where(live, w / jnp.where(live, b_j, 1.0), 0.0))
-            return Q, alpha.at[j].set(a_j), beta.at[j].set(jnp.where(live, b_j, 0.0))
+            return Q, alpha, beta.at[j].set(b_j), j + 1, live
 
-        zeros = jnp.zeros(cg_iters, X.dtype)
-        Q, alpha, beta = jax.lax.fori_loop(0, cg_iters, lanczos, (Q0, zeros, zeros))
-        return loss, Q[:cg_iters], alpha, beta[:cg_iters - 1], gn
+        def more(s: Any) -> Any:
+            return (s[3] < k) & s[4]
+
+        zeros = jnp.zeros(k, X.dtype)
+        Q, alpha, beta, used, _ = jax.lax.while_loop(more, grow, (Q0, zeros, zeros, 0, gn > 0))
+        # Couplings to vectors beyond the basis are dropped (T of the q_0 … q_{used−1}).
+        beta = jnp.where(index < used - 1, beta, 0.0)[:-1]
+        return loss, Q[:k], alpha, beta, gn, used
 
     def lm_trial(params: Any, X: Any, theta: Any, Q: Any, alpha: Any, beta: Any, gn: Any,
-                 lam: Any) -> tuple[Any, Any]:
+                 used: Any, lam: Any) -> tuple[Any, Any]:
         """L at the retracted LM step for damping λ from a :func:`lm_krylov` basis, and the point."""
-        mu = lam * alpha[0]  # μ relative to the curvature along g: ‖Jg‖²/‖g‖² = α_0
-        T = jnp.diag(alpha + mu) + jnp.diag(beta, 1) + jnp.diag(beta, -1)
-        y = jnp.linalg.solve(T, jnp.zeros_like(alpha).at[0].set(gn))
+        y = jnp.linalg.solve(_tridiagonal(alpha, beta, lam * alpha[0]),
+                             jnp.zeros_like(alpha).at[0].set(gn))
+        y = jnp.where(gn > 0, y, 0.0)  # g = 0 (no basis): the step is 0, as CG's was
         X_new = _retract(X - jnp.tensordot(y, Q, axes=1), d)
         return jax_projection(net.body(params, X_new), theta)[0], X_new
 
@@ -300,7 +321,7 @@ def reconstruct(net: Any, params: Any, theta: Any, n_hat: int, *, rng: Any, meth
     t0 = time.perf_counter()
     fns = _compiled(net, int(cg_iters))
     best: tuple[float, np.ndarray, str] | None = None
-    steps = bases = 0
+    steps = bases = products = 0
     tried = 0
     rounds = max(1, int(rounds))
     most = rounds if max_rounds is None or restart_above is None else max(rounds, int(max_rounds))
@@ -320,8 +341,9 @@ def reconstruct(net: Any, params: Any, theta: Any, n_hat: int, *, rng: Any, meth
                 raise ShapeError(f"X0 must have shape ({n_hat}, {d}), got {start.shape}")
             X = _retract(jnp.asarray(start), d)
             if method == "lm":
-                X, loss, used, stop, built = _run_lm(fns, P, X, th, max_steps, tol)
+                X, loss, used, stop, built, prods = _run_lm(fns, P, X, th, max_steps, tol)
                 bases += built
+                products += prods
             else:
                 X, loss, used, stop = _run_adam(fns, P, X, th, max_steps, tol, lr)
             steps += used
@@ -329,40 +351,41 @@ def reconstruct(net: Any, params: Any, theta: Any, n_hat: int, *, rng: Any, meth
                 best = (loss, np.asarray(X), stop)
     loss, X_hat, stop = best  # type: ignore[misc]
     return DeepReconstruction(X_hat, loss, steps, tried, stop, method, time.perf_counter() - t0,
-                              bases)
+                              bases, products)
 
 
 def _run_lm(fns: dict, P: Any, X: Any, th: Any, max_steps: int,
-            tol: float) -> tuple[Any, float, int, str, int]:
-    """One LM round; returns (X, loss, steps, stop reason, Krylov bases built)."""
+            tol: float) -> tuple[Any, float, int, str, int, int]:
+    """One LM round; returns (X, loss, steps, stop reason, Krylov bases, products JᵀJq)."""
     lam, loss = 1e-3, math.inf
     # The loss after every step, accepted or rejected (a rejected step leaves it unchanged):
     # the stall test measures progress per step.
     history: list[float] = []
-    basis, built = None, 0
+    basis, built, products = None, 0, 0
     for step in range(max_steps):
         if basis is None:  # one basis per point: a rejected step only re-solves T + μI
             basis = fns["lm_krylov"](P, X, th)
             built += 1
+            products += int(basis[-1])
             cur = float(basis[0])
         loss = min(loss, cur)
         if cur < tol:
-            return X, cur, step, "tol", built
+            return X, cur, step, "tol", built, products
         new, X_new = fns["lm_trial"](P, X, th, *basis[1:], lam)
         new = float(new)
         if np.isfinite(new) and new < cur:
             X, loss, lam, cur, basis = X_new, new, max(lam / 3.0, 1e-12), new, None
             if new < tol:
-                return X, new, step + 1, "tol", built
+                return X, new, step + 1, "tol", built, products
         else:
             lam *= 4.0
             if lam > 1e10:
-                return X, cur, step + 1, "stalled", built
+                return X, cur, step + 1, "stalled", built, products
         history.append(loss)
         if len(history) > STALL_WINDOW and (history[-STALL_WINDOW - 1] - loss
                                             <= STALL_DECREASE * history[-STALL_WINDOW - 1]):
-            return X, loss, step + 1, "stalled", built
-    return X, loss, max_steps, "max_steps", built
+            return X, loss, step + 1, "stalled", built, products
+    return X, loss, max_steps, "max_steps", built, products
 
 
 def _run_adam(fns: dict, P: Any, X: Any, th: Any, max_steps: int, tol: float,
