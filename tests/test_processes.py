@@ -22,7 +22,7 @@ from typing import Iterator
 import pytest
 
 from conftest import stored_rows
-from rftheory.processes import process_pool, stop_pool
+from rftheory.processes import cpu_share, process_pool, stop_pool
 from rftheory.sweep import STORE_FILE
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -133,6 +133,38 @@ def test_stop_pool_kills_running_tasks_at_once():
         time.sleep(0.1)
     assert not any(p.is_alive() for p in processes)
     assert all(f.done() for f in futures)
+
+
+@pytest.mark.parametrize("share", [False, True])
+def test_workers_keep_to_their_own_share_of_the_cpus_when_asked(share):
+    cpus = tuple(sorted(os.sched_getaffinity(0)))
+    pool = process_pool(2, share_cpus=share)
+    try:
+        futures = [pool.submit(time.sleep, 1.0) for _ in range(2)]
+        time.sleep(0.5)
+        got = sorted(tuple(sorted(os.sched_getaffinity(p.pid))) for p in pool._processes.values())
+        for f in futures:
+            f.result()
+    finally:
+        stop_pool(pool)
+    if not share:
+        assert got == [cpus, cpus]
+    else:
+        assert got == sorted([cpu_share(cpus, 2, 0), cpu_share(cpus, 2, 1)])
+        if len(cpus) >= 2:
+            assert not set(got[0]) & set(got[1])  # disjoint: no worker's threads on another's
+
+
+def test_cpu_share_partitions_the_cpus():
+    for cpus in [(0,), (0, 1), (3, 5, 7), tuple(range(16))]:
+        for workers in (1, 2, 3, 5):
+            shares = [cpu_share(cpus, workers, i) for i in range(workers)]
+            assert all(shares) and set().union(*shares) == set(cpus)
+            if len(cpus) >= workers:
+                assert sum(map(len, shares)) == len(cpus)               # no CPU twice
+                assert max(map(len, shares)) - min(map(len, shares)) <= 1
+    with pytest.raises(ValueError):
+        cpu_share((), 2, 0)
 
 
 def test_sigkill_of_a_sweep_leaves_no_process_and_the_run_reads_interrupted(tmp_path):
