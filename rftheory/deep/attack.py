@@ -169,7 +169,10 @@ def _compiled(net: Any, cg_iters: int) -> dict[str, Any]:
 
     def lm_trial(params: Any, X: Any, theta: Any, Q: Any, alpha: Any, beta: Any, gn: Any,
                  used: Any, lam: Any) -> tuple[Any, Any]:
-        """L at the retracted LM step for damping λ from a :func:`lm_krylov` basis, and the point."""
+        """L at the retracted LM step for damping λ from a :func:`lm_krylov` basis, and the point.
+
+        ``used`` (the basis size) is not needed: T's rows beyond it are decoupled (α = β = 0),
+        so y is 0 there."""
         y = jnp.linalg.solve(_tridiagonal(alpha, beta, lam * alpha[0]),
                              jnp.zeros_like(alpha).at[0].set(gn))
         y = jnp.where(gn > 0, y, 0.0)  # g = 0 (no basis): the step is 0, as CG's was
@@ -190,7 +193,8 @@ def _compiled(net: Any, cg_iters: int) -> dict[str, Any]:
         return jax.lax.fori_loop(0, steps, step, (X, m, v, jnp.asarray(1.0, X.dtype)))
 
     return {"loss": jax.jit(lambda params, X, theta: jax_projection(net.body(params, X), theta)[0]),
-            "loss_grad": jax.jit(loss_grad), "lm_krylov": jax.jit(lm_krylov), "lm_trial": jax.jit(lm_trial),
+            "loss_grad": jax.jit(loss_grad), "lm_krylov": jax.jit(lm_krylov),
+            "lm_trial": jax.jit(lm_trial),
             "adam_chunk": jax.jit(adam_chunk, static_argnums=(7,))}
 
 
