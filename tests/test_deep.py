@@ -467,6 +467,32 @@ def test_extra_rounds_start_only_while_the_loss_is_above_restart_above(deep):
 
 # -- the claim -------------------------------------------------------------------------------------
 
+def test_deep_law_starts_its_longest_tasks_first(monkeypatch):
+    """FULL meets its wall-time target only if the two ~20-minute tasks (n = 4, patches, 16·dn)
+    start at once and the short ones fill in after (longest first over the whole grid)."""
+    pytest.importorskip("jax")
+    import math
+
+    from rftheory.claims import deep_law
+
+    seen = {}
+
+    def record(calls, *, order, **_):
+        seen["tasks"] = [(c.keywords["arch"], c.args[1], c.args[2], c.args[0]) for c in calls]
+        seen["order"] = list(order)
+        raise RuntimeError("recorded")
+
+    monkeypatch.setattr(deep_law, "run_tasks", record)
+    with pytest.raises(RuntimeError, match="recorded"):
+        deep_law.run(deep_law.FULL)
+    tasks = [seen["tasks"][i] for i in seen["order"]]
+    assert sorted(seen["order"]) == list(range(len(seen["tasks"])))  # every task, once
+    assert {t[:3] for t in tasks[:2]} == {("resnet", 4, 16.0), ("vit", 4, 16.0)}
+    assert all(t[3] == ("patches",) for t in tasks[:2])
+    cost = [len(g) * n * (r * math.prod(deep_law.DATASETS[g[0]]) * n) ** 2 for _, n, r, g in tasks]
+    assert cost == sorted(cost, reverse=True)
+
+
 @pytest.mark.slow
 def test_deep_law_claim_runs_and_its_verdict_can_fail(deep, tmp_path):
     from rftheory.claims import deep_law, run_claim
