@@ -210,7 +210,7 @@ def test_recovery_fails_below_dn(deep):
 
 class _ScriptedSteps:
     """Stands in for the jitted LM functions: ``lm_krylov(P, X, θ)`` gives L(X) (and a basis),
-    ``lm_trial(P, X, θ, *basis, λ)`` the loss of the next trial from a script and the trial
+    ``lm_trial(P, X, θ, Q, α, β, ‖g‖, λ)`` the loss of the next trial from a script and the trial
     point; X is the number of accepted steps, so L(X) follows them."""
 
     def __init__(self, start: float, trials: list[float]):
@@ -223,7 +223,7 @@ class _ScriptedSteps:
         self.bases += 1
         return self.losses[X], None, None, None, None, 7
 
-    def lm_trial(self, P, X, th, Q, alpha, beta, gn, used, lam):
+    def lm_trial(self, P, X, th, Q, alpha, beta, gn, lam):
         self.lams.append(lam)
         trial = self.trials.pop(0)
         if trial < self.losses[X]:
@@ -297,7 +297,7 @@ def test_the_krylov_lm_step_is_the_damped_gauss_newton_step(deep):
         assert int(basis[4]) <= 48                    # the tangent space's dimension: it stops
         for lam in (1e-6, 1e-3, 1.0, 100.0):
             delta = np.linalg.solve(H + mu(lam) * np.eye(50), -g).reshape(2, 25)
-            _, X_new = fns["lm_trial"](P, X0, th, *basis, lam)
+            _, X_new = fns["lm_trial"](P, X0, th, *basis[:-1], lam)
             np.testing.assert_allclose(np.asarray(X_new), np.asarray(_retract(X0 + delta, 25)),
                                        rtol=0, atol=1e-8 * 5)
 

@@ -168,11 +168,10 @@ def _compiled(net: Any, cg_iters: int) -> dict[str, Any]:
         return loss, Q[:k], alpha, beta, gn, used
 
     def lm_trial(params: Any, X: Any, theta: Any, Q: Any, alpha: Any, beta: Any, gn: Any,
-                 used: Any, lam: Any) -> tuple[Any, Any]:
-        """L at the retracted LM step for damping λ from a :func:`lm_krylov` basis, and the point.
-
-        ``used`` (the basis size) is not needed: T's rows beyond it are decoupled (α = β = 0),
-        so y is 0 there."""
+                 lam: Any) -> tuple[Any, Any]:
+        """L at the retracted LM step for damping λ from a :func:`lm_krylov` basis (Q, α, β,
+        ‖g‖; T's rows beyond the basis size are decoupled, α = β = 0, so y is 0 there), and the
+        point."""
         y = jnp.linalg.solve(_tridiagonal(alpha, beta, lam * alpha[0]),
                              jnp.zeros_like(alpha).at[0].set(gn))
         y = jnp.where(gn > 0, y, 0.0)  # g = 0 (no basis): the step is 0, as CG's was
@@ -375,7 +374,7 @@ def _run_lm(fns: dict, P: Any, X: Any, th: Any, max_steps: int,
         loss = min(loss, cur)
         if cur < tol:
             return X, cur, step, "tol", built, products
-        new, X_new = fns["lm_trial"](P, X, th, *basis[1:], lam)
+        new, X_new = fns["lm_trial"](P, X, th, *basis[1:-1], lam)  # basis[-1]: its size
         new = float(new)
         if np.isfinite(new) and new < cur:
             X, loss, lam, cur, basis = X_new, new, max(lam / 3.0, 1e-12), new, None
