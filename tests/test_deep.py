@@ -169,6 +169,53 @@ def test_small_step_training_keeps_theta_in_the_span_and_check_refuses_when_forc
     assert isinstance(info.value, ValueError)
 
 
+def test_the_gauss_newton_step_is_the_min_norm_fit_of_the_linearised_network(deep):
+    """fns["gauss_newton"] (normal equations on n VJPs) against numpy's least-squares min-norm
+    solution of J·δ = −r on jax's explicit Jacobian: the same point to rounding (κ(JJᵀ) ~ 10)."""
+    import jax
+    from jax.flatten_util import ravel_pytree
+
+    from rftheory.deep.train import _train_fns
+
+    net = deep.ResNet(3, (1, 5, 5))
+    X, y = sphere_points(3, net.d, 1), np.array([1.0, -1.0, 1.0])
+    with deep.float64():
+        w, unravel = ravel_pytree(jax.tree_util.tree_map(jax.numpy.asarray, net.init(2)))
+        J = np.asarray(jax.jacrev(lambda u: net.apply(unravel(u), X))(w))
+        r = np.asarray(net.apply(unravel(w), X)) - y
+        step = np.asarray(_train_fns(net, 10)["gauss_newton"](w, X, y))
+    delta = np.linalg.lstsq(J, -r, rcond=None)[0]
+    np.testing.assert_allclose(step, np.asarray(w) + delta, rtol=0,
+                               atol=1e-10 * np.linalg.norm(delta))
+
+
+def test_the_gauss_newton_finish_lands_where_gd_does_in_fewer_steps(deep):
+    """GD to L < 1e-7 and GD to 1e-3 + Gauss–Newton end at the same network: θ within a relative
+    1e-2 (GD's own stop leaves ~3e-4; measured 3e-4 – 1e-3 at the claim's sizes), the span
+    residual within 5 %, with fewer GD steps and a loss below GD's."""
+    X, y = sphere_points(2, 64, 0), np.array([1.0, -1.0])
+    net = deep.ResNet(16, (1, 8, 8))
+    gd = deep.train_gd(net, X, y, rng=0, newton_below=None)
+    gn = deep.train_gd(net, X, y, rng=0)
+    assert gd.newton_steps == 0 and 1 <= gn.newton_steps <= 3
+    assert gn.steps < gd.steps and gn.train_loss < gd.train_loss < 1e-7
+    assert np.linalg.norm(gn.theta - gd.theta) < 1e-2 * np.linalg.norm(gd.theta)
+    assert gn.span_residual == pytest.approx(gd.span_residual, rel=0.05)
+
+
+def test_a_failing_gauss_newton_step_hands_the_run_back_to_gd(deep, monkeypatch):
+    from rftheory.deep.train import _train_fns
+
+    X, y = sphere_points(2, 64, 0), np.array([1.0, -1.0])
+    net = deep.ResNet(16, (1, 8, 8))
+    fns = _train_fns(net, 500)
+    monkeypatch.setitem(fns, "gauss_newton", lambda w, X, y: w + 1.0)  # always worse
+    t = deep.train_gd(net, X, y, rng=0)
+    assert t.newton_steps == 0 and t.stop_reason == "tol" and t.train_loss < 1e-7
+    with pytest.raises(ValueError, match="newton_below"):
+        deep.train_gd(net, X, y, rng=0, newton_below=0.0)
+
+
 def test_theta_leaves_the_span_of_unrelated_points(deep):
     """The span residual is a real measurement: at other points than the training set it is large."""
     from rftheory.deep.projection import span_loss
@@ -182,18 +229,28 @@ def test_theta_leaves_the_span_of_unrelated_points(deep):
 # -- recovery above the threshold ------------------------------------------------------------------
 
 def test_recovery_at_16_dn_for_n_2(deep):
-    """p^(L) = 49·16 = 784 ≈ 15.7·dn with d = 25 (1×5×5 inputs, stem kernel 1), n = 2."""
+    """p^(L) = 49·24 = 1176 ≈ 16.3·dn with d = 36 (1×6×6 inputs, stem kernel 2), n = 2.
+
+    A case whose minimum is robust, so that the fixed seed is not luck: all of 6 attack seeds
+    reach the same point (ρ 0.033–0.034, loss 5.41e-3 – 5.42e-3 below the truth's 6.8e-3). The
+    1×5×5 case this test used before (stem kernel 1, a pointwise stem) recovered 2 of 13 seeds,
+    and a relative change of 1e-4 in θ flipped its seed 0. The float32 products (the default)
+    and float64 ones end at the same minimum."""
     from rftheory.metrics import rho
 
-    X = sphere_points(2, 25, 0)
-    net = deep.ResNet(16, (1, 5, 5))
+    X = sphere_points(2, 36, 0)
+    net = deep.ResNet(24, (1, 6, 6))
     t = deep.train_gd(net, X, np.array([1.0, -1.0]), rng=0)
     deep.check_span(t)
     rec = deep.reconstruct(net, t.params, t.theta, 2, rng=0, max_steps=200, rounds=2)
     assert rec.loss < 2 * t.span_residual + 1e-12
     assert rho(X, rec.X_hat) < 0.1
-    assert rec.X_hat.shape == (2, 25)
-    np.testing.assert_allclose(np.linalg.norm(rec.X_hat, axis=1), 5.0, rtol=1e-12)
+    assert rec.X_hat.shape == (2, 36)
+    np.testing.assert_allclose(np.linalg.norm(rec.X_hat, axis=1), 6.0, rtol=1e-12)
+    f64 = deep.reconstruct(net, t.params, t.theta, 2, rng=0, max_steps=200, rounds=2,
+                           products="float64")
+    assert f64.loss == pytest.approx(rec.loss, rel=1e-2)
+    assert rho(f64.X_hat, rec.X_hat) < 0.01
 
 
 @pytest.mark.slow
@@ -259,10 +316,14 @@ def test_an_lm_round_stalls_on_rejected_steps_as_on_accepted_ones():
     assert bases == 40
 
 
-def test_the_krylov_lm_step_is_the_damped_gauss_newton_step(deep):
+@pytest.mark.parametrize("products", ["float64", "float32"])
+def test_the_krylov_lm_step_is_the_damped_gauss_newton_step(deep, products):
     """The step of ``lm_trial`` against (JᵀJ + μI)δ = −Jᵀr formed from an explicit Jacobian
     (jax.jacfwd), μ = λ‖Jg‖²/‖g‖²: with as many Lanczos vectors as unknowns the basis spans the
-    Krylov space of the whole problem, and one basis gives the exact step for every λ."""
+    Krylov space of the whole problem, and one basis gives the exact step for every λ.
+
+    With float32 products the basis carries their rounding: the step's relative error is bounded
+    by 16·eps32·κ(JᵀJ + μI) (measured ≤ 0.12·eps32·κ here, ≤ 1.1·eps32·κ on a small ViT)."""
     import jax
     import jax.numpy as jnp
     from rftheory.deep.attack import _compiled, _jax_params, _retract
@@ -290,16 +351,23 @@ def test_the_krylov_lm_step_is_the_damped_gauss_newton_step(deep):
         def mu(lam):
             return lam * (np.linalg.norm(J @ g) / np.linalg.norm(g)) ** 2
 
-        fns = _compiled(net, 60)                       # 60 ≥ 50 unknowns
+        fns = _compiled(net, 60, products)             # 60 ≥ 50 unknowns
         loss, *basis = fns["lm_krylov"](P, X0, th)
         assert float(loss) == pytest.approx(r @ r / tn**2, rel=1e-10)
         assert float(basis[3]) == pytest.approx(np.linalg.norm(g), rel=1e-8)
         assert int(basis[4]) <= 48                    # the tangent space's dimension: it stops
+        ev = np.linalg.eigvalsh(H)
         for lam in (1e-6, 1e-3, 1.0, 100.0):
             delta = np.linalg.solve(H + mu(lam) * np.eye(50), -g).reshape(2, 25)
             _, X_new = fns["lm_trial"](P, X0, th, *basis[:-1], lam)
-            np.testing.assert_allclose(np.asarray(X_new), np.asarray(_retract(X0 + delta, 25)),
-                                       rtol=0, atol=1e-8 * 5)
+            exact = np.asarray(_retract(X0 + delta, 25))
+            if products == "float64":
+                np.testing.assert_allclose(np.asarray(X_new), exact, rtol=0, atol=1e-8 * 5)
+            else:
+                kappa = (ev[-1] + mu(lam)) / (max(ev[0], 0.0) + mu(lam))
+                eps32 = float(np.finfo(np.float32).eps)
+                err = np.linalg.norm(np.asarray(X_new) - exact) / np.linalg.norm(delta)
+                assert err <= 16 * eps32 * kappa
 
 
 def test_reconstruct_refuses_bad_input(deep):
@@ -409,7 +477,7 @@ def test_vit_gradients_match_finite_differences(deep):
     params = net.init(3)
     rng = np.random.default_rng(7)
     X, y = sphere_points(3, net.d, 2), np.array([1.0, -1.0, 1.0])
-    fns = _train_fns(net, 1e-7, 10)
+    fns = _train_fns(net, 10)
     with deep.float64():
         w, _ = ravel_pytree(jax.tree_util.tree_map(jax.numpy.asarray, params))
         w = np.asarray(w)

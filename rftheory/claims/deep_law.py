@@ -3,7 +3,8 @@ ViT (p^(L) = tokens·width) against dn.
 
 For the paper's bias-free ResNet (:class:`rftheory.deep.resnet.ResNet`: stem conv to 7×7, 4
 residual blocks, scalar head; p^(L) = 49w) trained by small-step full-batch gradient descent on
-the mean squared error with ±1 labels (:func:`rftheory.deep.train.train_gd`), θ = head − head(0)
+the mean squared error with ±1 labels, finished by Gauss–Newton steps once the loss is below
+1e-3 (:func:`rftheory.deep.train.train_gd`), θ = head − head(0)
 lies nearly in the span of the trained features body(X) — checked per run, and the run refused
 with "θ not in the span" when the projection loss at the true X is above a tolerance
 (:func:`rftheory.deep.train.check_span`). The training set is then attacked through the body
@@ -70,6 +71,13 @@ DATASETS: dict[str, tuple[int, int, int]] = {"sphere": (1, 8, 8), "digits": (1, 
 
 #: Architectures: the official ResNet and the ViT variant (2×2 patches, 2 blocks).
 ARCHS = ("resnet", "vit")
+
+#: The training's switch to the Gauss–Newton finish (:func:`rftheory.deep.train.train_gd`'s
+#: ``newton_below``) and the precision of the attack's Krylov products (``reconstruct``'s
+#: ``products``): the library's defaults, named here so that a result records them. Measured
+#: against GD to the end and float64 products in paper_notes/deep_law.md.
+NEWTON_BELOW = 1e-3
+PRODUCTS = "float32"
 
 _STREAM_LABELS = 2**42 + 31
 
@@ -173,11 +181,12 @@ def run_case(dataset: str, n: int, ratio: float, seed: int, *, fraction: float, 
     d = X.shape[1]
     net = make_net(arch, dataset, n, ratio)
     width = net.width
-    trained = train_gd(net, X, y, rng=seed, fraction=fraction)
+    trained = train_gd(net, X, y, rng=seed, fraction=fraction, newton_below=NEWTON_BELOW)
     case: dict[str, Any] = {
         "arch": arch, "dataset": dataset, "d": d, "n": n, "width": width, "p_last": net.p_last,
         "ratio": net.p_last / (d * n), "ratio_nominal": ratio, "seed": seed,
-        "train_steps": trained.steps, "train_loss": trained.train_loss,
+        "train_steps": trained.steps, "train_newton_steps": trained.newton_steps,
+        "train_loss": trained.train_loss,
         "label_fit": trained.label_fit, "train_stop": trained.stop_reason,
         "step_size": trained.step_size, "lambda_max": trained.lambda_max,
         "feature_change": trained.feature_change, "span_residual": trained.span_residual,
@@ -192,7 +201,7 @@ def run_case(dataset: str, n: int, ratio: float, seed: int, *, fraction: float, 
     else:
         rec = reconstruct(net, trained.params, trained.theta, n, rng=seed, method=method,
                           max_steps=max_steps, rounds=rounds, restart_above=span_tol,
-                          max_rounds=max_rounds)
+                          max_rounds=max_rounds, products=PRODUCTS)
         r_abs = rho(X, rec.X_hat, "abs")
         case.update(status="attacked", message="", rho=r_abs,
                     rho_sign_invariant=rho(X, rec.X_hat, "sign_invariant"),
@@ -438,7 +447,8 @@ def result_from_cases(cases: list[dict[str, Any]], config: Config) -> dict[str, 
         "ratios": list(config.ratios), "ns": list(config.ns), "seeds": config.seeds,
         "base_seed": config.seed, "datasets": {k: list(DATASETS[k]) for k in config.datasets},
         "archs": list(config.archs),
-        "rho_success": RHO_SUCCESS, "fraction": config.fraction, "span_tol": config.span_tol,
+        "rho_success": RHO_SUCCESS, "fraction": config.fraction, "newton_below": NEWTON_BELOW,
+        "products": PRODUCTS, "span_tol": config.span_tol,
         "method": config.method, "max_steps": config.max_steps, "rounds": config.rounds,
         "max_rounds": config.max_rounds, "cases": cases, "summary": summary_,
         "cpu_seconds": round(sum(c["cpu_seconds"] for c in cases), 1),
@@ -604,7 +614,10 @@ def summary(result: dict[str, Any]) -> str:
     return "\n".join([
         f"median ρ official|sign-invariant (successes/seeds) against p^(L)/(dn) (ResNet 49w, ViT 16w); "
         f"success = official ρ < "
-        f"{result['rho_success']}; GD step {result['fraction']}·2/λ_max; attack {result['method']}",
+        f"{result['rho_success']}; GD step {result['fraction']}·2/λ_max"
+        + (f", Gauss–Newton below L = {result['newton_below']:g}" if result.get("newton_below") else "")
+        + f"; attack {result['method']}"
+        + (f" ({result['products']} products)" if result.get("products") else ""),
         format_table(headers, rows),
         f"label fit max|f(x_i) − y_i| ≤ {fits:.1e}; θ rank r = "
         f"{max(c['theta_rank'] for c in result['cases'])} (one output); refused (θ not in the span, "
