@@ -384,6 +384,9 @@ def test_reconstruct_refuses_bad_input(deep):
     for bad in (0, 2.5, True):
         with pytest.raises(RFTheoryError, match="cg_iters"):
             deep.reconstruct(net, params, np.ones(49), 2, rng=0, cg_iters=bad)
+    for bad in ("float16", "f32", None):
+        with pytest.raises(ValueError, match="products"):
+            deep.reconstruct(net, params, np.ones(49), 2, rng=0, products=bad)
 
 
 # -- the ViT --------------------------------------------------------------------------------------

@@ -35,7 +35,7 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import RFTheoryError, ShapeError
+from ..errors import InvalidValueError, RFTheoryError, ShapeError
 from ..seeding import generator
 from .backend import float64, require_jax
 from .projection import jax_projection
@@ -338,7 +338,7 @@ def reconstruct(net: Any, params: Any, theta: Any, n_hat: int, *, rng: Any, meth
     if isinstance(cg_iters, bool) or int(cg_iters) != cg_iters or cg_iters < 1:
         raise RFTheoryError(f"cg_iters must be a positive integer, got {cg_iters!r}")
     if products not in PRODUCTS:
-        raise RFTheoryError(f"unknown products {products!r}; choose from {', '.join(PRODUCTS)}")
+        raise InvalidValueError(f"unknown products {products!r}; choose from {', '.join(PRODUCTS)}")
     n_hat = int(n_hat)
     d = net.d
     _, theta = _check(net, np.zeros((1, d)), theta)
