@@ -248,7 +248,7 @@ def test_recovery_at_16_dn_for_n_2(deep):
     assert rec.X_hat.shape == (2, 36)
     np.testing.assert_allclose(np.linalg.norm(rec.X_hat, axis=1), 6.0, rtol=1e-12)
     f64 = deep.reconstruct(net, t.params, t.theta, 2, rng=0, max_steps=200, rounds=2,
-                           products="float64")
+                           product_dtype="float64")
     assert f64.loss == pytest.approx(rec.loss, rel=1e-2)
     assert rho(f64.X_hat, rec.X_hat) < 0.01
 
@@ -316,8 +316,8 @@ def test_an_lm_round_stalls_on_rejected_steps_as_on_accepted_ones():
     assert bases == 40
 
 
-@pytest.mark.parametrize("products", ["float64", "float32"])
-def test_the_krylov_lm_step_is_the_damped_gauss_newton_step(deep, products):
+@pytest.mark.parametrize("product_dtype", ["float64", "float32"])
+def test_the_krylov_lm_step_is_the_damped_gauss_newton_step(deep, product_dtype):
     """The step of ``lm_trial`` against (JᵀJ + μI)δ = −Jᵀr formed from an explicit Jacobian
     (jax.jacfwd), μ = λ‖Jg‖²/‖g‖²: with as many Lanczos vectors as unknowns the basis spans the
     Krylov space of the whole problem, and one basis gives the exact step for every λ.
@@ -351,7 +351,7 @@ def test_the_krylov_lm_step_is_the_damped_gauss_newton_step(deep, products):
         def mu(lam):
             return lam * (np.linalg.norm(J @ g) / np.linalg.norm(g)) ** 2
 
-        fns = _compiled(net, 60, products)             # 60 ≥ 50 unknowns
+        fns = _compiled(net, 60, product_dtype)             # 60 ≥ 50 unknowns
         loss, *basis = fns["lm_krylov"](P, X0, th)
         assert float(loss) == pytest.approx(r @ r / tn**2, rel=1e-10)
         assert float(basis[3]) == pytest.approx(np.linalg.norm(g), rel=1e-8)
@@ -361,7 +361,7 @@ def test_the_krylov_lm_step_is_the_damped_gauss_newton_step(deep, products):
             delta = np.linalg.solve(H + mu(lam) * np.eye(50), -g).reshape(2, 25)
             _, X_new = fns["lm_trial"](P, X0, th, *basis[:-1], lam)
             exact = np.asarray(_retract(X0 + delta, 25))
-            if products == "float64":
+            if product_dtype == "float64":
                 np.testing.assert_allclose(np.asarray(X_new), exact, rtol=0, atol=1e-8 * 5)
             else:
                 kappa = (ev[-1] + mu(lam)) / (max(ev[0], 0.0) + mu(lam))
@@ -385,8 +385,8 @@ def test_reconstruct_refuses_bad_input(deep):
         with pytest.raises(RFTheoryError, match="cg_iters"):
             deep.reconstruct(net, params, np.ones(49), 2, rng=0, cg_iters=bad)
     for bad in ("float16", "f32", None):
-        with pytest.raises(ValueError, match="products"):
-            deep.reconstruct(net, params, np.ones(49), 2, rng=0, products=bad)
+        with pytest.raises(ValueError, match="product_dtype"):
+            deep.reconstruct(net, params, np.ones(49), 2, rng=0, product_dtype=bad)
 
 
 # -- the ViT --------------------------------------------------------------------------------------

@@ -32,8 +32,8 @@ has stalled in a spurious basin (measured: the ViT on digits at 16·dn, paper_no
 :data:`QUICK` (n = 2, d = 64, ratios 0.5–16, 3 seeds, sphere and digits, ResNet and ViT: 48 runs)
 measured 170 s of CPU, 1 min 35 s on 2 cores (paper_notes/deep_law.md). :data:`FULL` is the
 issue's grid: ratios {0.5, 1, 2, 4, 8, 16}, n ∈ {2, 4}, 3 seeds, sphere, digits and 8×8×3 patches,
-both architectures (216 runs): 4 220 s of CPU, 35 min 29 s on 2 cores; a run stopped by ``--time-limit`` keeps its finished cells in
-``deep_law.cells.jsonl`` (:func:`result_from_cases`).
+both architectures (216 runs): 4 220 s of CPU, 35 min 29 s on 2 cores; a run stopped by
+``--time-limit`` keeps its finished cells in ``deep_law.cells.jsonl`` (:func:`result_from_cases`).
 
 Needs JAX: ``pip install 'rftheory[deep]'``. Run: ``rftheory verify deep_law --quick`` (by name;
 not part of ``verify all``).
@@ -74,10 +74,10 @@ ARCHS = ("resnet", "vit")
 
 #: The training's switch to the Gauss–Newton finish (:func:`rftheory.deep.train.train_gd`'s
 #: ``newton_below``) and the precision of the attack's Krylov products (``reconstruct``'s
-#: ``products``): the library's defaults, named here so that a result records them. Measured
+#: ``product_dtype``): the library's defaults, named here so that a result records them. Measured
 #: against GD to the end and float64 products in paper_notes/deep_law.md.
 NEWTON_BELOW = 1e-3
-PRODUCTS = "float32"
+PRODUCT_DTYPE = "float32"
 
 _STREAM_LABELS = 2**42 + 31
 
@@ -201,7 +201,7 @@ def run_case(dataset: str, n: int, ratio: float, seed: int, *, fraction: float, 
     else:
         rec = reconstruct(net, trained.params, trained.theta, n, rng=seed, method=method,
                           max_steps=max_steps, rounds=rounds, restart_above=span_tol,
-                          max_rounds=max_rounds, products=PRODUCTS)
+                          max_rounds=max_rounds, product_dtype=PRODUCT_DTYPE)
         r_abs = rho(X, rec.X_hat, "abs")
         case.update(status="attacked", message="", rho=r_abs,
                     rho_sign_invariant=rho(X, rec.X_hat, "sign_invariant"),
@@ -448,7 +448,7 @@ def result_from_cases(cases: list[dict[str, Any]], config: Config) -> dict[str, 
         "base_seed": config.seed, "datasets": {k: list(DATASETS[k]) for k in config.datasets},
         "archs": list(config.archs),
         "rho_success": RHO_SUCCESS, "fraction": config.fraction, "newton_below": NEWTON_BELOW,
-        "products": PRODUCTS, "span_tol": config.span_tol,
+        "product_dtype": PRODUCT_DTYPE, "span_tol": config.span_tol,
         "method": config.method, "max_steps": config.max_steps, "rounds": config.rounds,
         "max_rounds": config.max_rounds, "cases": cases, "summary": summary_,
         "cpu_seconds": round(sum(c["cpu_seconds"] for c in cases), 1),
@@ -617,7 +617,7 @@ def summary(result: dict[str, Any]) -> str:
         f"{result['rho_success']}; GD step {result['fraction']}·2/λ_max"
         + (f", Gauss–Newton below L = {result['newton_below']:g}" if result.get("newton_below") else "")
         + f"; attack {result['method']}"
-        + (f" ({result['products']} products)" if result.get("products") else ""),
+        + (f" ({result['product_dtype']} products)" if result.get("product_dtype") else ""),
         format_table(headers, rows),
         f"label fit max|f(x_i) − y_i| ≤ {fits:.1e}; θ rank r = "
         f"{max(c['theta_rank'] for c in result['cases'])} (one output); refused (θ not in the span, "

@@ -18,7 +18,7 @@ Two methods:
     shift-invariant), so one basis serves every damping: a rejected step costs one forward pass
     (the trial loss), not another cg_iters products JᵀJq. The step is retracted onto the
     spheres and accepted when it lowers L (μ shrinks by 3, else grows by 4). The products JᵀJq
-    that build the basis go through a float32 copy of the linearised body (``products``); the
+    that build the basis go through a float32 copy of the linearised body (``product_dtype``); the
     loss, the gradient g, the projection and the Lanczos recurrence stay float64, so a step is
     accepted on the float64 loss and the rounds end at float64 stationary points.
 ``"adam"``
@@ -45,7 +45,7 @@ __all__ = ["DeepReconstruction", "METHODS", "projection_loss", "reconstruct"]
 #: Attack methods (see the module docstring).
 METHODS = ("lm", "adam")
 #: Precisions of the LM basis's products JᵀJq through the body.
-PRODUCTS = ("float32", "float64")
+PRODUCT_DTYPES = ("float32", "float64")
 _STREAM_START = 2**42 + 30
 #: An LM round stalls when L fell by less than this fraction over the last STALL_WINDOW steps,
 #: accepted or rejected: with a trained body the loss stops near the span residual (θ is only
@@ -115,12 +115,12 @@ def _tridiagonal(alpha: Any, beta: Any, mu: Any) -> Any:
 
 
 @functools.lru_cache(maxsize=32)
-def _compiled(net: Any, cg_iters: int, products: str = "float64") -> dict[str, Any]:
+def _compiled(net: Any, cg_iters: int, product_dtype: str = "float64") -> dict[str, Any]:
     """The jitted loss, LM step and Adam chunk for one architecture (compiled once per net)."""
     jax = require_jax()
     jnp = jax.numpy
     d = net.d
-    low = jnp.float32 if products == "float32" else None
+    low = jnp.float32 if product_dtype == "float32" else None
 
     def loss_grad(params: Any, X: Any, theta: Any) -> tuple[Any, Any]:
         Phi, vjp_fn = jax.vjp(lambda Z: net.body(params, Z), X)
@@ -262,7 +262,7 @@ def reconstruct(net: Any, params: Any, theta: Any, n_hat: int, *, rng: Any, meth
                 max_steps: int = 300, rounds: int = 1, tol: float = 1e-12,
                 cg_iters: int = 50, lr: float = 0.02, X0: Any = None,
                 restart_above: float | None = None, max_rounds: int | None = None,
-                products: str = "float32") -> DeepReconstruction:
+                product_dtype: str = "float32") -> DeepReconstruction:
     """Recover the training set from the trained body and θ by minimising the projection loss.
 
     Parameters
@@ -300,7 +300,7 @@ def reconstruct(net: Any, params: Any, theta: Any, n_hat: int, *, rng: Any, meth
         a loss of 2.5e-5 at the truth (paper_notes/deep_law.md).
     max_rounds : int, optional
         Most rounds with ``restart_above`` (default ``rounds``: no extra round).
-    products : {"float32", "float64"}
+    product_dtype : {"float32", "float64"}
         Precision of the LM basis's products JᵀJq through the body (see Notes).
 
     Returns
@@ -310,11 +310,13 @@ def reconstruct(net: Any, params: Any, theta: Any, n_hat: int, *, rng: Any, meth
     Notes
     -----
     float64 throughout but for the LM basis's products JᵀJq, which by default go through a
-    float32 linearisation of the body: a product's relative error is ~1e-6 (float32's 6e-8
-    through the layers; ``tests/test_deep.py`` bounds it by 1e-4), it enters only the step's
-    direction — the step is taken on the float64 loss and gradient — and it halves a product's
-    cost on CPU (ResNet w = 251: 0.18 → 0.10 s; ViT w = 768: 0.11 → 0.05 s; n = 4, one core).
-    Measured against float64 products: see ``paper_notes/deep_law.md``. An LM round also stops as "stalled" when μ exceeds 1e10 times the
+    float32 linearisation of the body. Their rounding enters only the step's direction — the
+    step is taken on the float64 loss and gradient: against the exact damped Gauss–Newton step
+    of an explicit Jacobian, the step from a float32 basis is off by ≤ 1.1·eps32·κ(JᵀJ + μI)
+    (measured on small networks; ``tests/test_deep.py`` bounds it by 16·eps32·κ). They halve a
+    product's cost on CPU (ResNet w = 251: 0.18 → 0.10 s; ViT w = 768: 0.11 → 0.05 s; n = 4,
+    one core); FULL against float64 products: ``paper_notes/deep_law.md``. An LM round also
+    stops as "stalled" when μ exceeds 1e10 times the
     curvature (no decrease along any damped step) or L fell by less than a relative
     :data:`STALL_DECREASE` over the last :data:`STALL_WINDOW` steps (accepted or rejected).
 
@@ -337,14 +339,15 @@ def reconstruct(net: Any, params: Any, theta: Any, n_hat: int, *, rng: Any, meth
         raise RFTheoryError(f"n_hat must be a positive integer, got {n_hat!r}")
     if isinstance(cg_iters, bool) or int(cg_iters) != cg_iters or cg_iters < 1:
         raise RFTheoryError(f"cg_iters must be a positive integer, got {cg_iters!r}")
-    if products not in PRODUCTS:
-        raise InvalidValueError(f"unknown products {products!r}; choose from {', '.join(PRODUCTS)}")
+    if product_dtype not in PRODUCT_DTYPES:
+        raise InvalidValueError(f"unknown product_dtype {product_dtype!r}; choose from "
+                                f"{', '.join(PRODUCT_DTYPES)}")
     n_hat = int(n_hat)
     d = net.d
     _, theta = _check(net, np.zeros((1, d)), theta)
     gen = generator(rng, _STREAM_START)
     t0 = time.perf_counter()
-    fns = _compiled(net, int(cg_iters), products)
+    fns = _compiled(net, int(cg_iters), product_dtype)
     best: tuple[float, np.ndarray, str] | None = None
     steps = bases = products = 0
     tried = 0
