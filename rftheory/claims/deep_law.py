@@ -30,7 +30,7 @@ above the span tolerance: an attacked run's loss at the truth is below it, so a 
 has stalled in a spurious basin (measured: the ViT on digits at 16·dn, paper_notes/deep_law.md).
 
 :data:`QUICK` (n = 2, d = 64, ratios 0.5–16, 3 seeds, sphere and digits, ResNet and ViT: 48 runs)
-measured 170 s of CPU, 1 min 35 s on 2 cores (paper_notes/deep_law.md). :data:`FULL` is the
+measured 157 s of CPU, 1 min 28 s on 2 cores (paper_notes/deep_law.md). :data:`FULL` is the
 issue's grid: ratios {0.5, 1, 2, 4, 8, 16}, n ∈ {2, 4}, 3 seeds, sphere, digits and 8×8×3 patches,
 both architectures (216 runs): 4 220 s of CPU, 35 min 29 s on 2 cores; a run stopped by
 ``--time-limit`` keeps its finished cells in ``deep_law.cells.jsonl`` (:func:`result_from_cases`).
