@@ -13,6 +13,7 @@ Modes::
     python benchmarks/bench_step_overhead.py --calls          # + Python calls per iteration
     python benchmarks/bench_step_overhead.py --dump ref.npz   # the identity cells' results
     python benchmarks/bench_step_overhead.py --compare ref.npz
+    python benchmarks/bench_step_overhead.py --path both          # small-problem vs streamed path
 
 *Timing.* For each size, ``reconstruct`` of seed 0's model runs ``--steps`` LM iterations (the
 p = dn cells never reach the tolerance, so they spend the whole budget); the wall time of the
@@ -22,6 +23,13 @@ float64 GEMM rate (a probe of the machine's load) before and after. Compare two 
 back on the same machine: on a loaded machine absolute figures are ~2x a quiet one's, their
 ratio holds. ``--calls`` adds one profiled run per size and prints the Python function calls per
 iteration, which no load changes (the overhead this script is about is mostly those calls).
+
+*Paths.* ``--path small`` (the default attack: numpy problems with p·d ≤
+:data:`rftheory.varpro.SMALL_WEIGHTS` take the small-problem path), ``--path streamed`` (the
+streamed path forced, by setting that threshold to 0 in this process), ``--path both`` (one
+after the other, on the same problems). The two paths agree to rounding, not to the bit, so
+their iteration counts may differ after the first few hundred iterations; the figure is per
+iteration.
 
 *Identity.* ``--dump`` runs the cells of :data:`IDENTITY_CELLS` (the pipeline's
 :func:`rftheory.pipeline.run_reconstruction`, as ``verify law`` runs them) and stores steps,
@@ -44,8 +52,9 @@ from rftheory.pipeline import run_reconstruction
 
 from bench_reconstruct_success import gemm_gflops  # the same load probe (benchmarks/ is on the path)
 
-#: Demo sizes (d, n, p = dn) of ``rftheory verify law``'s p = dn cells.
-DEMO_SIZES = ((5, 10, 50), (10, 10, 100), (5, 20, 100))
+#: Demo sizes (d, n, p = dn) of ``rftheory verify law``'s p = dn cells (its grid (3, 3), (12, 3),
+#: (12, 12)), and the (10, 10) cell of the earlier demo.
+DEMO_SIZES = ((3, 3, 9), (12, 3, 36), (12, 12, 144), (10, 10, 100))
 #: (activation, d, n, p, seed, max_steps) of the identity check: the demo's p = dn cells for
 #: both activations, a converging cell (p = 1.5dn), a p < dn cell, and a large cell that takes
 #: the matrix-free (cg) solver.
@@ -108,12 +117,20 @@ def compare(path: str) -> int:
     return 1 if bad else 0
 
 
-def timing(steps: int, repeat: int, activation: str, count_calls: bool = False) -> None:
+def timing(steps: int, repeat: int, activation: str, count_calls: bool = False,
+           path: str = "small") -> None:
+    from rftheory import varpro
     from rftheory.data import gaussian_labels, sphere_points
     from rftheory.features import RandomFeatures, train_min_norm
     from rftheory.reconstruct import reconstruct
 
-    print(f"GEMM probe before: {gemm_gflops(256, 20):.1f} GFLOP/s")
+    if path == "both":
+        timing(steps, repeat, activation, count_calls, "small")
+        timing(steps, repeat, activation, count_calls, "streamed")
+        return
+    small_weights = varpro.SMALL_WEIGHTS
+    varpro.SMALL_WEIGHTS = small_weights if path == "small" else 0
+    print(f"path: {path}; GEMM probe before: {gemm_gflops(256, 20):.1f} GFLOP/s")
     total = total_cpu = 0.0
     for d, n, p in DEMO_SIZES:
         X, Y = sphere_points(n, d, seed=0), gaussian_labels(n, seed=0)
@@ -141,6 +158,7 @@ def timing(steps: int, repeat: int, activation: str, count_calls: bool = False) 
     print(f"mean over sizes: {1e3 * total / len(DEMO_SIZES):.3f} ms/iteration wall, "
           f"{1e3 * total_cpu / len(DEMO_SIZES):.3f} CPU")
     print(f"GEMM probe after: {gemm_gflops(256, 20):.1f} GFLOP/s")
+    varpro.SMALL_WEIGHTS = small_weights
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -150,6 +168,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--activation", default="relu+tanh")
     parser.add_argument("--calls", action="store_true",
                         help="also count Python function calls per iteration (cProfile)")
+    parser.add_argument("--path", choices=("small", "streamed", "both"), default="small",
+                        help="the attack's evaluation path (default: the small-problem path)")
     parser.add_argument("--dump", metavar="FILE", help="store the identity cells' results")
     parser.add_argument("--compare", metavar="FILE", help="check them against a --dump file")
     args = parser.parse_args(argv)
@@ -158,7 +178,7 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     if args.compare:
         return compare(args.compare)
-    timing(args.steps, args.repeat, args.activation, args.calls)
+    timing(args.steps, args.repeat, args.activation, args.calls, args.path)
     return 0
 
 

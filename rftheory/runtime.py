@@ -2,6 +2,9 @@
 
 * :func:`run_tasks` runs zero-argument calls in worker processes (:mod:`rftheory.processes`), in
   a fixed result order, with an optional deadline (:class:`TimeLimitReached` says what finished);
+  :func:`run_stages` runs independent groups of calls in stages, each group's next stage chosen
+  from its own results as soon as they are in (an adaptive design per group, no group waiting
+  for another's stage);
   :func:`default_workers` is the count a run uses unless told;
 * :func:`source_digests` and :func:`environment` describe the code and the packages that produced
   a number (stored with every result, so that numbers from different code are never silently
@@ -17,7 +20,7 @@ import importlib
 import os
 import platform
 import time
-from concurrent.futures import as_completed
+from concurrent.futures import FIRST_COMPLETED, as_completed, wait
 from pathlib import Path
 from typing import Any, Callable, Sequence, TypeVar
 
@@ -25,7 +28,7 @@ from rftheory.deadline import NO_DEADLINE, Deadline
 from rftheory.processes import process_pool, stop_pool
 
 __all__ = ["SOURCE_MODULES", "TimeLimitReached", "default_workers", "describe_task", "environment",
-           "run_tasks", "source_digests"]
+           "run_stages", "run_tasks", "source_digests"]
 
 T = TypeVar("T")
 
@@ -182,6 +185,108 @@ def run_tasks(calls: Sequence[Callable[[], T]], *, workers: int,
             raise
         pool.shutdown(wait=True)
     return results
+
+
+def run_stages(first: Sequence[Sequence[Callable[[], T]]],
+               next_stage: Callable[[int, list[T]], Sequence[Callable[[], T]]], *,
+               workers: int, on_result: Callable[[int, int, T], None] | None = None,
+               deadline: Deadline | None = None) -> list[list[list[T]]]:
+    """Run groups of calls in stages, each group's next stage decided by its own results.
+
+    Group g runs ``first[g]``; when every call of its current stage has finished,
+    ``next_stage(g, results)`` (``results``: all of the group's results so far, stage by stage,
+    each stage in call order) gives its next stage, and an empty one ends the group. A group
+    never waits for another's stage, so with several workers no worker idles while some group
+    still has work. What each group runs is a function of its own results alone, so the stages
+    and their results do not depend on ``workers`` or on timing (only the order in which
+    ``next_stage`` and ``on_result`` are called does).
+
+    Parameters
+    ----------
+    first : sequence of sequences of zero-argument callables
+        Each group's first stage (picklable calls for ``workers > 1``).
+    next_stage : callable
+        ``next_stage(group, results)`` → the group's next calls (empty: the group is done).
+    workers : int
+        Processes (in this process when 1).
+    on_result : callable, optional
+        ``on_result(group, stage, result)`` as each call finishes (progress lines).
+    deadline : rftheory.deadline.Deadline, optional
+        As in :func:`run_tasks`: no call starts after it, running ones are stopped, and
+        :class:`TimeLimitReached` says which calls finished.
+
+    Returns
+    -------
+    list
+        Per group, its stages' results (a list per stage, in call order).
+
+    Examples
+    --------
+    >>> def more(g, results):  # double until the sum exceeds 5
+    ...     return [] if sum(results) > 5 else [lambda: 2 * results[-1]]
+    >>> run_stages([[lambda: 1], [lambda: 4, lambda: 3]], more, workers=1)
+    [[[1], [2], [4]], [[4, 3]]]
+    """
+    deadline = NO_DEADLINE if deadline is None else deadline
+    stages: list[list[list[Any]]] = [[] for _ in first]
+    done_calls: list[Callable[[], Any]] = []
+
+    def flat(g: int) -> list[Any]:
+        return [r for stage in stages[g] for r in stage]
+
+    if workers == 1:
+        for g, calls in enumerate(first):
+            while calls:
+                stage: list[Any] = []
+                for call in calls:
+                    if deadline.passed():
+                        raise TimeLimitReached([describe_task(c) for c in done_calls],
+                                               [describe_task(c) for c in calls[len(stage):]])
+                    stage.append(call())
+                    done_calls.append(call)
+                    if on_result is not None:
+                        on_result(g, len(stages[g]), stage[-1])
+                stages[g].append(stage)
+                calls = list(next_stage(g, flat(g)))
+        return stages
+    pool = process_pool(workers)
+    try:
+        pending: dict[Any, tuple[int, int, int, Callable[[], Any]]] = {}
+        current: dict[int, list[Any]] = {}
+        left: dict[int, int] = {}
+
+        def submit(g: int, calls: Sequence[Callable[[], Any]]) -> None:
+            if not calls:
+                return
+            current[g] = [None] * len(calls)
+            left[g] = len(calls)
+            for i, call in enumerate(calls):
+                pending[pool.submit(call)] = (g, len(stages[g]), i, call)
+
+        for g, calls in enumerate(first):
+            submit(g, list(calls))
+        while pending:
+            timeout = deadline.remaining() if deadline.finite else None
+            finished, _ = wait(list(pending), timeout=timeout, return_when=FIRST_COMPLETED)
+            if not finished:
+                raise TimeLimitReached([describe_task(c) for c in done_calls],
+                                       [describe_task(v[3]) for v in pending.values()])
+            for future in finished:
+                g, stage_index, i, call = pending.pop(future)
+                result = future.result()
+                current[g][i] = result
+                left[g] -= 1
+                done_calls.append(call)
+                if on_result is not None:
+                    on_result(g, stage_index, result)
+                if left[g] == 0:
+                    stages[g].append(current.pop(g))
+                    submit(g, list(next_stage(g, flat(g))))
+    except BaseException:
+        stop_pool(pool)
+        raise
+    pool.shutdown(wait=True)
+    return stages
 
 
 def source_digests(modules: Sequence[str] = SOURCE_MODULES) -> dict[str, str]:

@@ -72,12 +72,28 @@ point (and its Cholesky test) and V's row norms from pass to pass (V is cached),
 Cholesky calls LAPACK directly. With numpy arrays the hot paths (this module's curvature pass,
 :func:`rftheory.projection.projection_loss_checked`, the Gram solve, the activation's program,
 the retraction) make the numpy calls that the array-API wrappers would make, without the
-wrappers; any other namespace takes the array-API calls. Each is bit-identical to the plain
-path (``tests/test_varpro.py`` and the modules' tests against array_api_strict, and
+wrappers; any other namespace takes the array-API calls. On the streamed path (below: larger
+problems) each is bit-identical to the plain path (``tests/test_varpro.py`` and the modules' tests against array_api_strict, and
 ``benchmarks/bench_step_overhead.py --compare`` for whole runs). Measured (2026-12-04, shared
 2-core development machine, ``bench_step_overhead.py --steps 300 --repeat 5``, relu+tanh):
 0.87–0.95 ms CPU per LM iteration at d = n = 10, p = 100 against 1.10–1.14 ms without these
 numpy paths, 524 Python calls per iteration against 834 (``--calls``).
+
+*The small-problem path.* For a numpy θ and V of at most ``SMALL_WEIGHTS`` = 2²⁰ entries
+(p·d ≤ 2²⁰, one chunk) the problem holds V and Vᵀ as host arrays and evaluates the loss, its
+gradient and the dense Gauss–Newton matrix with one BLAS call per product over p: Z = X̂Vᵀ,
+G = Φ̂Φ̂ᵀ factored once per point (the factor solves for A and gives NᵀG⁻¹N = BᵀB, B = L⁻¹N),
+and E built already projected, E_p = EP, in the layout ((i, l), v), so that
+P(M − NᵀG⁺N)P = E_pᵀE_p − BᵀB costs two symmetric products and no (n̂d)² projection. The
+same quantities as the streamed path, to rounding (≲ 8p·eps of the largest entry:
+``tests/test_varpro.py``), not to the bit: the two paths give different last bits and hence,
+through the attack's chaotic search, different runs of equal statistics. Measured (2026-12-05,
+this project's 2-core VM, ``python benchmarks/bench_step_overhead.py --path both --calls``,
+relu+tanh, p = dn): 0.39 ms per LM iteration at (d, n) = (12, 3), 0.76 ms at (12, 12) and
+0.52 ms at (10, 10), against 0.62, 1.10 and 0.84 ms on the streamed path; 229–248 Python calls
+per iteration against 510–551. At (12, 12) what is left is mostly arithmetic: the (n̂d)²
+product E_pᵀE_p (~100 µs), the LM step's Cholesky of order n̂d (~100 µs a trial), tanh.
+Larger problems, and other namespaces (CuPy), take the streamed path.
 
 *Accuracy.* The loss and gradient come from :func:`rftheory.projection.projection_loss`
 (residual accumulated directly, relative accuracy kept at small losses). JᵀJ is formed in
@@ -98,12 +114,13 @@ import scipy.linalg
 import scipy.linalg.lapack
 from array_api_compat import is_numpy_namespace
 
-from .features import BlockSum, FeatureChunk, FeatureMap, check_data
-from .gram import solve_gram, solve_gram_checked as _solve_gram
+from .blocksum import SUM_GROUP
+from .features import BLOCK_ROWS, BlockSum, FeatureChunk, FeatureMap, check_data
+from .gram import GramSolution, solve_gram, solve_gram_checked as _solve_gram
 from .backend import namespace_of, to_host
 from .data import to_sphere
 from .errors import RFTheoryError
-from .projection import (keep_budget as _keep_budget, projection_loss,
+from .projection import (ProjectionLoss, keep_budget as _keep_budget, projection_loss,
                          projection_loss_checked as _projection_loss)
 
 __all__ = ["HOP_ANGLE", "STALL_WINDOW", "STALL_FACTOR", "SOLVERS", "WORK_BUDGET", "SWEEP_FLOOR",
@@ -155,6 +172,12 @@ WORK_BUDGET = 2**43
 #: Fewest sweeps the default budget allows, whatever the size (~100 LM iterations), so that the
 #: largest problems (d = 3072, n = 100 on a GPU) are not stopped before their first descent.
 SWEEP_FLOOR = 2000
+#: Entries of V (p·d) up to which a host (numpy) problem is evaluated and linearised by the
+#: *small-problem path* (:meth:`Problem.evaluate`, :meth:`Problem.linearise`): V held as one
+#: (p, d) float64 array (at most 8 MiB), each reduction over p one BLAS call, the Gram matrix
+#: factored once per point. Above it, or in another namespace: the streamed path. Both compute
+#: the same quantities; they agree to rounding (tests/test_varpro.py), not to the bit.
+SMALL_WEIGHTS = 2**20
 #: Largest damping (relative to the block scales) before a run of LM gives up.
 _LAMBDA_MAX = 1e12
 
@@ -292,6 +315,11 @@ class Problem:
         # Row norms Σ_l V_vl² per chunk of V (see _row_norms).
         self._vsq: dict[int, tuple[Any, Any]] = {}
         self._host_xp = namespace_of(np.zeros(0))  # the namespace of numpy arrays
+        # The small-problem path: numpy θ, V of at most SMALL_WEIGHTS entries (one chunk).
+        self.small = (type(theta) is np.ndarray and self.p * self.d <= SMALL_WEIGHTS
+                      and self.p <= SUM_GROUP * BLOCK_ROWS)
+        self._small_v: tuple[np.ndarray, np.ndarray] | None = None  # (V, row norms ‖v‖²)
+        self._small_vt: np.ndarray | None = None  # Vᵀ, contiguous
         self.evaluations = 0   # loss (and gradient) evaluations
         self.passes = 0        # streams over V (each pass, or each matrix-free product, is one)
         self.products = 0      # matrix-free JᵀJ products (included in passes)
@@ -329,7 +357,9 @@ class Problem:
     def loss(self, X: np.ndarray, target: Any = None) -> float:
         """L(X̂) (target θ by default)."""
         self._last = None
-        if target is None:
+        if target is None and self.small:
+            res = self._small_evaluate(X, gradient=False)[0]
+        elif target is None:
             res, _ = _projection_loss(self.features, self._device(X), self.theta,
                                       self.theta_sq, self.xp, gradient=False)
         else:
@@ -345,8 +375,12 @@ class Problem:
         θ (made once, by the problem).
         """
         self._last = None
-        res, kept = _projection_loss(self.features, self._device(X), self.theta, self.theta_sq,
-                                     self.xp, gradient=True, keep_chunks=True)
+        if self.small:
+            res, kept = self._small_evaluate(X, gradient=True)
+        else:
+            res, kept = _projection_loss(self.features, self._device(X), self.theta,
+                                         self.theta_sq, self.xp, gradient=True,
+                                         keep_chunks=True)
         if kept is not None:
             self._last = (X, res, kept)
         self.evaluations += 1
@@ -368,6 +402,11 @@ class Problem:
         if res is None:
             res = self.evaluate(X)
         last, self._last = self._last, None
+        if self.small:
+            kept = last[2] if last is not None and last[0] is X and last[1] is res else None
+            if self.dense_for(f):
+                return self._small_linearise(X, res, rows, kept)
+            last = None  # the streamed pass below (matrix-free solver) makes its own blocks
         if last is not None and last[0] is X and last[1] is res:
             # The evaluation at X kept V, φ, φ′ and its Gram matrix: the curvature pass reuses
             # them (the same arrays it would compute) instead of streaming X̂Vᵀ and φ again.
@@ -466,6 +505,129 @@ class Problem:
                     embedded[rows] = w
                     return full(embedded)[rows]
             lin.product = product
+        return lin
+
+    # -- the small-problem path (numpy, V of at most SMALL_WEIGHTS entries) -------------------
+    def _small_weights(self) -> tuple[np.ndarray, np.ndarray]:
+        """V as one host (p, d) float64 array and its row norms ‖v‖², made at the first use.
+
+        Read from the feature map's own stream (the blocks every other path uses, in order),
+        so it is the same V bit for bit.
+        """
+        if self._small_v is None:
+            probe = np.zeros((1, self.d))
+            probe[0, 0] = math.sqrt(self.d)
+            V = np.concatenate([np.reshape(to_host(ch.V, np.float64), (-1, self.d))
+                                for ch in self.features.chunks(probe)])
+            self._small_v = (V, (V * V).sum(axis=1))
+            self._small_vt = np.ascontiguousarray(V.T)
+        return self._small_v
+
+    def _small_gram(self, G: np.ndarray, B: np.ndarray) -> tuple[Any, np.ndarray | None]:
+        """G⁺B as :func:`rftheory.gram.solve_gram` decides it, and G's Cholesky factor.
+
+        The same test as the streamed path's (a Cholesky factor, finite, with
+        (max L_ii/min L_ii)²·√eps < 1), the solve by that factor (``dpotrs``) rather than a
+        second factorisation; anything else goes to :func:`rftheory.gram.solve_gram`'s
+        pseudo-inverse path, and the factor is then None.
+        """
+        if G.size:
+            L, info = scipy.linalg.lapack.dpotrf(G, lower=1, clean=0)
+            if info == 0:
+                diag = np.abs(L.diagonal())
+                dmin = float(diag.min())
+                if dmin > 0.0 and np.isfinite(diag).all():
+                    cond = (float(diag.max()) / dmin) ** 2
+                    if cond * math.sqrt(np.finfo(np.float64).eps) < 1.0:
+                        sol, info = scipy.linalg.lapack.dpotrs(L, B, lower=1)
+                        if info == 0 and np.isfinite(sol).all():
+                            return GramSolution(sol, "cholesky", G.shape[0], cond, False), L
+        return solve_gram(G, B), None
+
+    def _small_evaluate(self, X: np.ndarray, *, gradient: bool) -> tuple[Any, Any]:
+        """:func:`projection_loss` at host rows X on the small-problem path.
+
+        Returns the result (coefficients (m, k)) and, with the gradient, what the
+        linearisation at X reuses: (φ, φ′, G, G's factor or None).
+        """
+        if not np.isfinite(X).all():
+            check_data(X, self.d, "X_hat")  # raises the error projection_loss would
+        V, _ = self._small_weights()
+        theta = self.theta
+        act = self.features.activation
+        Z = X @ V.T                                            # (m, p)
+        if gradient:
+            F, D = act.value_and_derivative(Z)
+        else:
+            F, D = act(Z), None
+        G = F @ F.T
+        solved, factor = self._small_gram(G, F @ theta)
+        A = solved.solution                                    # (m, k)
+        R = theta - F.T @ A                                    # (p, k): θ − Φ̂ᵀA
+        loss = min(float((R * R).sum()) / self.theta_sq, 1.0)
+        grad = None
+        if gradient:
+            # ∂L/∂X̂ = −2 ((A Rᵀ) ∘ φ′) V/‖θ‖².
+            grad = (-2.0 / self.theta_sq) * (((A @ R.T) * D) @ V)
+        res = ProjectionLoss(loss, grad, A, solved)
+        return res, ((F, D, G, factor) if gradient else None)
+
+    def _small_linearise(self, X: np.ndarray, res: Any, rows: np.ndarray,
+                         kept: tuple | None) -> Linearisation:
+        """:meth:`linearise` with the dense solver on the small-problem path.
+
+        The same model as the streamed pass (module Notes, *Jacobian*), with P applied to E
+        before the products rather than to their result: E_p = EP has the entries
+        φ′_i(v)(V_vl − (V_v·u_i)u_il), and P(M − NᵀG⁺N)P = E_pᵀE_p − (Φ̂E_p)ᵀG⁺(Φ̂E_p), which
+        saves the (n̂d)² projections of M and N; G⁺ is applied by G's factor from the
+        evaluation.
+        """
+        V, vsq = self._small_weights()
+        Vt = self._small_vt
+        m, d, f = X.shape[0], self.d, rows.size
+        all_rows = f == m and bool((rows == np.arange(m)).all())
+        if kept is None:
+            Z = X @ V.T
+            F, D = self.features.activation.value_and_derivative(Z)
+            G = F @ F.T
+            factor = self._small_gram(G, np.zeros((m, 1)))[1]
+        else:
+            F, D, G, factor = kept
+        self._count(1)  # the curvature pass
+        A = to_host(res.coefficients, np.float64)
+        A = A if A.ndim == 2 else A[:, None]
+        units = _units(X)
+        grad = _tangent(X, 0.5 * to_host(res.gradient, np.float64), units)
+        if not all_rows:
+            grad, D, A_f, U = grad[rows], D[rows], A[rows], units[rows]
+        else:
+            A_f, U = A, units
+        W = A_f @ A_f.T                                        # (f, f): Σ_c a_ic a_jc
+        C = W * ((D * vsq) @ D.T) / (d * self.theta_sq)
+        scale = np.diag(C).copy()
+        floor = max(float(scale.max()) if scale.size else 0.0, 1e-300) * 1e-12
+        scale = np.maximum(scale, floor)
+        Xf = X if all_rows else X[rows]
+        # Eᵀ in the layout ((i, l), v): rows of length p, the long axis innermost.
+        Et = Vt[None, :, :] - U[:, :, None] * (U @ Vt)[:, None, :]   # (f, d, p): P_i v
+        Et *= D[:, None, :]
+        Et = Et.reshape(f * d, self.p)
+        N = F @ Et.T                                           # (m, f·d)
+        K = Et @ Et.T                                          # E_pᵀE_p (exactly symmetric)
+        if factor is not None:
+            # NᵀG⁻¹N = BᵀB with B = L⁻¹N (G = LLᵀ): exactly symmetric too, so H is.
+            B = scipy.linalg.lapack.dtrtrs(factor, N, lower=1)[0]
+            K -= B.T @ B
+        else:
+            K -= N.T @ solve_gram(G, N).solution
+            K = 0.5 * (K + K.T)
+        # H = (W ⊗ 1_{d×d}) ∘ K/‖θ‖², W symmetrised so that H stays symmetric.
+        Ws = (W + W.T) / (2.0 * self.theta_sq)
+        K = K.reshape(f, d, f, d)
+        K *= Ws[:, None, :, None]
+        H = K.reshape(f * d, f * d)
+        lin = Linearisation(Xf, res.loss, grad, scale, C, units=U)
+        lin.hessian = H
         return lin
 
     def _row_norms(self, first_block: int, V: Any) -> Any:
@@ -1149,7 +1311,7 @@ def memory(m: float, d: float, p: float, k: float = 1, *, resident: bool = False
     """
     from types import SimpleNamespace
 
-    from .features import BLOCK_ROWS, SUM_GROUP, stream_memory
+    from .features import stream_memory
     from .projection import loss_memory
 
     if solver not in SOLVERS:
@@ -1177,6 +1339,10 @@ def memory(m: float, d: float, p: float, k: float = 1, *, resident: bool = False
         sweep = (k * p + 4 * rows * m) * 4
         peak = max(curv + kept64 + kept32, kept32 + sweep, kept32 + ev)
         parts["kept blocks (CG)"] = kept64 + kept32
+    if p * d <= SMALL_WEIGHTS and p <= SUM_GROUP * BLOCK_ROWS:
+        # The small-problem path holds V and Vᵀ as host arrays for the whole run (≤ 16 MiB).
+        parts["V, Vᵀ (small-problem path)"] = 2 * p * d * itemsize
+        peak += 2 * p * d * itemsize
     # An exchange's grown set (m + 1 rows, all free) may be solved matrix-free even when the m
     # rows are not, and then makes V's float32 copy too.
     low = 0.0 if Problem.dense_for(ns, m + 1 if exchanges and m > 1 else m) else p * d * 4

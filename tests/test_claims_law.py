@@ -424,6 +424,52 @@ def test_the_sequential_design_resolves_every_threshold_and_is_reproducible(monk
     assert all(g["design"]["added"] == 0 for g in fixed["per_grid"])
 
 
+def test_the_design_runs_each_grid_point_on_its_own_and_gives_the_lockstep_cells(monkeypatch):
+    # The rounds of each (d, n) start as soon as its previous round is in (runtime.run_stages),
+    # not when every (d, n)'s round is: the cells, their order and their rounds must be what
+    # running the rounds in lockstep gives, whatever the workers.
+    from rftheory.claims import _law_sweep
+    from rftheory.thresholds import followup_points
+
+    monkeypatch.setattr(_law_sweep, "run_point", _probit_point)
+    config = law.Config(grid=((8, 3), (32, 3), (8, 12)), ratios=law.TRANSITION_RATIOS, seeds=2,
+                        resolution=0.049, max_added=40)
+    first = [_probit_point({"activation": "relu+tanh", "d": d, "n": n, "p": p, "seed": s,
+                            "seed_index": s})
+             for d, n in config.grid for p in law.p_values(d, n, config.ratios) for s in (0, 1)]
+    # The lockstep reference, written out: every (d, n)'s next points from the same runs.
+    runs = {dn: [c for c in first if (c["d"], c["n"]) == dn and c["kind"] == "reconstruction"]
+            for dn in config.grid}
+    extra, reference, round_ = dict.fromkeys(config.grid, 0), [], 0
+    while True:
+        round_ += 1
+        batch = []
+        for (d, n), mine in runs.items():
+            pts = set()
+            for v in law.DESIGN_VARIANTS:
+                pts |= set(followup_points([c["p"] for c in mine],
+                                           [c[f"rho_{v}"] < law.RHO_SUCCESS for c in mine],
+                                           resolution=0.049, unit=d * n,
+                                           level=law.profile_level(config)))
+            for p in sorted(pts)[:config.max_added - extra[(d, n)]]:
+                i = sum(c["p"] == p for c in mine)
+                batch.append(_probit_point({"activation": "relu+tanh", "d": d, "n": n, "p": p,
+                                            "seed": i, "seed_index": i}) | {"design_round": round_})
+                extra[(d, n)] += 1
+        if not batch:
+            break
+        for c in batch:
+            runs[(c["d"], c["n"])].append(c)
+        reference += batch
+    assert round_ > 3 and len(set(c["design_round"] for c in reference)) == round_ - 1
+    for workers in (1, 2):
+        added = _law_sweep.follow_up(first, config, rho_success=law.RHO_SUCCESS,
+                                     level=law.profile_level(config),
+                                     variants=law.DESIGN_VARIANTS, workers=workers,
+                                     progress=None)
+        assert added == reference
+
+
 def test_the_sequential_design_stops_at_its_cap(monkeypatch):
     from rftheory.claims import _law_sweep
 

@@ -149,6 +149,7 @@ def test_fast_paths_are_bit_identical_to_the_reference_paths(solver):
     rf, X, theta = _model(k=2)
     Xh = _random_rows(4, 6, 6)
     problem = Problem(rf, theta, np, None, solver)
+    problem.small = False  # the streamed path (the small-problem path: tests below)
     res = problem.evaluate(Xh)
     ref = projection_loss(rf, Xh, theta)
     assert res.loss == ref.loss
@@ -157,7 +158,9 @@ def test_fast_paths_are_bit_identical_to_the_reference_paths(solver):
     assert problem._last is not None                   # the blocks were kept ...
     reused = problem.linearise(Xh, res)
     assert problem._last is None                       # ... and handed over
-    fresh = Problem(rf, theta, np, None, solver).linearise(Xh, res)   # streams X̂Vᵀ again
+    again = Problem(rf, theta, np, None, solver)
+    again.small = False
+    fresh = again.linearise(Xh, res)   # streams X̂Vᵀ again
     for name in ("gradient", "scale", "kron"):
         assert getattr(reused, name).tobytes() == getattr(fresh, name).tobytes()
     if solver == "dense":
@@ -182,6 +185,7 @@ def test_numpy_linearisation_is_the_generic_one_bit_for_bit(xp_strict, free):
     rf, X, theta = _model(k=2)
     Xh = _random_rows(4, 6, 8)
     ours = Problem(rf, theta, namespace_of(theta), None, "dense")
+    ours.small = False  # the streamed path's numpy calls (the small-problem path: below)
     strict_theta = xp_strict.asarray(theta)
     generic = Problem(rf, strict_theta, array_namespace(strict_theta), None, "dense")
     first = ours.linearise(Xh, free=free)
@@ -191,6 +195,78 @@ def test_numpy_linearisation_is_the_generic_one_bit_for_bit(xp_strict, free):
         assert getattr(first, name).tobytes() == getattr(other, name).tobytes(), name
         assert getattr(again, name).tobytes() == getattr(other, name).tobytes(), name
     assert first.loss == other.loss
+
+
+# -- the small-problem path (numpy, p·d ≤ SMALL_WEIGHTS) against the streamed path ------------
+
+def _streamed(rf, theta, solver="dense"):
+    problem = Problem(rf, theta, np, None, solver)
+    problem.small = False
+    return problem
+
+
+def _close(a, b, p):
+    # Both are sums over the p rows of V of the same products, in other orders and groupings:
+    # they differ by a few roundings of terms no larger than the largest entry, ≲ p·eps·max|b|.
+    np.testing.assert_allclose(a, b, rtol=0, atol=8 * p * np.finfo(float).eps * np.abs(b).max())
+
+
+@pytest.mark.parametrize("k", [1, 3])
+@pytest.mark.parametrize("free", [None, np.array([1, 3]), np.array([2])])
+def test_small_path_gives_the_streamed_model(k, free):
+    rf, X, theta = _model(k=k)
+    Xh = _random_rows(4, 6, 11)
+    small = Problem(rf, theta, np, None, "dense")
+    assert small.small
+    res, ref = small.evaluate(Xh), _streamed(rf, theta).evaluate(Xh)
+    assert res.loss == pytest.approx(ref.loss, rel=16 * rf.p * np.finfo(float).eps)
+    _close(res.gradient, ref.gradient, rf.p)
+    _close(res.coefficients, ref.coefficients, rf.p)
+    assert res.gram.method == ref.gram.method == "cholesky"
+    a = small.linearise(Xh, res, free)
+    b = _streamed(rf, theta).linearise(Xh, free=free)
+    for name in ("gradient", "scale", "kron", "hessian", "X", "units"):
+        _close(getattr(a, name), getattr(b, name), rf.p)
+    assert np.array_equal(a.hessian, a.hessian.T)  # exactly symmetric, as built
+    # without the kept blocks of the evaluation (another point evaluated in between)
+    small.evaluate(_random_rows(4, 6, 12))
+    _close(small.linearise(Xh, res, free).hessian, b.hessian, rf.p)
+
+
+def test_small_path_feeds_the_matrix_free_solver():
+    rf, X, theta = _model(ratio=3)
+    Xh = _random_rows(4, 6, 13)
+    a = Problem(rf, theta, np, None, "cg").linearise(Xh)
+    b = _streamed(rf, theta, "cg").linearise(Xh)
+    w = _tangent(Xh, np.random.default_rng(4).standard_normal(Xh.shape))
+    assert a.product(w).tobytes() == b.product(w).tobytes()  # the same streamed products
+    _close(a.gradient, b.gradient, rf.p)
+
+
+def test_small_path_with_a_singular_gram_takes_the_pseudo_inverse():
+    rf, X, theta = _model()
+    Xh = _random_rows(4, 6, 14)
+    Xh[3] = Xh[1]                                    # two equal candidates: G singular
+    small, streamed = Problem(rf, theta, np, None, "dense"), _streamed(rf, theta)
+    res, ref = small.evaluate(Xh), streamed.evaluate(Xh)
+    assert res.gram.method == ref.gram.method == "eigh" and res.rank_deficient
+    assert res.loss == pytest.approx(ref.loss, rel=1e-10)
+    a, b = small.linearise(Xh, res), streamed.linearise(Xh, ref)
+    np.testing.assert_allclose(a.hessian, b.hessian, rtol=0, atol=1e-10 * np.abs(b.hessian).max())
+    assert np.array_equal(a.hessian, a.hessian.T)
+
+
+def test_small_path_is_taken_by_size_and_namespace(xp_strict):
+    from array_api_compat import array_namespace
+
+    from rftheory.varpro import SMALL_WEIGHTS
+
+    rf, X, theta = _model()
+    assert rf.p * rf.d <= SMALL_WEIGHTS and Problem(rf, theta, np, None).small
+    big = RandomFeatures("relu+tanh", 64, SMALL_WEIGHTS // 64 + 1, seed=0)
+    assert not Problem(big, np.ones((big.p, 1)), np, None).small
+    strict = xp_strict.asarray(theta)
+    assert not Problem(rf, strict, array_namespace(strict), None).small
 
 
 def test_lapack_cholesky_is_scipys():

