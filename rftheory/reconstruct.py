@@ -175,9 +175,17 @@ class ReconstructionResult:
 #: thousands of them cost 50× (35 ms → 1.8 s per step at d = 100, pool 40, on a 2-core machine
 #: with one core busy). Larger products keep BLAS's own threading.
 _SINGLE_THREAD_FLOPS = 2**28
+#: ... unless one sweep over V (p·d·n̂_pool multiply-adds) reaches this: then BLAS keeps its
+#: threads even for small blocks, because the sweeps' large GEMMs gain more than the small calls
+#: lose. Measured (2026-12-05, 2-core VM, d = 3072, n = 10, relu, patches, seed 1): at p = 10·dn
+#: (9.4e9 multiply-adds a sweep) the first 6 LM iterations took 100 s with two
+#: threads against 147 s with one (the same 94 passes); at p = dn (9.4e8) 15 iterations took
+#: 46–47 s against 42–44 s (the small solves of the CG preconditioner lose more than the
+#: products gain).
+_THREADED_SWEEP = 2**32
 
 
-def blas_threads_for(xp: Any, pool_size: int, d: int):
+def blas_threads_for(xp: Any, pool_size: int, d: int, p: int = 0):
     """Context manager limiting host BLAS to one thread for small per-block products.
 
     Parameters
@@ -193,7 +201,9 @@ def blas_threads_for(xp: Any, pool_size: int, d: int):
     -------
     contextlib.AbstractContextManager
         ``threadpoolctl.threadpool_limits(1)`` when the per-block product (2·pool_size·d·
-        BLOCK_ROWS flops) is too small to gain from threads, else a null context.
+        BLOCK_ROWS flops) is too small to gain from threads and a sweep over V (p·d·pool_size
+        multiply-adds, for ``p`` rows of V; 0: unknown) is below :data:`_THREADED_SWEEP`, else
+        a null context.
     """
     from contextlib import nullcontext
 
@@ -202,7 +212,8 @@ def blas_threads_for(xp: Any, pool_size: int, d: int):
 
     from .features import BLOCK_ROWS
 
-    if is_numpy_namespace(xp) and 2 * pool_size * d * BLOCK_ROWS < _SINGLE_THREAD_FLOPS:
+    if is_numpy_namespace(xp) and 2 * pool_size * d * BLOCK_ROWS < _SINGLE_THREAD_FLOPS \
+            and p * d * pool_size < _THREADED_SWEEP:
         return threadpool_limits(limits=1, user_api="blas")
     return nullcontext()
 
@@ -522,7 +533,7 @@ def reconstruct(features: FeatureMap, theta: Any, n_hat: int, *, method: str = "
             current = init.X
             problem.passes += init.passes
             problem.sweeps += init.passes
-        with blas_threads_for(xp, n_hat, d):
+        with blas_threads_for(xp, n_hat, d, features.p):
             out = minimise(problem, current, rng, tol=tol, max_steps=max_steps,
                            max_rounds=max_rounds, patience=patience, hop_angle=hop_angle,
                            callback=callback, callback_every=callback_every,
@@ -586,7 +597,7 @@ def _reconstruct_lbfgs(features: FeatureMap, theta: Any, n_hat: int, xp: Any, de
     d = features.d
     pool_size = min(features.p, max(n_hat, math.ceil(oversample * n_hat)))
 
-    with blas_threads_for(xp, pool_size, d):
+    with blas_threads_for(xp, pool_size, d, features.p):
         tracker = _Tracker(features, theta, xp, dev, tol, max_steps, callback, callback_every,
                            stall_window, stall_factor, max_sweeps)
         stop = None

@@ -410,3 +410,25 @@ def test_budget_exhausted_in_the_first_pool_phase_returns_the_selected_rows():
     assert result.stop_reason == "budget"
     assert not np.allclose(np.asarray(result.X_hat), start)
     assert result.loss < projection_loss(rf, start, theta, gradient=False).loss
+
+
+@pytest.mark.parametrize("pool, d, p, single", [
+    (10, 100, 20000, True),      # the law's and (100, 20)'s sizes: small blocks, small sweeps
+    (40, 100, 20000, True),      # the L-BFGS pool screen of the measurement behind the rule
+    (10, 3072, 30720, True),     # CIFAR's dimension at p = dn: one thread measured as fast
+    (10, 3072, 307200, False),   # ... at p = 10·dn: two threads 1.47× faster (attack.md)
+    (10, 3072, 0, True),         # p unknown: the block rule alone
+    (100, 3072, 1000, False),    # a large block product keeps BLAS's threads
+])
+def test_blas_threads_follow_the_block_and_the_sweep(pool, d, p, single):
+    from contextlib import nullcontext
+
+    from threadpoolctl import threadpool_limits
+
+    from rftheory.reconstruct import blas_threads_for
+
+    ctx = blas_threads_for(np, pool, d, p)
+    assert isinstance(ctx, threadpool_limits) == single
+    assert isinstance(ctx, nullcontext) == (not single)
+    if single:
+        ctx.restore_original_limits()
