@@ -240,8 +240,10 @@ def run_stages(first: Sequence[Sequence[Callable[[], T]]],
                 stage: list[Any] = []
                 for call in calls:
                     if deadline.passed():
+                        later = [c for group in first[g + 1:] for c in group]
                         raise TimeLimitReached([describe_task(c) for c in done_calls],
-                                               [describe_task(c) for c in calls[len(stage):]])
+                                               [describe_task(c) for c in
+                                                list(calls[len(stage):]) + later])
                     stage.append(call())
                     done_calls.append(call)
                     if on_result is not None:

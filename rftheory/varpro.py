@@ -296,6 +296,13 @@ class Problem:
         Device of ``theta``.
     solver : {"auto", "dense", "cg"}, default "auto"
         Linear solver of the LM step (see SOLVERS): "auto" picks "dense" for small n̂d.
+
+    Attributes
+    ----------
+    small : bool
+        Whether evaluations (and dense linearisations) take the small-problem path (module
+        Notes; decided by size and namespace alone). Setting it False forces the streamed path
+        (the tests compare the two).
     """
 
     def __init__(self, features: FeatureMap, theta: Any, xp: Any, dev: Any, solver: str = "auto"):

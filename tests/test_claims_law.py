@@ -505,3 +505,16 @@ def test_a_partial_analysis_names_the_missing_cells_and_fits_the_rest(tiny_resul
     assert whole["complete"] is True and whole["missing"]["cells"] == 0
     assert whole["per_grid"] == tiny_result["per_grid"]
     assert "verdict (relu+tanh)" in law.summary(whole).splitlines()[-1]
+
+
+def test_run_stages_stops_at_the_deadline_and_names_what_did_not_run():
+    from functools import partial
+
+    from rftheory.deadline import Deadline
+    from rftheory.runtime import TimeLimitReached, run_stages
+
+    calls = [[partial(int, "1"), partial(int, "2")], [partial(int, "3")]]
+    with pytest.raises(TimeLimitReached) as info:
+        run_stages(calls, lambda g, r: [], workers=1, deadline=Deadline.after(0.0))
+    assert info.value.finished == [] and len(info.value.not_run) == 3
+    assert run_stages(calls, lambda g, r: [], workers=2) == [[[1, 2]], [[3]]]
