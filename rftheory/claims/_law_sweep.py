@@ -107,9 +107,10 @@ def follow_up(cells: list[dict[str, Any]], config: Any, *, rho_success: float, l
     (:func:`rftheory.runtime.run_stages`), not when every (d, n)'s round is: its rounds depend
     on its own runs alone, so the cells and their ``design_round`` are those of rounds run in
     lockstep, and the run is a function of the base seed alone, whatever the number of workers
-    (tests/test_claims_law.py). Measured on the default run (2 workers, base seeds 0–3,
-    2026-12-05): with rounds in lockstep the workers idled 5–11 % of the run (its slowest run, a
-    whole step budget, held up every other (d, n)'s next round), 2–4 % with them apart.
+    (tests/test_claims_law.py). Measured on the default run (2 workers, 2026-12-05): with rounds
+    in lockstep the workers idled 5–11 % of the run (seven runs: its slowest run, a whole step
+    budget, held up every other (d, n)'s next round), 2–7 % with them apart (three runs; 7 %
+    where one (d, n) went on alone for 19 rounds of one or two runs).
 
     Parameters
     ----------
