@@ -178,6 +178,12 @@ SWEEP_FLOOR = 2000
 #: factored once per point. Above it, or in another namespace: the streamed path. Both compute
 #: the same quantities; they agree to rounding (tests/test_varpro.py), not to the bit.
 SMALL_WEIGHTS = 2**20
+
+
+def _small_problem(p: int, d: int) -> bool:
+    """Whether a host problem with V of shape (p, d) takes the small-problem path (V of at most
+    SMALL_WEIGHTS entries, in one chunk of the stream)."""
+    return p * d <= SMALL_WEIGHTS and p <= SUM_GROUP * BLOCK_ROWS
 #: Largest damping (relative to the block scales) before a run of LM gives up.
 _LAMBDA_MAX = 1e12
 
@@ -323,10 +329,9 @@ class Problem:
         self._vsq: dict[int, tuple[Any, Any]] = {}
         self._host_xp = namespace_of(np.zeros(0))  # the namespace of numpy arrays
         # The small-problem path: numpy θ, V of at most SMALL_WEIGHTS entries (one chunk).
-        self.small = (type(theta) is np.ndarray and self.p * self.d <= SMALL_WEIGHTS
-                      and self.p <= SUM_GROUP * BLOCK_ROWS)
-        self._small_v: tuple[np.ndarray, np.ndarray] | None = None  # (V, row norms ‖v‖²)
-        self._small_vt: np.ndarray | None = None  # Vᵀ, contiguous
+        self.small = type(theta) is np.ndarray and _small_problem(self.p, self.d)
+        # (V, Vᵀ contiguous, row norms ‖v‖²), made at the first small-path evaluation.
+        self._small_v: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
         self.evaluations = 0   # loss (and gradient) evaluations
         self.passes = 0        # streams over V (each pass, or each matrix-free product, is one)
         self.products = 0      # matrix-free JᵀJ products (included in passes)
@@ -515,8 +520,9 @@ class Problem:
         return lin
 
     # -- the small-problem path (numpy, V of at most SMALL_WEIGHTS entries) -------------------
-    def _small_weights(self) -> tuple[np.ndarray, np.ndarray]:
-        """V as one host (p, d) float64 array and its row norms ‖v‖², made at the first use.
+    def _small_weights(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """V as one host (p, d) float64 array, Vᵀ (contiguous) and V's row norms ‖v‖², made
+        at the first use.
 
         Read from the feature map's own stream (the blocks every other path uses, in order),
         so it is the same V bit for bit.
@@ -526,18 +532,13 @@ class Problem:
             probe[0, 0] = math.sqrt(self.d)
             V = np.concatenate([np.reshape(to_host(ch.V, np.float64), (-1, self.d))
                                 for ch in self.features.chunks(probe)])
-            self._small_v = (V, (V * V).sum(axis=1))
-            self._small_vt = np.ascontiguousarray(V.T)
+            self._small_v = (V, np.ascontiguousarray(V.T), (V * V).sum(axis=1))
         return self._small_v
 
-    def _small_gram(self, G: np.ndarray, B: np.ndarray) -> tuple[Any, np.ndarray | None]:
-        """G⁺B as :func:`rftheory.gram.solve_gram` decides it, and G's Cholesky factor.
-
-        The same test as the streamed path's (a Cholesky factor, finite, with
-        (max L_ii/min L_ii)²·√eps < 1), the solve by that factor (``dpotrs``) rather than a
-        second factorisation; anything else goes to :func:`rftheory.gram.solve_gram`'s
-        pseudo-inverse path, and the factor is then None.
-        """
+    @staticmethod
+    def _small_factor(G: np.ndarray) -> tuple[np.ndarray, float] | None:
+        """G's Cholesky factor L (lower) and condition estimate when G passes the streamed
+        path's test (a factor, finite, with (max L_ii/min L_ii)²·√eps < 1), else None."""
         if G.size:
             L, info = scipy.linalg.lapack.dpotrf(G, lower=1, clean=0)
             if info == 0:
@@ -546,9 +547,22 @@ class Problem:
                 if dmin > 0.0 and np.isfinite(diag).all():
                     cond = (float(diag.max()) / dmin) ** 2
                     if cond * math.sqrt(np.finfo(np.float64).eps) < 1.0:
-                        sol, info = scipy.linalg.lapack.dpotrs(L, B, lower=1)
-                        if info == 0 and np.isfinite(sol).all():
-                            return GramSolution(sol, "cholesky", G.shape[0], cond, False), L
+                        return L, cond
+        return None
+
+    def _small_gram(self, G: np.ndarray, B: np.ndarray) -> tuple[Any, np.ndarray | None]:
+        """G⁺B as :func:`rftheory.gram.solve_gram` decides it, and G's Cholesky factor.
+
+        The solve by the factor of :meth:`_small_factor` (``dpotrs``) rather than a second
+        factorisation; anything else goes to :func:`rftheory.gram.solve_gram`'s
+        pseudo-inverse path, and the factor is then None.
+        """
+        factored = self._small_factor(G)
+        if factored is not None:
+            L, cond = factored
+            sol, info = scipy.linalg.lapack.dpotrs(L, B, lower=1)
+            if info == 0 and np.isfinite(sol).all():
+                return GramSolution(sol, "cholesky", G.shape[0], cond, False), L
         return solve_gram(G, B), None
 
     def _small_evaluate(self, X: np.ndarray, *, gradient: bool) -> tuple[Any, Any]:
@@ -559,7 +573,7 @@ class Problem:
         """
         if not np.isfinite(X).all():
             check_data(X, self.d, "X_hat")  # raises the error projection_loss would
-        V, _ = self._small_weights()
+        V = self._small_weights()[0]
         theta = self.theta
         act = self.features.activation
         Z = X @ V.T                                            # (m, p)
@@ -589,15 +603,15 @@ class Problem:
         saves the (n̂d)² projections of M and N; G⁺ is applied by G's factor from the
         evaluation.
         """
-        V, vsq = self._small_weights()
-        Vt = self._small_vt
+        V, Vt, vsq = self._small_weights()
         m, d, f = X.shape[0], self.d, rows.size
         all_rows = f == m and bool((rows == np.arange(m)).all())
         if kept is None:
             Z = X @ V.T
             F, D = self.features.activation.value_and_derivative(Z)
             G = F @ F.T
-            factor = self._small_gram(G, np.zeros((m, 1)))[1]
+            factored = self._small_factor(G)
+            factor = None if factored is None else factored[0]
         else:
             F, D, G, factor = kept
         self._count(1)  # the curvature pass
@@ -1346,7 +1360,7 @@ def memory(m: float, d: float, p: float, k: float = 1, *, resident: bool = False
         sweep = (k * p + 4 * rows * m) * 4
         peak = max(curv + kept64 + kept32, kept32 + sweep, kept32 + ev)
         parts["kept blocks (CG)"] = kept64 + kept32
-    if p * d <= SMALL_WEIGHTS and p <= SUM_GROUP * BLOCK_ROWS:
+    if _small_problem(p, d):
         # The small-problem path holds V and Vᵀ as host arrays for the whole run (≤ 16 MiB).
         parts["V, Vᵀ (small-problem path)"] = 2 * p * d * itemsize
         peak += 2 * p * d * itemsize

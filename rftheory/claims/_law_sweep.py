@@ -81,17 +81,18 @@ def run_points(tasks: list[dict[str, Any]], workers: int,
         The cells, in task order.
     """
     tick = TaskProgress(progress, len(tasks))
-
-    def line(cell: dict[str, Any]) -> str:
-        what = (f"ρ={cell['rho_abs']:.1e} loss={cell['final_loss']:.1e} {cell['stop_reason']}"
-                if cell["kind"] == "reconstruction" else "label fit only")
-        return (f"d={cell['d']} n={cell['n']} p={cell['p']} (p/dn={cell['p_over_dn']:.3g}) "
-                f"seed={cell['seed']}: residual={cell['train_residual']:.1e} {what} "
-                f"({cell['seconds']:.1f} s)")
-
     return run_tasks([partial(run_point, t) for t in tasks], workers=workers,
                      order=sorted(range(len(tasks)), key=lambda i: -_cost(tasks[i])),
-                     on_result=lambda i, cell: tick(lambda: line(cell)), deadline=deadline)
+                     on_result=lambda i, cell: tick(lambda: _describe(cell)), deadline=deadline)
+
+
+def _describe(cell: dict[str, Any]) -> str:
+    """A finished point's progress line."""
+    what = (f"ρ={cell['rho_abs']:.1e} loss={cell['final_loss']:.1e} {cell['stop_reason']}"
+            if cell["kind"] == "reconstruction" else "label fit only")
+    return (f"d={cell['d']} n={cell['n']} p={cell['p']} (p/dn={cell['p_over_dn']:.3g}) "
+            f"seed={cell['seed']}: residual={cell['train_residual']:.1e} {what} "
+            f"({cell['seconds']:.1f} s)")
 
 
 def follow_up(cells: list[dict[str, Any]], config: Any, *, rho_success: float, level: float,
@@ -175,7 +176,7 @@ def follow_up(cells: list[dict[str, Any]], config: Any, *, rho_success: float, l
                          f"±{config.resolution:g}·dn)")
         return tasks
 
-    def stage(g: int, tasks: list[dict[str, Any]]) -> list[Callable[[], dict[str, Any]]]:
+    def stage(tasks: list[dict[str, Any]]) -> list[Callable[[], dict[str, Any]]]:
         return [partial(run_point, t) for t in tasks]
 
     def next_stage(g: int, results: list[dict[str, Any]]) -> list[Callable[[], dict[str, Any]]]:
@@ -184,21 +185,18 @@ def follow_up(cells: list[dict[str, Any]], config: Any, *, rho_success: float, l
         for cell in new:
             cell["design_round"] = rounds[(d, n)]
         runs[(d, n)].extend(new)
-        return stage(g, tasks_of(d, n))
+        return stage(tasks_of(d, n))
 
     def line(g: int, round_index: int, cell: dict[str, Any]) -> None:
         if progress is not None:
-            progress(f"(round {round_index + 1}) d={cell['d']} n={cell['n']} p={cell['p']} "
-                     f"(p/dn={cell['p_over_dn']:.3g}) seed={cell['seed']}: "
-                     f"ρ={cell['rho_abs']:.1e} loss={cell['final_loss']:.1e} "
-                     f"{cell['stop_reason']} ({cell['seconds']:.1f} s)")
+            progress(f"(round {round_index + 1}) {_describe(cell)}")
 
     base = [len(runs[dn]) for dn in grid]
-    first = [stage(g, tasks_of(d, n)) for g, (d, n) in enumerate(grid)]
+    first = [stage(tasks_of(d, n)) for d, n in grid]
     run_stages(first, next_stage, workers=workers, on_result=line, deadline=deadline)
     # The added cells in the order of the rounds, then of the grid, then of each round's points
     # (what running the rounds in lockstep gives; each (d, n)'s k-th round is the run's k-th).
-    added = [c for dn in grid for c in runs[dn][base[grid.index(dn)]:]]
+    added = [c for g, dn in enumerate(grid) for c in runs[dn][base[g]:]]
     return sorted(added, key=lambda c: (c["design_round"], grid.index((c["d"], c["n"]))))
 
 
