@@ -34,7 +34,9 @@ most ±``resolution``·dn (or a cap of added runs is hit). Its intervals are the
 likelihood's at :data:`rftheory.thresholds.SEQUENTIAL_PROFILE_LEVEL` (0.98), which cover the
 threshold ~95 % of the time after the design's stopping rule (the 0.95 profile interval covered
 89–91 %: a rule that stops when the interval looks narrow picks lucky samples). Deterministic
-given the base seed: the runs added at a p take the next seed indices there.
+given the base seed: every added run takes a fresh seed index, one used at no other p of its
+(d, n) — a seed's runs at neighbouring p share data, labels, nested V and start, so a reused
+seed would repeat nearly the same problem.
 
 Each failed run is classified (:func:`rftheory.metrics.run_kind`): a *spurious interpolant* (loss
 at the optimiser's tolerance, ρ large: a second zero of the loss) or an *unfinished descent* (loss
