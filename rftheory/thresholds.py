@@ -641,15 +641,14 @@ def interval_sides(fit: ThresholdFit, unit: float = 1.0) -> tuple[float, float]:
 
 
 def followup_points(p: Any, success: Any, *, resolution: float, unit: float = 1.0,
-                    link: str = "probit", level: float = 0.95, cost: Any = None,
-                    runs: int = 2, step_runs: int = 4) -> list[int]:
+                    link: str = "probit", level: float = 0.95,
+                    band: tuple[float, float] = (0.1, 0.9), step_runs: int = 4) -> list[int]:
     """The next runs of a sequential design: where one more run narrows the threshold's interval.
 
     A sweep that runs every p of a fixed grid with the same number of seeds spends most of its
     runs where the outcome is all but certain (far below or above the threshold), and its
     failing runs — the costly ones, which use the whole step budget — on points that tell
-    nothing about the location. This rule spends the next runs where they tell the most about
-    the location per unit of cost:
+    nothing about the location. This rule spends the next runs only where they are informative:
 
     * nothing, when the interval already reaches at most ``resolution·unit`` on each side of
       the location (resolved), or when the threshold is not located (no run on one side: more
@@ -659,18 +658,12 @@ def followup_points(p: Any, success: Any, *, resolution: float, unit: float = 1.
       fitted width far below the grid's spacing) between two adjacent grid points is also what
       a curve as wide as the gap gives one time in a few, and its interval would then be too
       narrow;
-    * for a step (separated runs, width not identified): the integer p nearest the location
-      inside the gap when the gap is wider than ``resolution·unit`` (bisection: a step between
-      two distant grid points cannot be located closer than their gap by more seeds), else
-      one run at each edge of the gap;
-    * otherwise, ``runs`` points chosen one after the other among the integers within 3 fitted
-      widths of the location, each the one that most reduces the asymptotic variance of the
-      location's estimate, [I⁻¹]_μμ with I the Fisher information of (log p*, σ) of the runs
-      so far and the points already chosen, per unit of its expected cost (a c-optimal
-      sequential design, weighted by cost). The expected cost at q is
-      P(q)·c̄₊ + (1 − P(q))·c̄₋, with c̄₊ and c̄₋ the mean ``cost`` of the successful and of the
-      failed runs within 3 widths of the location (of all runs when there are none). A point
-      may be chosen twice.
+    * otherwise, one run at every grid p where the fitted success probability lies within
+      ``band`` (the runs that carry the Fisher information on the location: it is largest where
+      P = 1/2 and falls off as P(1 − P)·φ²/… in the tails), plus the two grid points that
+      bracket the fitted location; when that bracket is wider than ``resolution·unit``, the
+      integer p nearest the location inside it replaces the bracket (bisection: a step between
+      two distant grid points cannot be located closer than their gap by more seeds).
 
     Parameters
     ----------
@@ -684,11 +677,8 @@ def followup_points(p: Any, success: Any, *, resolution: float, unit: float = 1.
         The unit of ``resolution`` (e.g. dn; default 1).
     link, level : str, float
         As :func:`fit_threshold`.
-    cost : array_like of float, shape (runs,), optional
-        What each run cost (e.g. its optimiser iterations; any positive unit). Default: every
-        run costs the same, and the rule is the plain c-optimal one.
-    runs : int
-        Points per call while the threshold is located with a finite width (default 2).
+    band : (float, float)
+        Fitted success probabilities between which a grid point gets one more run.
     step_runs : int
         Runs each grid point bracketing a resolved threshold must hold before the design stops
         (default 4).
@@ -696,36 +686,29 @@ def followup_points(p: Any, success: Any, *, resolution: float, unit: float = 1.
     Returns
     -------
     list of int
-        The p of the next runs (one run each; a p may appear twice), sorted; empty when the
-        design stops.
+        The p of the next runs (one run each), sorted; empty when the design stops.
 
     Raises
     ------
     rftheory.errors.RFTheoryError
-        For a non-positive resolution, unit, runs or step_runs, costs that are not positive
-        and finite or not one per run, or bad runs (as :func:`fit_threshold`).
+        For a non-positive resolution, unit or step_runs, a band outside (0, 1), or bad runs
+        (as :func:`fit_threshold`).
 
     Notes
     -----
-    Deterministic: the same runs (and costs) give the same points, so a run that draws its next
-    seeds in a fixed order is reproduced exactly by the same base seed.
+    Deterministic: the same runs give the same points, so a run that draws its next seeds in a
+    fixed order (the law's seed index at each p) is reproduced exactly by the same base seed.
     Stopping when the interval is narrow enough is a sequential design, and a stopping rule
     that looks at the data costs coverage (the usual sequential-analysis caveat): with
     ``level=0.95`` the final intervals held the truth 89–91 % of the time on synthetic probit
     curves. Run the design, and report its interval, at :data:`SEQUENTIAL_PROFILE_LEVEL` (0.98)
-    for a 95 % coverage (table there, test in ``tests/test_thresholds.py``).
+    for a 95 % coverage (measured 94–99 %; table there, test in ``tests/test_thresholds.py``).
     The caller caps the number of rounds.
-
-    Against the earlier rule (one run at every grid p whose fitted success probability lay in
-    [0.1, 0.9], plus the bracket), measured on synthetic probit curves with the law's costs
-    (a failure above dn costs the whole budget, a success 0.1–0.6 of it;
-    ``python benchmarks/threshold_coverage.py --costs``): see the table of
-    :data:`SEQUENTIAL_PROFILE_LEVEL`.
 
     Examples
     --------
     >>> runs = [10, 10, 11, 11, 12, 12, 13, 13]
-    >>> followup_points(runs, [0, 0, 0, 1, 1, 0, 1, 1], resolution=0.5)  # near the location
+    >>> followup_points(runs, [0, 0, 0, 1, 1, 0, 1, 1], resolution=0.5)  # the mixed points
     [11, 12]
     >>> followup_points(runs * 2, [0, 0, 0, 1, 1, 0, 1, 1] * 2, resolution=10.0)  # resolved
     []
@@ -738,72 +721,35 @@ def followup_points(p: Any, success: Any, *, resolution: float, unit: float = 1.
         raise RFTheoryError(f"resolution must be a positive number, got {resolution!r}")
     if not (isinstance(unit, (int, float)) and unit > 0 and math.isfinite(unit)):
         raise RFTheoryError(f"unit must be a positive number, got {unit!r}")
-    for name, value in (("runs", runs), ("step_runs", step_runs)):
-        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-            raise RFTheoryError(f"{name} must be a positive integer, got {value!r}")
+    lo_band, hi_band = (float(b) for b in band)
+    if not 0 < lo_band < hi_band < 1:
+        raise RFTheoryError(f"band must be (lo, hi) with 0 < lo < hi < 1, got {band!r}")
+    if isinstance(step_runs, bool) or not isinstance(step_runs, int) or step_runs < 1:
+        raise RFTheoryError(f"step_runs must be a positive integer, got {step_runs!r}")
     fit = fit_threshold(p, success, link=link, level=level)
-    x = np.asarray(p, dtype=np.float64).ravel()
-    if cost is None:
-        c = np.ones_like(x)
-    else:
-        c = np.asarray(cost, dtype=np.float64).ravel() if not isinstance(cost, str) else None
-        if c is None or c.shape != x.shape or not np.all(np.isfinite(c)) or np.any(c <= 0):
-            raise RFTheoryError(f"cost must hold one positive, finite number per run, got "
-                                f"{cost!r}")
     if not fit.located:
         return []
-    grid = np.unique(x)
+    grid = np.unique(np.asarray(p, dtype=np.float64))
     loc = fit.location
-    below, above = grid[grid < loc], grid[grid >= loc]
     if max(interval_sides(fit, unit)) <= resolution:
         # resolved — once the grid points on either side of p* hold step_runs runs each
+        runs = np.asarray(p, dtype=np.float64).ravel()
+        below, above = grid[grid < loc], grid[grid >= loc]
         edges = ([below[-1]] if below.size else []) + ([above[0]] if above.size else [])
-        return sorted(int(e) for e in edges if np.sum(x == e) < step_runs)
-    if not math.isfinite(fit.width):  # a step: bisect a wide gap, else both of its edges
+        return sorted(int(e) for e in edges if np.sum(runs == e) < step_runs)
+    if math.isfinite(fit.width):
+        from scipy import special
+
+        eta = (np.log(grid) - math.log(loc)) / fit.width
+        prob = special.ndtr(eta) if link == "probit" else special.expit(eta)
+    else:  # a step: certain on either side of the gap
+        prob = np.where(grid < loc, 0.0, 1.0)
+    chosen = {int(q) for q, f in zip(grid, prob) if lo_band <= f <= hi_band}
+    below, above = grid[grid < loc], grid[grid >= loc]
+    if below.size and above.size:
         a, b = int(below[-1]), int(above[0])
         if (b - a) / unit > resolution and b - a >= 2:
-            return [int(min(max(round(loc), a + 1), b - 1))]
-        return [a, b]
-    return _informative_points(x, np.asarray(success, dtype=bool).ravel(), c,
-                               math.log(loc), fit.width, link, runs)
-
-
-def _informative_points(x: np.ndarray, y: np.ndarray, cost: np.ndarray, mu: float, sigma: float,
-                        link: str, runs: int) -> list[int]:
-    """``runs`` integer p's, chosen greedily, each most reducing [I⁻¹]_μμ per expected cost."""
-    from scipy import special
-
-    def information(q: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """Per-run Fisher information of (μ, σ) at p = q, shape (len(q), 2, 2), and P(q)."""
-        eta = (np.log(q) - mu) / sigma
-        if link == "probit":
-            prob, tail = special.ndtr(eta), special.ndtr(-eta)
-            dens = np.exp(-0.5 * eta**2) / math.sqrt(2 * math.pi)
+            chosen.add(int(min(max(round(loc), a + 1), b - 1)))
         else:
-            prob, tail = special.expit(eta), special.expit(-eta)
-            dens = prob * tail
-        w = np.divide(dens**2, prob * tail, out=np.zeros_like(eta), where=prob * tail > 0)
-        g = np.stack([np.ones_like(eta), eta], axis=-1) / sigma  # |∂η/∂(μ, σ)|
-        return w[:, None, None] * g[:, :, None] * g[:, None, :], prob
-
-    lo, hi = math.exp(mu - 3 * sigma), math.exp(mu + 3 * sigma)
-    near = (x >= lo) & (x <= hi)
-    mean = {}
-    for outcome in (True, False):
-        pick = near & (y == outcome) if np.any(near & (y == outcome)) else (y == outcome)
-        mean[outcome] = float(cost[pick].mean()) if np.any(pick) else float(cost.mean())
-    candidates = np.arange(max(1, math.floor(lo)), math.ceil(hi) + 1, dtype=np.float64)
-    if candidates.size > 61:  # a wide curve: 61 log-spaced integers are enough
-        candidates = np.unique(np.round(np.geomspace(candidates[0], candidates[-1], 61)))
-    info, prob = information(candidates)
-    expected = prob * mean[True] + (1 - prob) * mean[False]
-    total = information(x)[0].sum(axis=0)
-    ridge = 1e-12 * np.trace(total) * np.eye(2) + 1e-300 * np.eye(2)
-    chosen = []
-    for _ in range(runs):
-        now = np.linalg.inv(total + ridge)[0, 0]
-        after = np.linalg.inv(total + ridge + info)[:, 0, 0]
-        k = int(np.argmax((now - after) / expected))
-        chosen.append(int(candidates[k]))
-        total = total + info[k]
+            chosen |= {a, b}
     return sorted(chosen)

@@ -179,7 +179,7 @@ def test_power_law_fit_needs_both_d_and_n_to_vary():
 def test_followup_points_stop_when_resolved_or_not_located():
     p = np.repeat([10, 11, 12, 13], 2)
     y = np.array([0, 0, 0, 1, 1, 0, 1, 1], dtype=bool)
-    assert followup_points(p, y, resolution=0.5) == [11, 12]  # the most informative
+    assert followup_points(p, y, resolution=0.5) == [11, 12]  # the mixed points
     # resolved, but the points bracketing p* (11, 12) hold 2 runs each: 4 are needed
     assert followup_points(p, y, resolution=100.0) == [11, 12]
     assert followup_points(np.tile(p, 2), np.tile(y, 2), resolution=100.0) == []
@@ -191,32 +191,8 @@ def test_followup_points_stop_when_resolved_or_not_located():
     assert followup_points([10] * 4 + [11] * 4, [0] * 4 + [1] * 4, resolution=1.0) == []
     with pytest.raises(RFTheoryError, match="resolution"):
         followup_points(p, y, resolution=0.0)
-    for bad in ([1.0] * 7, [1.0] * 7 + [0.0], [1.0] * 7 + [math.nan], "steps"):
-        with pytest.raises(RFTheoryError, match="cost"):
-            followup_points(p, y, resolution=0.5, cost=bad)
-    for name in ("runs", "step_runs"):
-        with pytest.raises(RFTheoryError, match=name):
-            followup_points(p, y, resolution=0.5, **{name: 0})
-
-
-def test_followup_points_go_where_the_location_is_learnt_cheapest():
-    # A wide curve (σ = 0.1 in log p) around 100: the next runs lie within 3 fitted widths of
-    # the location; with equal costs they straddle it (the information on the location peaks
-    # at P = 1/2), and when failures cost 5x a success (the law's unfinished descents spend the
-    # whole budget) they move to where success is likelier, above it.
-    rng = np.random.default_rng(3)
-    p = np.repeat(np.round(100 * np.exp(np.linspace(-0.3, 0.3, 7))).astype(int), 6)
-    y = rng.random(p.size) < stats.norm.cdf(np.log(p / 100) / 0.1)
-    fit = fit_threshold(p, y)
-    assert fit.status == "ok"
-    lo, hi = fit.location * np.exp(-3 * fit.width), fit.location * np.exp(3 * fit.width)
-    even = followup_points(p, y, resolution=0.01, unit=100, runs=4)
-    costly = followup_points(p, y, resolution=0.01, unit=100, runs=4,
-                             cost=np.where(y, 1.0, 5.0))
-    assert len(even) == len(costly) == 4
-    assert all(lo <= q <= hi for q in even + costly)
-    assert np.mean(np.log(costly)) > np.mean(np.log(even))
-    assert abs(np.mean(np.log(even)) - math.log(fit.location)) < 0.5 * fit.width
+    with pytest.raises(RFTheoryError, match="band"):
+        followup_points(p, y, resolution=1.0, band=(0.9, 0.1))
 
 
 def test_the_sequential_design_reaches_its_target_and_keeps_its_coverage():

@@ -8,7 +8,6 @@ at the law's sizes); the driver keeps every finished cell's dict (a few kB each)
 from __future__ import annotations
 
 import time
-from collections import Counter
 from functools import partial
 from pathlib import Path
 from typing import Any, Callable, Sequence
@@ -160,16 +159,16 @@ def follow_up(cells: list[dict[str, Any]], config: Any, *, rho_success: float, l
         room = config.max_added - extra[(d, n)]
         if room <= 0:
             return []
-        points: Counter[int] = Counter()  # a point may be named twice: two runs there
+        points: set[int] = set()
         for v in variants:
-            points |= Counter(followup_points([c["p"] for c in mine],
-                                              [c[f"rho_{v}"] < rho_success for c in mine],
-                                              resolution=config.resolution, unit=d * n,
-                                              level=level, cost=[1 + c["steps"] for c in mine]))
+            points |= set(followup_points([c["p"] for c in mine],
+                                          [c[f"rho_{v}"] < rho_success for c in mine],
+                                          resolution=config.resolution, unit=d * n,
+                                          level=level))
         tasks = []
         # a fresh seed index for every added run, unused at every p of this (d, n)
         fresh = 1 + max((c["seed_index"] for c in mine), default=-1)
-        for index, p in enumerate(sorted(points.elements())[:room], start=fresh):
+        for index, p in enumerate(sorted(points)[:room], start=fresh):
             tasks.append({"activation": name, "d": d, "n": n, "p": p,
                           "seed": config.seed + index, "seed_index": index,
                           "max_steps": config.max_steps})
