@@ -355,7 +355,7 @@ TRANSITION_RATIOS = (0.9, 1.0, 1.05, 1.1, 1.15, 1.2, 1.3, 1.4, 1.5, 2.0)
 #: :data:`TRANSITION_RATIOS` with 2 seeds, then the sequential design (``resolution`` 0.049: each
 #: interval, at the profile level of :func:`profile_level`, within ±0.049·dn, i.e. narrower than
 #: 0.1·dn; at most 100 added runs per (d, n): with independent added runs (fresh seeds) the
-#: (12, 3) curve is wide, σ ≈ 0.06–0.13 in log p, and needed 84 and 97 added runs on base seeds
+#: (12, 3) curve is wide, σ ≈ 0.06–0.12 in log p, and needed 84 and 97 added runs on base seeds
 #: 0 and 3 — paper_notes/law.md).
 #: Why these cells (measured, paper_notes/law.md): the attack's transition is sharp where n ≤ d
 #: and d ≤ 12 — (16, 3), (4, 12), (3, 12) and (8, 8) have unfinished descents over 1.0–1.4·dn at
