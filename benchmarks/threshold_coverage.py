@@ -3,14 +3,20 @@
 Every sequential run draws Bernoulli outcomes from a probit curve P(success | p) =
 Φ((log p − log p*)/σ) with p* = 1.12·dn (dn = 48), makes the law's first pass (p/(dn) in
 ``rftheory.claims.law.TRANSITION_RATIOS``, 2 seeds), then asks
-``rftheory.thresholds.followup_points`` for more runs until it stops (or ``--max-rounds``), and
+``rftheory.thresholds.followup_points`` for more runs until it stops (or ``--max-rounds`` rounds
+or ``--max-added`` runs), and
 checks whether the final profile interval holds p*. Beside it, the same final p's are refitted
 with fresh outcomes (a fixed design of the same size): the difference is the stopping rule's.
+Each run also has a cost, in units of the step budget, as in the law's sweep (a failure above dn
+spends the whole budget, 1; one below dn, a spurious zero, 0.3; a success U(0.1, 0.6)), so that
+a change of the design can be judged by what it spends as well as by its coverage.
 
     python benchmarks/threshold_coverage.py                         # the table of the Notes
+    python benchmarks/threshold_coverage.py --max-added 60          # the law's cap
     python benchmarks/threshold_coverage.py --level 0.95 --resolution 0.045 --sigma 0.06
 
-Prints one line per σ: covered/runs for the sequential and the fixed design, median runs, CPU.
+Prints one line per σ: covered/runs for the sequential and the fixed design, how many ended
+resolved within --max-added runs, median added runs, mean cost of the added runs, CPU.
 Deterministic given --seed (numpy's PCG64). Cost: ~0.1 s CPU per sequential run.
 """
 
@@ -24,34 +30,46 @@ import numpy as np
 from scipy import stats
 
 from rftheory.claims.law import TRANSITION_RATIOS
-from rftheory.thresholds import SEQUENTIAL_PROFILE_LEVEL, fit_threshold, followup_points
+from rftheory.thresholds import (SEQUENTIAL_PROFILE_LEVEL, fit_threshold, followup_points,
+                                 interval_sides)
 
 
 def coverage(rng: np.random.Generator, runs: int, sigma: float, level: float,
-             resolution: float, max_rounds: int, dn: int = 48,
-             ratio: float = 1.12) -> tuple[int, int, float]:
+             resolution: float, max_rounds: int, max_added: int, dn: int = 48,
+             ratio: float = 1.12) -> tuple[int, int, int, float, float]:
     mu = math.log(ratio * dn)
 
-    def draw(ps: list[int]) -> list[bool]:
-        return list(rng.random(len(ps)) < stats.norm.cdf((np.log(ps) - mu) / sigma))
+    spend = rng.spawn(1)[0]  # the costs' own stream: the outcomes are drawn as before
 
-    seq = fixed = 0
-    sizes = []
+    def draw(ps: list[int]) -> tuple[list[bool], list[float]]:
+        y = list(rng.random(len(ps)) < stats.norm.cdf((np.log(ps) - mu) / sigma))
+        c = [float(spend.uniform(0.1, 0.6)) if ok else (1.0 if q >= dn else 0.3)
+             for q, ok in zip(ps, y)]
+        return y, c
+
+    seq = fixed = resolved = 0
+    sizes, spent = [], []
     for _ in range(runs):
         p = [int(q) for q in np.repeat(np.round(np.asarray(TRANSITION_RATIOS) * dn), 2)]
-        y = draw(p)
+        y, c = draw(p)
+        first = len(p)
         for _ in range(max_rounds):
-            nxt = followup_points(p, y, resolution=resolution, unit=dn, level=level)
+            if len(p) - first >= max_added:
+                break
+            nxt = followup_points(p, y, resolution=resolution, unit=dn,
+                                  level=level)[:max_added - len(p) + first]
             if not nxt:
                 break
-            p += nxt
-            y += draw(nxt)
-        lo, hi = fit_threshold(p, y, level=level).interval
-        seq += lo <= math.exp(mu) <= hi
-        lo, hi = fit_threshold(p, draw(p), level=level).interval
+            more, cost = draw(nxt)
+            p, y, c = p + nxt, y + more, c + cost
+        fit = fit_threshold(p, y, level=level)
+        seq += fit.interval[0] <= math.exp(mu) <= fit.interval[1]
+        resolved += max(interval_sides(fit, dn)) <= resolution
+        lo, hi = fit_threshold(p, draw(p)[0], level=level).interval
         fixed += lo <= math.exp(mu) <= hi
-        sizes.append(len(p))
-    return seq, fixed, float(np.median(sizes))
+        sizes.append(len(p) - first)
+        spent.append(sum(c[first:]))
+    return seq, fixed, resolved, float(np.median(sizes)), float(np.mean(spent))
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -61,17 +79,23 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--level", type=float, default=SEQUENTIAL_PROFILE_LEVEL)
     parser.add_argument("--resolution", type=float, default=0.049)
     parser.add_argument("--max-rounds", type=int, default=60)
+    parser.add_argument("--max-added", type=int, default=10**6,
+                        help="cap on the added runs (the law's default: 60)")
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args(argv)
-    print(f"level {args.level}, resolution ±{args.resolution}·dn, {args.runs} runs per σ, "
-          f"seed {args.seed}")
+    print(f"level {args.level}, "
+          f"resolution ±{args.resolution}·dn, at most {args.max_added} added runs, "
+          f"{args.runs} runs per σ, seed {args.seed}")
     for i, sigma in enumerate(args.sigma):
         t = time.process_time()
-        seq, fixed, size = coverage(np.random.default_rng([args.seed, i]), args.runs, sigma,
-                                    args.level, args.resolution, args.max_rounds)
+        seq, fixed, done, size, spent = coverage(
+            np.random.default_rng([args.seed, i]), args.runs, sigma, args.level,
+            args.resolution, args.max_rounds, args.max_added)
         print(f"σ = {sigma:g}: sequential {seq}/{args.runs} ({seq / args.runs:.0%}), "
               f"fixed design {fixed}/{args.runs} ({fixed / args.runs:.0%}), "
-              f"median runs {size:g}, {time.process_time() - t:.0f} s CPU")
+              f"resolved {done}/{args.runs}, median added runs {size:g}, "
+              f"mean cost of the added runs {spent:.1f} budgets, "
+              f"{time.process_time() - t:.0f} s CPU")
     return 0
 
 

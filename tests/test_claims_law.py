@@ -411,10 +411,14 @@ def test_the_sequential_design_resolves_every_threshold_and_is_reproducible(monk
         assert g["design"]["runs"] == sum(r["runs"] for r in g["rows"])
         # the truth is 1.1·dn: a 95 % interval (after the design) misses it rarely
         assert lo - 0.02 < 1.1 < hi + 0.02
-    # added runs draw the next seed index at their p: never a seed twice at one point
+    # every added run draws a fresh problem: a seed index used at no other p of its (d, n)
+    # (a seed's runs at neighbouring p share data, labels, nested V and start — near copies)
     keys = [(c["d"], c["n"], c["p"], c["seed"]) for c in result["cells"]]
     assert len(keys) == len(set(keys))
-    assert max(c["seed_index"] for c in result["cells"]) >= config.seeds
+    for d, n in config.grid:
+        added = [c["seed_index"] for c in result["cells"] if (c["d"], c["n"]) == (d, n)
+                 and c["kind"] == "reconstruction" and c.get("design_round", 0) > 0]
+        assert added and len(added) == len(set(added)) and min(added) >= config.seeds
     # deterministic given the base seed, and analysable again from its own cells
     again = law.run(config, workers=1)
     assert again["per_grid"] == result["per_grid"]
@@ -451,8 +455,8 @@ def test_the_design_runs_each_grid_point_on_its_own_and_gives_the_lockstep_cells
                                            [c[f"rho_{v}"] < law.RHO_SUCCESS for c in mine],
                                            resolution=0.049, unit=d * n,
                                            level=law.profile_level(config)))
-            for p in sorted(pts)[:config.max_added - extra[(d, n)]]:
-                i = sum(c["p"] == p for c in mine)
+            fresh = 1 + max(c["seed_index"] for c in mine)
+            for i, p in enumerate(sorted(pts)[:config.max_added - extra[(d, n)]], start=fresh):
                 batch.append(_probit_point({"activation": "relu+tanh", "d": d, "n": n, "p": p,
                                             "seed": i, "seed_index": i}) | {"design_round": round_})
                 extra[(d, n)] += 1

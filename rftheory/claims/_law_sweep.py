@@ -103,7 +103,11 @@ def follow_up(cells: list[dict[str, Any]], config: Any, *, rho_success: float, l
 
     Each round of a (d, n) of ``config.activation`` asks :func:`rftheory.thresholds.followup_points`
     for its points while it is above the target and under its cap, and runs one more seed at
-    each point named — the next unused seed index at that p (seed ``config.seed + index``).
+    each point named, each with a fresh seed index — one more than the largest this (d, n) has
+    used at any p (seed ``config.seed + index``). A seed's runs at neighbouring p are near
+    copies of one problem (the same data, labels and start, V one row longer), so a reused
+    index would add little information; fresh ones make the added runs independent, as the
+    fit assumes.
     Each (d, n) starts its next round as soon as its own round is in
     (:func:`rftheory.runtime.run_stages`), not when every (d, n)'s round is: its rounds depend
     on its own runs alone, so the cells and their ``design_round`` are those of rounds run in
@@ -162,8 +166,9 @@ def follow_up(cells: list[dict[str, Any]], config: Any, *, rho_success: float, l
                                           resolution=config.resolution, unit=d * n,
                                           level=level))
         tasks = []
-        for p in sorted(points)[:room]:
-            index = sum(c["p"] == p for c in mine)
+        # a fresh seed index for every added run, unused at every p of this (d, n)
+        fresh = 1 + max((c["seed_index"] for c in mine), default=-1)
+        for index, p in enumerate(sorted(points)[:room], start=fresh):
             tasks.append({"activation": name, "d": d, "n": n, "p": p,
                           "seed": config.seed + index, "seed_index": index,
                           "max_steps": config.max_steps})
