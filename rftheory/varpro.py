@@ -254,7 +254,7 @@ def hop_angle_for(d: int) -> float:
     and 358 with 0.9; at d = 80, 1050 with 0.6 and 346 with 0.9 (6842 with 0.3 on the code of
     2026-12-03, 2 of 6 seeds failing).
     At (40, 8), 1.25·dn: 6/6 with 0.6, 4/6 with 0.9. Near the counting limit at d = 10
-    ((10, 10), 1.1·dn) a larger σ hurts: 0.9 recovered none of seeds 0–4, against 3 with 0.3.
+    ((10, 10), 1.1·dn) a larger σ hurts: 0.9 recovered none of seeds 0–5, 0.3 two of them.
     Hence the floor at small d and the cap at the largest σ measured.
 
     Examples
