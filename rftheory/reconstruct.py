@@ -86,7 +86,7 @@ from .deadline import NO_DEADLINE, TIME_LIMIT_REACHED, Deadline
 from .projection import projection_loss
 from .seeding import RNGLike, check_rng, generator, rng_or_seed
 from .spectral_init import spectral_init
-from .varpro import (HOP_ANGLE, SOLVERS, Problem, default_max_sweeps, loss_passes, minimise,
+from .varpro import (SOLVERS, hop_angle_for, Problem, default_max_sweeps, loss_passes, minimise,
                      random_points)
 
 __all__ = ["ReconstructionResult", "reconstruct", "memory", "STOP_REASONS", "METHODS"]
@@ -356,7 +356,7 @@ def reconstruct(features: FeatureMap, theta: Any, n_hat: int, *, method: str = "
                 callback_every: int = 10, max_rounds: int | None = None,
                 oversample: float | None = None, memory: int | None = None,
                 stall_window: int | None = None, stall_factor: float | None = None,
-                hop_angle: float = HOP_ANGLE, patience: int = 30,
+                hop_angle: float | None = None, patience: int = 30,
                 solver: str = "auto", deadline: Deadline = NO_DEADLINE) -> ReconstructionResult:
     """Recover n̂ inputs whose features span θ*: minimise L(X̂) = ‖P⊥_{Φ̂}θ‖²/‖θ‖² on the sphere.
 
@@ -419,9 +419,10 @@ def reconstruct(features: FeatureMap, theta: Any, n_hat: int, *, method: str = "
         ``"lbfgs"`` only (defaults 200, 0.9): a phase is stalled when its best loss over the last
         ``stall_window`` iterations did not fall below ``stall_factor`` times the best before
         them. (``"varpro"``'s LM runs use :data:`rftheory.varpro.STALL_WINDOW`/``STALL_FACTOR``.)
-    hop_angle : float
-        ``"varpro"`` only: angle (radians, about) by which each candidate is perturbed between
-        LM runs.
+    hop_angle : float, optional
+        ``"varpro"`` only: scale σ of the perturbation of each candidate between LM runs (it
+        turns a row by about atan(σ) rad). Default: :func:`rftheory.varpro.hop_angle_for` of
+        the data's dimension (0.3 up to d = 10, growing as √d to 0.9 at d = 90).
     patience : int
         ``"varpro"`` only: rounds in a row that do not lower a basin-hopping walk's best loss by
         more than 10 % before the walk is abandoned for a fresh random start (a walk also ends
@@ -490,7 +491,10 @@ def reconstruct(features: FeatureMap, theta: Any, n_hat: int, *, method: str = "
         max_rounds = 1000 if max_rounds is None else max_rounds
         if solver not in SOLVERS:
             raise RFTheoryError(f"unknown solver {solver!r}; choose one of {', '.join(SOLVERS)}")
-        if not (hop_angle > 0.0 and math.isfinite(hop_angle)):
+        if hop_angle is None:
+            hop_angle = hop_angle_for(features.d)
+        if isinstance(hop_angle, bool) or not isinstance(hop_angle, (int, float)) \
+                or not (hop_angle > 0.0 and math.isfinite(hop_angle)):
             raise RFTheoryError(f"hop_angle must be a positive finite number, got {hop_angle!r}")
     if max_sweeps is None:
         max_sweeps = default_max_sweeps(features.p, features.d, n_hat)

@@ -53,9 +53,11 @@ decrease.
 reaches the training set in 0 of 100 starts; its local minima (loss 1e-5–3e-2) have *no*
 candidate near a training point, so re-seeding the least useful rows cannot help — but
 perturbing all candidates by an angle of 0.3 rad and keeping the better minimum recovers 9 of 10
-seeds within 80 hops (median ~20): the landscape is a funnel. The angle is dimension-free
-(x̂ + σ‖x̂‖g/√d with g ~ N(0, I_d) turns x̂ by about σ rad); 0.15 and 0.8 did worse (see
-``paper_notes/attack.md``).
+seeds within 80 hops (median ~20): the landscape is a funnel. The perturbation
+x̂ + σ‖x̂‖g/√d with g ~ N(0, I_d) turns x̂ by about atan(σ) rad; at d = 10, σ = 0.15 and 0.8 did
+worse than 0.3 (see ``paper_notes/attack.md``). Its component along any one direction is ~σ/√d,
+so σ grows as √d above d = 10, up to 0.9 (:func:`hop_angle_for`; measured: at d = 80, 1.5dn,
+the median iterations to success fell from 6842 to 346).
 
 *Restarts.* A walk ends after ``patience`` rounds without a 10 % gain, or after RETURNS rounds
 in a row whose LM run came back to the walk's best loss (within RETURN_TOL): a funnel bottom the
@@ -123,11 +125,17 @@ from .errors import RFTheoryError
 from .projection import (ProjectionLoss, keep_budget as _keep_budget, projection_loss,
                          projection_loss_checked as _projection_loss)
 
-__all__ = ["HOP_ANGLE", "STALL_WINDOW", "STALL_FACTOR", "SOLVERS", "WORK_BUDGET", "SWEEP_FLOOR",
+__all__ = ["HOP_ANGLE", "HOP_DIMENSION", "HOP_ANGLE_MAX", "hop_angle_for", "STALL_WINDOW",
+           "STALL_FACTOR", "SOLVERS", "WORK_BUDGET", "SWEEP_FLOOR",
            "Problem", "minimise", "loss_passes", "default_max_sweeps", "memory"]
 
-#: Angle (radians, about) by which every candidate is perturbed at each basin-hopping round.
+#: Scale σ of the basin-hopping perturbation x̂ ← √d(x̂ + σ‖x̂‖g/√d)/‖·‖, g ~ N(0, I_d), at
+#: d ≤ HOP_DIMENSION: it turns x̂ by atan(σ) ≈ 0.29 rad. Above that dimension the scale grows as
+#: √(d/HOP_DIMENSION), up to HOP_ANGLE_MAX (:func:`hop_angle_for`).
 HOP_ANGLE = 0.3
+HOP_DIMENSION = 10
+#: The largest perturbation scale (a turn of atan(0.9) ≈ 0.73 rad, reached at d = 90).
+HOP_ANGLE_MAX = 0.9
 #: A run of LM ends when its loss fell by less than this factor over the last STALL_WINDOW
 #: iterations (measured on 300 hops at d = n = 10, p = 1.25dn: window 5–8 with factor 0.9 lost no
 #: success and saved 30–40 % of the iterations of a 20-iteration window).
@@ -218,6 +226,45 @@ def loss_passes(features: FeatureMap, xp: Any, dev: Any, m: int) -> int:
 
 def _float(x: Any) -> float:
     return float(to_host(x)) if not isinstance(x, (float, int)) else float(x)
+
+
+def hop_angle_for(d: int) -> float:
+    """The basin-hopping perturbation's scale at dimension d (the default of ``reconstruct``).
+
+    σ(d) = HOP_ANGLE·√(d/HOP_DIMENSION), at least HOP_ANGLE and at most HOP_ANGLE_MAX: 0.3 up to
+    d = 10, 0.42 at 20, 0.6 at 40, 0.85 at 80, 0.9 from d = 90.
+
+    Parameters
+    ----------
+    d : int
+        The dimension of the data (≥ 1).
+
+    Returns
+    -------
+    float
+        σ(d).
+
+    Notes
+    -----
+    The hop perturbs every row isotropically in its (d − 1)-dimensional tangent space, so its
+    component along any one direction — e.g. one that leads out of a funnel's bottom — is
+    ~σ/√d. Keeping that component as it was measured best at d = 10 makes σ grow as √d.
+    Measured (relu+tanh, n = 8, seeds 0–5, default budget; ``paper_notes/attack.md``): at
+    1.5·dn, the median LM iterations to success at d = 40 were 1158 with σ = 0.3, 370 with 0.6
+    and 358 with 0.9; at d = 80, 1050 with 0.6 and 346 with 0.9 (6842 with 0.3 on the code of
+    2026-12-03, 2 of 6 seeds failing).
+    At (40, 8), 1.25·dn: 6/6 with 0.6, 4/6 with 0.9. Near the counting limit at d = 10
+    ((10, 10), 1.1·dn) a larger σ hurts: 0.9 recovered none of seeds 0–5, 0.3 two of them.
+    Hence the floor at small d and the cap at the largest σ measured.
+
+    Examples
+    --------
+    >>> [round(hop_angle_for(d), 2) for d in (3, 10, 20, 40, 80, 3072)]
+    [0.3, 0.3, 0.42, 0.6, 0.85, 0.9]
+    """
+    if isinstance(d, bool) or not isinstance(d, (int, np.integer)) or d < 1:
+        raise RFTheoryError(f"d must be a positive integer, got {d!r}")
+    return float(min(HOP_ANGLE_MAX, HOP_ANGLE * max(1.0, math.sqrt(d / HOP_DIMENSION))))
 
 
 def retract(X: np.ndarray, step: np.ndarray) -> np.ndarray:

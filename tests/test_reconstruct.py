@@ -209,6 +209,8 @@ def test_array_api_strict_namespace():
     ({"n_hat": 3, "method": "adam"}, RFTheoryError),
     ({"n_hat": 3, "solver": "qr"}, RFTheoryError),
     ({"n_hat": 3, "hop_angle": 0.0}, RFTheoryError),
+    ({"n_hat": 3, "hop_angle": "0.3"}, RFTheoryError),
+    ({"n_hat": 3, "hop_angle": math.inf}, RFTheoryError),
     ({"n_hat": 3, "patience": 0}, RFTheoryError),
     ({"n_hat": 3, "max_rounds": 0}, RFTheoryError),
     ({"n_hat": 3, "seed": -1}, RFTheoryError),
@@ -220,6 +222,29 @@ def test_bad_arguments(kwargs, error):
     n_hat = kwargs.pop("n_hat")
     with pytest.raises(error):
         reconstruct(rf, theta, n_hat, **kwargs)
+
+
+def test_the_default_hop_grows_with_the_dimension():
+    # The hop's scale is hop_angle_for(d): 0.3 up to d = 10, √d-proportional above, capped at
+    # 0.9. The default run at d = 40 is the run with that scale passed explicitly, bit for bit,
+    # and not the run with the d = 10 scale (the walk needs hops here: 1.5·dn, n = 4).
+    from rftheory.varpro import HOP_ANGLE, HOP_ANGLE_MAX, hop_angle_for
+
+    assert hop_angle_for(1) == hop_angle_for(10) == HOP_ANGLE
+    assert hop_angle_for(40) == pytest.approx(2 * HOP_ANGLE)
+    assert hop_angle_for(90) == pytest.approx(HOP_ANGLE_MAX) == hop_angle_for(3072)
+    assert all(hop_angle_for(d) <= hop_angle_for(d + 1) for d in range(1, 200))
+    for bad in (0, -3, 2.5, True, "40"):
+        with pytest.raises(RFTheoryError, match="d must"):
+            hop_angle_for(bad)
+    rf, X, theta = _problem(d=40, n=4, ratio=1.5, data_seed=7)
+    runs = {name: reconstruct(rf, theta, 4, seed=3, max_steps=400, **kw)
+            for name, kw in (("default", {}), ("explicit", {"hop_angle": hop_angle_for(40)}),
+                             ("d=10 scale", {"hop_angle": HOP_ANGLE}))}
+    assert runs["default"].rounds > 1  # the hops were used
+    assert np.array_equal(runs["default"].X_hat, runs["explicit"].X_hat)
+    assert runs["default"].steps == runs["explicit"].steps
+    assert not np.array_equal(runs["default"].X_hat, runs["d=10 scale"].X_hat)
 
 
 def test_bad_theta():

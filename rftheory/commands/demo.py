@@ -21,8 +21,8 @@ def register(subparsers) -> None:
                     "model at every point, and report the label-fitting threshold p*_label/n and "
                     "the reconstruction threshold p*_data/(dn), fitted with profile-likelihood "
                     "intervals, adding runs where a threshold is not yet resolved to ±0.049·dn "
-                    "(same as `rftheory verify law`). 1.1–1.6 min on 2 free cores of the "
-                    "project's VM (126–180 s of CPU over four base seeds, measured 2026-12-05), "
+                    "(same as `rftheory verify law`). 1.3–2 min on 2 free cores of the "
+                    "project's VM (147–223 s of CPU over four base seeds, measured 2026-12-05), "
                     "longer when other jobs share them.")
     p.add_argument("--out", default=None, metavar="DIR",
                    help="directory for law.json and the figures (default: results; its parent "
