@@ -12,7 +12,7 @@ spends the whole budget, 1; one below dn, a spurious zero, 0.3; a success U(0.1,
 a change of the design can be judged by what it spends as well as by its coverage.
 
     python benchmarks/threshold_coverage.py                         # the table of the Notes
-    python benchmarks/threshold_coverage.py --max-added 60          # the law's cap
+    python benchmarks/threshold_coverage.py --max-added 100         # the law's cap
     python benchmarks/threshold_coverage.py --level 0.95 --resolution 0.045 --sigma 0.06
 
 Prints one line per σ: covered/runs for the sequential and the fixed design, how many ended
@@ -80,7 +80,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--resolution", type=float, default=0.049)
     parser.add_argument("--max-rounds", type=int, default=60)
     parser.add_argument("--max-added", type=int, default=10**6,
-                        help="cap on the added runs (the law's default: 60)")
+                        help="cap on the added runs (the law's default: 100)")
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args(argv)
     print(f"level {args.level}, "

@@ -70,6 +70,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import numbers
 import time
 from dataclasses import dataclass
 from typing import Any, Callable
@@ -493,7 +494,7 @@ def reconstruct(features: FeatureMap, theta: Any, n_hat: int, *, method: str = "
             raise RFTheoryError(f"unknown solver {solver!r}; choose one of {', '.join(SOLVERS)}")
         if hop_angle is None:
             hop_angle = hop_angle_for(features.d)
-        if isinstance(hop_angle, bool) or not isinstance(hop_angle, (int, float)) \
+        if isinstance(hop_angle, bool) or not isinstance(hop_angle, numbers.Real) \
                 or not (hop_angle > 0.0 and math.isfinite(hop_angle)):
             raise RFTheoryError(f"hop_angle must be a positive finite number, got {hop_angle!r}")
     if max_sweeps is None:

@@ -245,6 +245,8 @@ def test_the_default_hop_grows_with_the_dimension():
     assert np.array_equal(runs["default"].X_hat, runs["explicit"].X_hat)
     assert runs["default"].steps == runs["explicit"].steps
     assert not np.array_equal(runs["default"].X_hat, runs["d=10 scale"].X_hat)
+    # any real scale is accepted, numpy's included
+    assert reconstruct(rf, theta, 4, seed=3, max_steps=5, hop_angle=np.float32(0.6)).steps <= 5
 
 
 def test_bad_theta():
