@@ -58,7 +58,8 @@ x̂ + σ‖x̂‖g/√d with g ~ N(0, I_d) turns x̂ by about atan(σ) rad; at d
 worse than 0.3 (see ``paper_notes/attack.md``). Its component along any one direction is ~σ/√d,
 so σ grows as √d above d = 10, up to 0.6 (:func:`hop_angle_for`; measured with
 ``benchmarks/bench_attack.py --growth``: at d = 80, n = 8, 1.5dn, the median iterations to
-success fell from 4895, with 4 of 6 seeds recovered, to 404 with 6 of 6).
+success fell from 4895, with 4 of 6 seeds recovered, to 1336 with 6 of 6; at 1.25dn, 5 of 6
+seeds recovered, against none of 3 with σ = 0.85).
 
 *Restarts.* A walk ends after ``patience`` rounds without a 10 % gain, or after RETURNS rounds
 in a row whose LM run came back to the walk's best loss (within RETURN_TOL): a funnel bottom the
