@@ -423,7 +423,7 @@ def reconstruct(features: FeatureMap, theta: Any, n_hat: int, *, method: str = "
     hop_angle : float, optional
         ``"varpro"`` only: scale σ of the perturbation of each candidate between LM runs (it
         turns a row by about atan(σ) rad). Default: :func:`rftheory.varpro.hop_angle_for` of
-        the data's dimension (0.3 up to d = 10, growing as √d to 0.9 at d = 90).
+        the data's dimension (0.3 up to d = 10, growing as √d to 0.6 at d = 40).
     patience : int
         ``"varpro"`` only: rounds in a row that do not lower a basin-hopping walk's best loss by
         more than 10 % before the walk is abandoned for a fresh random start (a walk also ends

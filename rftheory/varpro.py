@@ -56,9 +56,10 @@ perturbing all candidates by an angle of 0.3 rad and keeping the better minimum 
 seeds within 80 hops (median ~20): the landscape is a funnel. The perturbation
 x̂ + σ‖x̂‖g/√d with g ~ N(0, I_d) turns x̂ by about atan(σ) rad; at d = 10, σ = 0.15 and 0.8 did
 worse than 0.3 (see ``paper_notes/attack.md``). Its component along any one direction is ~σ/√d,
-so σ grows as √d above d = 10, up to 0.9 (:func:`hop_angle_for`; measured with
+so σ grows as √d above d = 10, up to 0.6 (:func:`hop_angle_for`; measured with
 ``benchmarks/bench_attack.py --growth``: at d = 80, n = 8, 1.5dn, the median iterations to
-success fell from 4895, with 4 of 6 seeds recovered, to 404 with 6 of 6).
+success fell from 4895, with 4 of 6 seeds recovered, to 1336 with 6 of 6; at 1.25dn, 5 of 6
+seeds recovered, against none of 3 with σ = 0.85).
 
 *Restarts.* A walk ends after ``patience`` rounds without a 10 % gain, or after RETURNS rounds
 in a row whose LM run came back to the walk's best loss (within RETURN_TOL): a funnel bottom the
@@ -135,8 +136,9 @@ __all__ = ["HOP_ANGLE", "HOP_DIMENSION", "HOP_ANGLE_MAX", "hop_angle_for", "STAL
 #: √(d/HOP_DIMENSION), up to HOP_ANGLE_MAX (:func:`hop_angle_for`).
 HOP_ANGLE = 0.3
 HOP_DIMENSION = 10
-#: The largest perturbation scale (a turn of atan(0.9) ≈ 0.73 rad, reached at d = 90).
-HOP_ANGLE_MAX = 0.9
+#: The largest perturbation scale (a turn of atan(0.6) ≈ 0.54 rad, reached at d = 40): closer
+#: to the counting limit larger hops hurt (:func:`hop_angle_for`).
+HOP_ANGLE_MAX = 0.6
 #: A run of LM ends when its loss fell by less than this factor over the last STALL_WINDOW
 #: iterations (measured on 300 hops at d = n = 10, p = 1.25dn: window 5–8 with factor 0.9 lost no
 #: success and saved 30–40 % of the iterations of a 20-iteration window).
@@ -233,7 +235,7 @@ def hop_angle_for(d: int) -> float:
     """The basin-hopping perturbation's scale at dimension d (the default of ``reconstruct``).
 
     σ(d) = HOP_ANGLE·√(d/HOP_DIMENSION), at least HOP_ANGLE and at most HOP_ANGLE_MAX: 0.3 up to
-    d = 10, 0.42 at 20, 0.6 at 40, 0.85 at 80, 0.9 from d = 90.
+    d = 10, 0.42 at 20, 0.6 from d = 40.
 
     Parameters
     ----------
@@ -253,15 +255,16 @@ def hop_angle_for(d: int) -> float:
     Measured (relu+tanh, n = 8, seeds 0–5, default budget; ``paper_notes/attack.md``): at
     1.5·dn, the median LM iterations to success at d = 40 were 1158 with σ = 0.3, 370 with 0.6
     and 358 with 0.9; at d = 80, 1050 with 0.6 and 346 with 0.9 (6842 with 0.3 on the code of
-    2026-12-03, 2 of 6 seeds failing).
-    At (40, 8), 1.25·dn: 6/6 with 0.6, 4/6 with 0.9. Near the counting limit at d = 10
-    ((10, 10), 1.1·dn) a larger σ hurts: 0.9 recovered none of seeds 0–5, 0.3 two of them.
-    Hence the floor at small d and the cap at the largest σ measured.
+    2026-12-03, 2 of 6 seeds failing). Nearer the limit the larger hops lose: at (40, 8),
+    1.25·dn, 6/6 with 0.6 against 4/6 with 0.9; at (80, 8), 1.25·dn, 0 of seeds 0–2 with 0.85,
+    against seeds 0, 1 and 3 recovered with 0.6; at (10, 10), 1.1·dn, none of seeds 0–5 with 0.9,
+    two with 0.3. Hence the floor at small d and the cap at 0.6, which trades speed far from the
+    limit (d = 80, 1.5·dn) for success near it.
 
     Examples
     --------
     >>> [round(hop_angle_for(d), 2) for d in (3, 10, 20, 40, 80, 3072)]
-    [0.3, 0.3, 0.42, 0.6, 0.85, 0.9]
+    [0.3, 0.3, 0.42, 0.6, 0.6, 0.6]
     """
     if isinstance(d, bool) or not isinstance(d, (int, np.integer)) or d < 1:
         raise RFTheoryError(f"d must be a positive integer, got {d!r}")

@@ -226,13 +226,13 @@ def test_bad_arguments(kwargs, error):
 
 def test_the_default_hop_grows_with_the_dimension():
     # The hop's scale is hop_angle_for(d): 0.3 up to d = 10, √d-proportional above, capped at
-    # 0.9. The default run at d = 40 is the run with that scale passed explicitly, bit for bit,
+    # 0.6. The default run at d = 40 is the run with that scale passed explicitly, bit for bit,
     # and not the run with the d = 10 scale (the walk needs hops here: 1.5·dn, n = 4).
     from rftheory.varpro import HOP_ANGLE, HOP_ANGLE_MAX, hop_angle_for
 
     assert hop_angle_for(1) == hop_angle_for(10) == HOP_ANGLE
     assert hop_angle_for(40) == pytest.approx(2 * HOP_ANGLE)
-    assert hop_angle_for(90) == pytest.approx(HOP_ANGLE_MAX) == hop_angle_for(3072)
+    assert hop_angle_for(40) == HOP_ANGLE_MAX == hop_angle_for(80) == hop_angle_for(3072)
     assert all(hop_angle_for(d) <= hop_angle_for(d + 1) for d in range(1, 200))
     for bad in (0, -3, 2.5, True, "40"):
         with pytest.raises(RFTheoryError, match="d must"):
