@@ -257,7 +257,7 @@ def hop_angle_for(d: int) -> float:
     and 358 with 0.9; at d = 80, 1050 with 0.6 and 346 with 0.9 (6842 with 0.3 on the code of
     2026-12-03, 2 of 6 seeds failing). Nearer the limit the larger hops lose: at (40, 8),
     1.25·dn, 6/6 with 0.6 against 4/6 with 0.9; at (80, 8), 1.25·dn, 0 of seeds 0–2 with 0.85,
-    against seeds 0, 1 and 3 recovered with 0.6; at (10, 10), 1.1·dn, none of seeds 0–5 with 0.9,
+    against 5 of seeds 0–5 with 0.6; at (10, 10), 1.1·dn, none of seeds 0–5 with 0.9,
     two with 0.3. Hence the floor at small d and the cap at 0.6, which trades speed far from the
     limit (d = 80, 1.5·dn) for success near it.
 
