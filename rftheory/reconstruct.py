@@ -435,8 +435,9 @@ def reconstruct(features: FeatureMap, theta: Any, n_hat: int, *, method: str = "
         :func:`rftheory.varpro.Problem.dense_for`). Never changes what is computed, only the
         path (results differ by rounding and CG truncation).
     deadline : rftheory.deadline.Deadline, optional
-        A deadline on the clock, checked once per iteration: when it has passed the run stops
-        and returns its best rows so far with ``stop_reason = "time_limit"``. Default: none.
+        A deadline on the clock, checked after every iteration (``"varpro"``: its exchanges'
+        iterations and between their parts too): when it has passed the run stops and returns
+        its best rows so far with ``stop_reason = "time_limit"``. Default: none.
 
     Returns
     -------
@@ -526,9 +527,7 @@ def reconstruct(features: FeatureMap, theta: Any, n_hat: int, *, method: str = "
         current = to_host(to_sphere(X_init, d), np.float64)
     else:
         current = random_points(rng, n_hat, d)
-    hook = _DeadlineHook(callback, callback_every, NO_DEADLINE if deadline is None else deadline)
-    if hook.active:  # the deadline is checked every iteration, the user's callback as asked
-        callback, callback_every = hook, 1
+    deadline = NO_DEADLINE if deadline is None else deadline
     if method == "varpro":
         theta2 = theta if theta.ndim == 2 else theta[:, None]
         problem = Problem(features, theta2, xp, dev, solver)
@@ -542,11 +541,15 @@ def reconstruct(features: FeatureMap, theta: Any, n_hat: int, *, method: str = "
             out = minimise(problem, current, rng, tol=tol, max_steps=max_steps,
                            max_rounds=max_rounds, patience=patience, hop_angle=hop_angle,
                            callback=callback, callback_every=callback_every,
-                           to_user=lambda X: xp.asarray(X, device=dev), max_sweeps=max_sweeps)
-        return hook.result(_result(features, theta, xp, dev, out.X, tol, out.stop_reason, t0,
+                           to_user=lambda X: xp.asarray(X, device=dev), max_sweeps=max_sweeps,
+                           deadline=deadline)
+        return _result(features, theta, xp, dev, out.X, tol, out.stop_reason, t0,
                        method="varpro", history=out.history, steps=out.steps,
                        rounds=out.rounds, residual_steps=out.pool_steps, n_candidates=n_hat,
-                       evaluations=out.evaluations, passes=out.passes, sweeps=out.sweeps))
+                       evaluations=out.evaluations, passes=out.passes, sweeps=out.sweeps)
+    hook = _DeadlineHook(callback, callback_every, deadline)
+    if hook.active:  # the deadline is checked every iteration, the user's callback as asked
+        callback, callback_every = hook, 1
     return hook.result(_reconstruct_lbfgs(features, theta, n_hat, xp, dev, rng, current, t0, tol=tol,
                               max_steps=max_steps, max_sweeps=max_sweeps, callback=callback,
                               callback_every=callback_every, oversample=oversample,

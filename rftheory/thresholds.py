@@ -55,13 +55,17 @@ import numpy as np
 from .errors import RFTheoryError
 
 __all__ = ["STATUSES", "LINKS", "ThresholdFit", "fit_threshold", "crossing", "PowerLawFit",
-           "power_law_fit", "label_threshold", "p_values", "interval_sides", "followup_points",
-           "SEQUENTIAL_PROFILE_LEVEL"]
+           "power_law_fit", "label_threshold", "p_values", "interval_sides", "resolved",
+           "followup_points", "CRITERIA", "SEQUENTIAL_PROFILE_LEVEL"]
 
 #: Values of :attr:`ThresholdFit.status`; the first two locate the threshold.
 STATUSES = ("ok", "step", "open", "below_grid", "above_grid")
 #: Links of :func:`fit_threshold` (the CDF F of the success curve).
 LINKS = ("probit", "logit")
+
+#: What a sequential design's target can mean (:func:`resolved`): each side of the interval
+#: within the resolution, or the whole interval within twice it.
+CRITERIA = ("sides", "width")
 
 #: The profile-likelihood level whose interval, after :func:`followup_points` stopped on it,
 #: covers the true threshold about 95 % of the time. A rule that stops as soon as the interval
@@ -640,9 +644,53 @@ def interval_sides(fit: ThresholdFit, unit: float = 1.0) -> tuple[float, float]:
     return (fit.location - lo) / unit, (hi - fit.location) / unit
 
 
+def resolved(fit: ThresholdFit, resolution: float, *, unit: float = 1.0,
+             criterion: str = "sides") -> bool:
+    """Whether a fitted threshold meets a sequential design's target.
+
+    Parameters
+    ----------
+    fit : ThresholdFit
+        A fit of :func:`fit_threshold`.
+    resolution : float
+        The target, in units of ``unit``: the largest side of the interval (``"sides"``) or half
+        the interval's width (``"width"``).
+    unit : float
+        As :func:`interval_sides`.
+    criterion : {"sides", "width"}
+        ``"sides"``: ``max(interval_sides(fit, unit)) <= resolution``; ``"width"``:
+        ``(hi − lo)/unit <= 2·resolution``. A skewed interval can meet the second and not the
+        first; both need a located threshold with a bounded interval.
+
+    Returns
+    -------
+    bool
+
+    Raises
+    ------
+    rftheory.errors.RFTheoryError
+        For an unknown criterion.
+
+    Examples
+    --------
+    >>> fit = fit_threshold([10, 10, 11, 11, 12, 12, 13, 13] * 4, [0, 0, 0, 1, 1, 0, 1, 1] * 4)
+    >>> [round(x, 3) for x in interval_sides(fit)]
+    [0.553, 0.565]
+    >>> resolved(fit, 0.56), resolved(fit, 0.56, criterion="width")
+    (False, True)
+    """
+    if criterion not in CRITERIA:
+        raise RFTheoryError(f"criterion must be one of {', '.join(CRITERIA)}, got {criterion!r}")
+    below, above = interval_sides(fit, unit)
+    if criterion == "sides":
+        return max(below, above) <= resolution  # False for NaN (not located)
+    return below + above <= 2.0 * resolution
+
+
 def followup_points(p: Any, success: Any, *, resolution: float, unit: float = 1.0,
                     link: str = "probit", level: float = 0.95,
-                    band: tuple[float, float] = (0.1, 0.9), step_runs: int = 4) -> list[int]:
+                    band: tuple[float, float] = (0.1, 0.9), step_runs: int = 4,
+                    criterion: str = "sides") -> list[int]:
     """The next runs of a sequential design: where one more run narrows the threshold's interval.
 
     A sweep that runs every p of a fixed grid with the same number of seeds spends most of its
@@ -650,8 +698,9 @@ def followup_points(p: Any, success: Any, *, resolution: float, unit: float = 1.
     failing runs — the costly ones, which use the whole step budget — on points that tell
     nothing about the location. This rule spends the next runs only where they are informative:
 
-    * nothing, when the interval already reaches at most ``resolution·unit`` on each side of
-      the location (resolved), or when the threshold is not located (no run on one side: more
+    * nothing, when the interval is resolved — it reaches at most ``resolution·unit`` on each
+      side of the location (``criterion="sides"``), or it is at most ``2·resolution·unit`` wide
+      (``criterion="width"``) — or when the threshold is not located (no run on one side: more
       runs at the same p would not locate it; the grid must be extended);
     * for a resolved threshold, one run at each of the two grid points that bracket it while
       that point holds fewer than ``step_runs`` runs: with two seeds a step (or a near-step, a
@@ -682,6 +731,11 @@ def followup_points(p: Any, success: Any, *, resolution: float, unit: float = 1.
     step_runs : int
         Runs each grid point bracketing a resolved threshold must hold before the design stops
         (default 4).
+    criterion : {"sides", "width"}
+        What "resolved" means: each side of the interval within ``resolution·unit`` (default;
+        what a band of a multiple of the wider side, such as the baseline's, needs), or the
+        whole interval at most ``2·resolution·unit`` wide (what a target on the interval's
+        width needs; profile intervals are skewed, so it stops sooner — measured below).
 
     Returns
     -------
@@ -691,7 +745,8 @@ def followup_points(p: Any, success: Any, *, resolution: float, unit: float = 1.
     Raises
     ------
     rftheory.errors.RFTheoryError
-        For a non-positive resolution, unit or step_runs, a band outside (0, 1), or bad runs
+        For a non-positive resolution, unit or step_runs, a band outside (0, 1), an unknown
+        criterion, or bad runs
         (as :func:`fit_threshold`).
 
     Notes
@@ -726,12 +781,14 @@ def followup_points(p: Any, success: Any, *, resolution: float, unit: float = 1.
         raise RFTheoryError(f"band must be (lo, hi) with 0 < lo < hi < 1, got {band!r}")
     if isinstance(step_runs, bool) or not isinstance(step_runs, int) or step_runs < 1:
         raise RFTheoryError(f"step_runs must be a positive integer, got {step_runs!r}")
+    if criterion not in CRITERIA:
+        raise RFTheoryError(f"criterion must be one of {', '.join(CRITERIA)}, got {criterion!r}")
     fit = fit_threshold(p, success, link=link, level=level)
     if not fit.located:
         return []
     grid = np.unique(np.asarray(p, dtype=np.float64))
     loc = fit.location
-    if max(interval_sides(fit, unit)) <= resolution:
+    if resolved(fit, resolution, unit=unit, criterion=criterion):
         # resolved — once the grid points on either side of p* hold step_runs runs each
         runs = np.asarray(p, dtype=np.float64).ravel()
         below, above = grid[grid < loc], grid[grid >= loc]

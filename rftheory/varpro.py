@@ -123,6 +123,7 @@ from .features import BLOCK_ROWS, BlockSum, FeatureChunk, FeatureMap, check_data
 from .gram import GramSolution, solve_gram, solve_gram_checked as _solve_gram
 from .backend import namespace_of, to_host
 from .data import to_sphere
+from .deadline import NO_DEADLINE, TIME_LIMIT_REACHED, Deadline
 from .errors import RFTheoryError
 from .projection import (ProjectionLoss, keep_budget as _keep_budget, projection_loss,
                          projection_loss_checked as _projection_loss)
@@ -893,7 +894,8 @@ class Outcome:
     loss : float
         Their loss.
     stop_reason : str
-        "tolerance", "budget", "callback" or "stalled" (max_rounds reached).
+        "tolerance", "budget", "callback", "stalled" (max_rounds reached) or "time_limit"
+        (the deadline passed).
     steps : int
         LM iterations made, pool iterations included.
     rounds : int
@@ -923,13 +925,14 @@ class Outcome:
 
 
 class _Run:
-    """Bookkeeping of one minimisation: budget, history, callback, best point."""
+    """Bookkeeping of one minimisation: budget, deadline, history, callback, best point."""
 
     def __init__(self, problem: Problem, tol: float, max_steps: int, callback: Any,
                  callback_every: int, to_user: Callable[[np.ndarray], Any],
-                 max_sweeps: float = math.inf):
+                 max_sweeps: float = math.inf, deadline: Deadline = NO_DEADLINE):
         self.problem, self.tol, self.max_steps = problem, tol, max_steps
         self.max_sweeps = max_sweeps
+        self.deadline = deadline
         self.callback, self.callback_every, self.to_user = callback, callback_every, to_user
         self.steps = 0
         self.next_callback = callback_every
@@ -951,6 +954,7 @@ class _Run:
         self.steps += 1
         if pool:
             self.pool_steps += 1
+            self.check_deadline()
             if self._spent():
                 raise _Stop("budget")
             return
@@ -963,8 +967,16 @@ class _Run:
                 raise _Stop("callback")
         if loss <= self.tol:
             raise _Stop("tolerance")
+        self.check_deadline()
         if self._spent():
             raise _Stop("budget")
+
+    def check_deadline(self) -> None:
+        """Raise _Stop("time_limit") once the deadline has passed: after every LM iteration,
+        pool iterations included, and between the parts of an exchange (its screen, each
+        refinement), so that a run overshoots its deadline by at most one of them."""
+        if self.deadline.passed():
+            raise _Stop(TIME_LIMIT_REACHED)
 
     def _spent(self) -> bool:
         """Whether the budget is used up: ``max_steps`` iterations or ``max_sweeps`` sweeps."""
@@ -1115,10 +1127,12 @@ def _fit_new_row(problem: Problem, rows: np.ndarray, position: int, rng: np.rand
     problem._count(problem._loss_passes(m) + 1, sweeps=2)
     resid = problem.theta - problem.features.rmatvec(rows_d, a)
     pool = random_points(rng, n_screen, d)
+    run.check_deadline()
     score = _screen(problem, rows, resid, pool)
     best_X, best_loss = None, math.inf
     new = np.array([position])
     for i in np.argsort(-score)[:top]:
+        run.check_deadline()
         trial = np.insert(rows, position, pool[i], axis=0)
         trial, loss = levenberg_marquardt(problem, trial, run, free=new, pool=True)
         if loss < best_loss:
@@ -1165,6 +1179,7 @@ def exchange(problem: Problem, X: np.ndarray, rng: np.random.Generator, run: _Ru
     """
     m = X.shape[0]
     problem._last = None  # no blocks of the last LM evaluation held through the screening
+    run.check_deadline()
     if not grow:
         j = least_useful(problem, X)
         return _fit_new_row(problem, np.delete(X, j, axis=0), j, rng, run, n_screen, top)
@@ -1224,7 +1239,7 @@ def minimise(problem: Problem, X0: np.ndarray, rng: np.random.Generator, *, tol:
              max_steps: int, max_rounds: int, patience: int, hop_angle: float,
              callback: Any = None, callback_every: int = 10,
              to_user: Callable[[np.ndarray], Any] = lambda X: X,
-             max_sweeps: float = math.inf) -> Outcome:
+             max_sweeps: float = math.inf, deadline: Deadline = NO_DEADLINE) -> Outcome:
     """Basin-hopping walks of LM runs until tol, the budget or max_rounds.
 
     A walk starts with LM from X0 (later walks: from random points). Each further round starts
@@ -1262,13 +1277,18 @@ def minimise(problem: Problem, X0: np.ndarray, rng: np.random.Generator, *, tol:
     max_sweeps : float, default inf
         Work budget in sweeps (``Problem.sweeps``, checked after every LM iteration, like
         ``max_steps``; see :func:`default_max_sweeps`).
+    deadline : rftheory.deadline.Deadline, optional
+        A deadline on the clock (default none), checked after every LM iteration (pool
+        iterations included) and between the parts of an exchange: once it has passed the
+        minimisation stops with reason "time_limit" and returns its best point.
 
     Returns
     -------
     Outcome
         The best point of all walks, its loss, the stop reason and the counts.
     """
-    run = _Run(problem, tol, max_steps, callback, callback_every, to_user, max_sweeps)
+    run = _Run(problem, tol, max_steps, callback, callback_every, to_user, max_sweeps,
+               deadline)
     stop = None
     rounds = 0
     m, d = X0.shape

@@ -394,18 +394,25 @@ def _probit_point(task, p_star_over_dn=1.1, sigma=0.05):
                    "converged": ok, "steps": 10, "stop_reason": "tolerance"}
 
 
-def test_the_sequential_design_resolves_every_threshold_and_is_reproducible(monkeypatch):
+@pytest.mark.parametrize("criterion", ["width", "sides"])
+def test_the_sequential_design_resolves_every_threshold_and_is_reproducible(monkeypatch,
+                                                                            criterion):
     from rftheory.claims import _law_sweep
 
     monkeypatch.setattr(_law_sweep, "run_point", _probit_point)
     config = law.Config(grid=((8, 3), (32, 3), (8, 12)), ratios=law.TRANSITION_RATIOS, seeds=2,
-                        resolution=0.049, max_added=200)
+                        resolution=0.049, max_added=200, criterion=criterion)
     result = law.run(config, workers=1)
+    assert result["criterion"] == criterion
     for g in result["per_grid"]:
         th = g["data"]["abs"]
         lo, hi = th["interval_over_dn"]
-        # the stopping rule: both sides within 0.049·dn, so the interval is narrower than 0.1·dn
-        assert th["p_star_over_dn"] - lo <= 0.049 and hi - th["p_star_over_dn"] <= 0.049
+        if criterion == "sides":
+            # both sides within 0.049·dn, so the interval is narrower than 0.1·dn
+            assert th["p_star_over_dn"] - lo <= 0.049 and hi - th["p_star_over_dn"] <= 0.049
+        else:  # the interval at most 0.098·dn wide, whatever its skew
+            assert hi - lo <= 0.098
+            assert g["design"]["widest_interval_over_dn"] <= 0.098
         assert result["profile_level"] == 0.98  # the sequential design's calibrated level
         assert g["design"]["resolved"] and g["design"]["added"] > 0
         assert g["design"]["runs"] == sum(r["runs"] for r in g["rows"])
@@ -454,7 +461,8 @@ def test_the_design_runs_each_grid_point_on_its_own_and_gives_the_lockstep_cells
                 pts |= set(followup_points([c["p"] for c in mine],
                                            [c[f"rho_{v}"] < law.RHO_SUCCESS for c in mine],
                                            resolution=0.049, unit=d * n,
-                                           level=law.profile_level(config)))
+                                           level=law.profile_level(config),
+                                           criterion=config.criterion))
             fresh = 1 + max(c["seed_index"] for c in mine)
             for i, p in enumerate(sorted(pts)[:config.max_added - extra[(d, n)]], start=fresh):
                 batch.append(_probit_point({"activation": "relu+tanh", "d": d, "n": n, "p": p,
@@ -485,9 +493,10 @@ def test_the_sequential_design_stops_at_its_cap(monkeypatch):
 
 
 @pytest.mark.parametrize("changes", [{"resolution": 0.0}, {"resolution": "x"},
-                                     {"resolution": 0.05, "sweep": True}, {"max_added": -1}])
+                                     {"resolution": 0.05, "sweep": True}, {"max_added": -1},
+                                     {"criterion": "both"}, {"criterion": None}])
 def test_bad_sequential_designs_are_refused(changes):
-    with pytest.raises(RFTheoryError, match="resolution|max_added"):
+    with pytest.raises(RFTheoryError, match="resolution|max_added|criterion"):
         law.Config(**changes)
 
 

@@ -193,11 +193,36 @@ def test_followup_points_stop_when_resolved_or_not_located():
         followup_points(p, y, resolution=0.0)
     with pytest.raises(RFTheoryError, match="band"):
         followup_points(p, y, resolution=1.0, band=(0.9, 0.1))
+    with pytest.raises(RFTheoryError, match="criterion"):
+        followup_points(p, y, resolution=1.0, criterion="both")
 
 
-def test_the_sequential_design_reaches_its_target_and_keeps_its_coverage():
+def test_resolved_reads_the_sides_or_the_width_of_a_skewed_interval():
+    from rftheory.thresholds import resolved
+
+    # a profile interval is skewed: here sides 0.553 below and 0.565 above p*
+    fit = fit_threshold([10, 10, 11, 11, 12, 12, 13, 13] * 4, [0, 0, 0, 1, 1, 0, 1, 1] * 4)
+    below, above = interval_sides(fit)
+    assert below < above
+    r = (above + below) / 2  # between the two sides: the width is 2r exactly
+    assert not resolved(fit, r) and resolved(fit, r, criterion="width")
+    assert resolved(fit, above) and not resolved(fit, 0.99 * r, criterion="width")
+    # so the design stops on the width where it goes on for the sides
+    p = [10, 10, 11, 11, 12, 12, 13, 13] * 4
+    y = [0, 0, 0, 1, 1, 0, 1, 1] * 4
+    assert followup_points(p, y, resolution=r, criterion="width") == []
+    assert followup_points(p, y, resolution=r) != []
+    # not located, or an open side: never resolved
+    assert not resolved(fit_threshold([10, 20], [1, 1]), 1e9, criterion="width")
+    with pytest.raises(RFTheoryError, match="criterion"):
+        resolved(fit, 1.0, criterion="max")
+
+
+@pytest.mark.parametrize("criterion", ["sides", "width"])
+def test_the_sequential_design_reaches_its_target_and_keeps_its_coverage(criterion):
     # 40 synthetic sequential runs of a probit curve at 1.12·dn (dn = 48, the law's first pass
-    # of 2 seeds, then followup_points until ±0.049·dn, at most 200 added runs), at the design's
+    # of 2 seeds, then followup_points until ±0.049·dn or an interval 0.098·dn wide, at most 200
+    # added runs), at the design's
     # calibrated level SEQUENTIAL_PROFILE_LEVEL. Every run must end resolved, and the final
     # interval must hold the truth ~95 % of the time: ≥ 34 of 40 (a 95 % interval fails that
     # with probability 0.3 %; an interval that covers 90 %, as the nominal 0.95 level does after
@@ -212,14 +237,15 @@ def test_the_sequential_design_reaches_its_target_and_keeps_its_coverage():
         p = list(np.repeat(np.round(RATIOS * dn).astype(int), 2))
         y = list(rng.random(len(p)) < stats.norm.cdf((np.log(p) - mu) / sigma))
         for _ in range(200):
-            nxt = followup_points(p, y, resolution=0.049, unit=dn, level=SEQUENTIAL_PROFILE_LEVEL)
+            nxt = followup_points(p, y, resolution=0.049, unit=dn, level=SEQUENTIAL_PROFILE_LEVEL,
+                                  criterion=criterion)
             if not nxt:
                 break
             p += nxt
             y += list(rng.random(len(nxt)) < stats.norm.cdf((np.log(nxt) - mu) / sigma))
         fit = fit_threshold(p, y, level=SEQUENTIAL_PROFILE_LEVEL)
         lo, hi = interval_sides(fit, dn)
-        assert max(lo, hi) <= 0.049
+        assert (max(lo, hi) <= 0.049) if criterion == "sides" else (lo + hi <= 0.098)
         covered += fit.interval[0] <= math.exp(mu) <= fit.interval[1]
     assert covered >= 34
 

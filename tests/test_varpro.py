@@ -363,3 +363,38 @@ def test_default_v_cache_follows_the_declared_peak(monkeypatch):
     assert features.default_v_cache_bytes(peak, 10 * 2**30) == fallback
     monkeypatch.setattr(features, "available_memory_bytes", lambda: None)
     assert features.default_v_cache_bytes(peak, 16 * 2**30) == features.V_CACHE_FLOOR
+
+
+def test_the_deadline_stops_minimise_in_walks_and_inside_an_exchange(monkeypatch):
+    # The deadline is checked after every LM iteration, pool iterations included, and between
+    # the parts of an exchange (before its screen, before each refinement): a run whose
+    # deadline has passed neither starts an exchange's screen nor another of its LM runs.
+    from rftheory import varpro
+    from rftheory.deadline import NO_DEADLINE, Deadline
+
+    rf, X, theta = _model()
+    start = _random_rows(4, 6, 8)
+    problem = Problem(rf, theta, np, None)
+    out = varpro.minimise(problem, start, np.random.default_rng(0), tol=0.0, max_steps=10**6,
+                          max_rounds=10**6, patience=3, hop_angle=0.3,
+                          deadline=Deadline.after(0.0))
+    assert out.stop_reason == "time_limit" and out.steps == 1 and out.X.shape == start.shape
+
+    def no_screen(*args, **kwargs):
+        raise AssertionError("screened after the deadline")
+
+    monkeypatch.setattr(varpro, "_screen", no_screen)
+    for deadline, grow in [(Deadline.after(0.0), True), (Deadline.after(0.0), False)]:
+        run = varpro._Run(problem, 0.0, 10**6, None, 1, lambda X: X, deadline=deadline)
+        with pytest.raises(varpro._Stop, match="time_limit"):
+            varpro.exchange(problem, start, np.random.default_rng(1), run, grow=grow,
+                            n_screen=10, top=2)
+    # a pool iteration (an exchange's LM) stops there too, where it used to run on
+    run = varpro._Run(problem, 0.0, 10**6, None, 1, lambda X: X, deadline=Deadline.after(0.0))
+    with pytest.raises(varpro._Stop, match="time_limit"):
+        run.iteration(start, 0.5, pool=True)
+    # without a deadline the same exchange screens (and the stub says so)
+    run = varpro._Run(problem, 0.0, 10**6, None, 1, lambda X: X, deadline=NO_DEADLINE)
+    with pytest.raises(AssertionError, match="screened"):
+        varpro.exchange(problem, start, np.random.default_rng(1), run, grow=False,
+                        n_screen=10, top=2)

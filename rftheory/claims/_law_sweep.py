@@ -95,6 +95,12 @@ def _describe(cell: dict[str, Any]) -> str:
             f"({cell['seconds']:.1f} s)")
 
 
+def target_text(resolution: float, criterion: str) -> str:
+    """The sequential design's target in words, e.g. ``"±0.049·dn"`` or ``"0.098·dn wide"``."""
+    return (f"±{resolution:g}·dn" if criterion == "sides"
+            else f"an interval {2 * resolution:g}·dn wide")
+
+
 def follow_up(cells: list[dict[str, Any]], config: Any, *, rho_success: float, level: float,
               variants: Sequence[str], workers: int,
               progress: Callable[[str], None] | None,
@@ -123,7 +129,7 @@ def follow_up(cells: list[dict[str, Any]], config: Any, *, rho_success: float, l
         The first pass's cells.
     config : rftheory.claims.law.Config
         The run's configuration (``grid``, ``activation``, ``seed``, ``max_steps``,
-        ``resolution``, ``max_added``).
+        ``resolution``, ``criterion``, ``max_added``).
     rho_success : float
         ρ below which a run succeeded.
     level : float
@@ -164,7 +170,7 @@ def follow_up(cells: list[dict[str, Any]], config: Any, *, rho_success: float, l
             points |= set(followup_points([c["p"] for c in mine],
                                           [c[f"rho_{v}"] < rho_success for c in mine],
                                           resolution=config.resolution, unit=d * n,
-                                          level=level))
+                                          level=level, criterion=config.criterion))
         tasks = []
         # a fresh seed index for every added run, unused at every p of this (d, n)
         fresh = 1 + max((c["seed_index"] for c in mine), default=-1)
@@ -178,7 +184,7 @@ def follow_up(cells: list[dict[str, Any]], config: Any, *, rho_success: float, l
             if progress is not None:
                 progress(f"sequential design, (d, n) = ({d}, {n}), round {rounds[(d, n)]}: "
                          f"{len(tasks)} more runs (p*_data not yet resolved to "
-                         f"±{config.resolution:g}·dn)")
+                         f"{target_text(config.resolution, config.criterion)})")
         return tasks
 
     def stage(tasks: list[dict[str, Any]]) -> list[Callable[[], dict[str, Any]]]:

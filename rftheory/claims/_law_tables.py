@@ -152,14 +152,19 @@ def _design_line(result: dict[str, Any]) -> list[str]:
     if result.get("resolution") is None:
         return []
     parts = []
+    # results written before the criterion existed resolved every side
+    sides = result.get("criterion", "sides") == "sides"
     for g in result["per_grid"]:
         design = g.get("design", {})
+        reach = (f"widest side {fmt(design.get('largest_side_over_dn'), '.3f')}·dn" if sides
+                 else f"widest interval {fmt(design.get('widest_interval_over_dn'), '.3f')}·dn")
         parts.append(f"({g['d']}, {g['n']}) {design.get('runs')} runs (+{design.get('added')}"
-                     f" in {design.get('rounds', '?')} rounds), widest side "
-                     f"{fmt(design.get('largest_side_over_dn'), '.3f')}·dn"
+                     f" in {design.get('rounds', '?')} rounds), {reach}"
                      + ("" if design.get("resolved") else " — NOT resolved (cap reached)"))
-    return [f"sequential design (each interval within ±{result['resolution']:g}·dn of p*, at most "
-            f"{result['max_added']} added runs per (d, n)): " + "; ".join(parts)]
+    target = (f"each interval within ±{result['resolution']:g}·dn of p*" if sides
+              else f"each interval at most {2 * result['resolution']:g}·dn wide")
+    return [f"sequential design ({target}, at most {result['max_added']} added runs per "
+            f"(d, n)): " + "; ".join(parts)]
 
 
 def summary(result: dict[str, Any]) -> str:
