@@ -96,7 +96,8 @@ def _describe(cell: dict[str, Any]) -> str:
 
 
 def target_text(resolution: float, criterion: str) -> str:
-    """The sequential design's target in words, e.g. ``"±0.049·dn"`` or ``"0.098·dn wide"``."""
+    """The sequential design's target in words: ``"±0.049·dn"`` (each side) or
+    ``"an interval 0.098·dn wide"`` (the width)."""
     return (f"±{resolution:g}·dn" if criterion == "sides"
             else f"an interval {2 * resolution:g}·dn wide")
 
