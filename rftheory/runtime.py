@@ -15,6 +15,7 @@ Memory: O(number of tasks) here; each task declares its own.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import importlib
 import os
@@ -27,8 +28,8 @@ from typing import Any, Callable, Sequence, TypeVar
 from rftheory.deadline import NO_DEADLINE, Deadline
 from rftheory.processes import process_pool, stop_pool
 
-__all__ = ["SOURCE_MODULES", "TimeLimitReached", "default_workers", "describe_task", "environment",
-           "run_stages", "run_tasks", "source_digests"]
+__all__ = ["SOURCE_MODULES", "TimeLimitReached", "code_version", "default_workers",
+           "describe_task", "environment", "run_stages", "run_tasks", "source_digests"]
 
 T = TypeVar("T")
 
@@ -313,6 +314,45 @@ def source_digests(modules: Sequence[str] = SOURCE_MODULES) -> dict[str, str]:
         path = Path(importlib.import_module(f"rftheory.{name}").__file__)
         out[name] = hashlib.sha256(path.read_bytes()).hexdigest()[:12]
     return out
+
+
+@functools.lru_cache(maxsize=1)
+def code_version() -> str:
+    """The package version and a digest of the package's code: ``"<version>+src.<12 hex>"``.
+
+    What a sweep store records with every cell it computes, so that cells computed before and
+    after a change of the code are told apart even where the package version did not change (an
+    editable checkout): ``rftheory sweep report`` and the law's sweep-backed run name the code
+    versions of a store that holds more than one.
+
+    Returns
+    -------
+    str
+        E.g. ``"0.4.0+src.1a2b3c4d5e6f"``: the SHA-256, first 12 hex digits, of every ``.py``
+        and ``.cu`` file of the installed ``rftheory`` package, each preceded by its path
+        relative to the package, in sorted order.
+
+    Notes
+    -----
+    Any change of those files changes the digest, including one that cannot change a number
+    (a docstring); a digest is conservative, it never misses a change. Cost: reading the
+    package once per process (~1.5 MB, a few ms); the result is cached.
+
+    Examples
+    --------
+    >>> v = code_version()
+    >>> v.split("+src.")[1].isalnum() and len(v.split("+src.")[1]) == 12
+    True
+    """
+    import rftheory
+
+    root = Path(rftheory.__file__).parent
+    h = hashlib.sha256()
+    files = sorted(p for p in root.rglob("*") if p.suffix in (".py", ".cu") and p.is_file())
+    for path in files:
+        h.update(path.relative_to(root).as_posix().encode("utf-8") + b"\0")
+        h.update(path.read_bytes() + b"\0")
+    return f"{rftheory.__version__}+src.{h.hexdigest()[:12]}"
 
 
 def environment() -> dict:

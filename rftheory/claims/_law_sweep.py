@@ -275,14 +275,14 @@ def cells_from_store(directory: str | Path) -> list[dict[str, Any]]:
     -------
     list of dict
         One dict per stored ``law`` cell: its result and ``seconds``, or its parameters and
-        ``error`` for a failed cell.
+        ``error`` for a failed cell, each with the ``code_version`` that stored it.
     """
     from rftheory.sweep import SweepStore
 
     with SweepStore.open_reader(directory) as store:
         scan = store.scan()
-    return [_cell_row(c.params, c.status, c.result, c.seconds) for c in scan.cells.values()
-            if c.kind == "law"]
+    return [_cell_row(c.params, c.status, c.result, c.seconds, c.version)
+            for c in scan.cells.values() if c.kind == "law"]
 
 
 def cells_from_export(path: str | Path) -> list[dict[str, Any]]:
@@ -300,11 +300,14 @@ def cells_from_export(path: str | Path) -> list[dict[str, Any]]:
     """
     from rftheory.sweep import read_export
 
-    return [_cell_row(r["params"], r["status"], r["result"], r["seconds"])
+    return [_cell_row(r["params"], r["status"], r["result"], r["seconds"], r.get("version"))
             for r in read_export(path) if r["kind"] == "law"]
 
 
-def _cell_row(params: dict, status: str, result: dict, seconds: float | None) -> dict[str, Any]:
-    if status != "ok":
-        return {**params, "error": result.get("error", "failed")}
-    return {**result, "seconds": float(seconds or 0.0)}
+def _cell_row(params: dict, status: str, result: dict, seconds: float | None,
+              version: str | None) -> dict[str, Any]:
+    row = ({**params, "error": result.get("error", "failed")} if status != "ok"
+           else {**result, "seconds": float(seconds or 0.0)})
+    if version is not None:
+        row["code_version"] = version  # the code that stored it (runtime.code_version)
+    return row

@@ -641,6 +641,8 @@ def analyse(cells: Sequence[dict[str, Any]], config: Config, *,
         "failure_kinds": {v: kind_totals(primary["per_grid"], v) for v in VARIANTS},
         "fits": primary["fits"], "verdict": primary["verdict"],
         "by_activation": {k: v for k, v in by_activation.items() if k != config.activation},
+        # the code versions that stored the cells (cells from a sweep store or an export)
+        "code_versions": sorted({c["code_version"] for c in kept if "code_version" in c}),
         "cells": kept,
     }
 
