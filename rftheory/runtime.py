@@ -15,20 +15,21 @@ Memory: O(number of tasks) here; each task declares its own.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import importlib
 import os
 import platform
 import time
-from concurrent.futures import FIRST_COMPLETED, as_completed, wait
+from concurrent.futures import FIRST_COMPLETED, wait
 from pathlib import Path
 from typing import Any, Callable, Sequence, TypeVar
 
 from rftheory.deadline import NO_DEADLINE, Deadline
 from rftheory.processes import process_pool, stop_pool
 
-__all__ = ["SOURCE_MODULES", "TimeLimitReached", "default_workers", "describe_task", "environment",
-           "run_stages", "run_tasks", "source_digests"]
+__all__ = ["SOURCE_MODULES", "TimeLimitReached", "code_version", "default_workers",
+           "describe_task", "environment", "run_stages", "run_tasks", "source_digests"]
 
 T = TypeVar("T")
 
@@ -149,48 +150,22 @@ def run_tasks(calls: Sequence[Callable[[], T]], *, workers: int,
     order = list(range(len(calls))) if order is None else list(order)
     results: list[Any] = [None] * len(calls)
 
-    def finished(i: int, result: T) -> None:
-        results[i] = result
+    def finished(g: int, stage: int, result: T) -> None:
+        results[order[g]] = result
         if on_result is not None:
-            on_result(i, result)
+            on_result(order[g], result)
 
-    deadline = NO_DEADLINE if deadline is None else deadline
-    done: set[int] = set()
-
-    def stop() -> TimeLimitReached:
-        return TimeLimitReached([describe_task(calls[i]) for i in order if i in done],
-                                [describe_task(calls[i]) for i in order if i not in done])
-
-    if workers == 1:
-        for i in order:
-            if deadline.passed():
-                raise stop()
-            finished(i, calls[i]())
-            done.add(i)
-    else:
-        # workers die with this process, and an interrupt, a failed task or the deadline stops
-        # them at once (rftheory.processes) instead of waiting for every queued task
-        pool = process_pool(workers, share_cpus=share_cpus)
-        try:
-            futures = {pool.submit(calls[i]): i for i in order}
-            timeout = deadline.remaining() if deadline.finite else None
-            try:
-                for future in as_completed(futures, timeout=timeout):
-                    finished(futures[future], future.result())
-                    done.add(futures[future])
-            except TimeoutError:
-                raise stop() from None
-        except BaseException:
-            stop_pool(pool)
-            raise
-        pool.shutdown(wait=True)
+    # every call a group of one stage, started in ``order``: run_stages' pool and deadline
+    run_stages([[calls[i]] for i in order], lambda g, results: [], workers=workers,
+               on_result=finished, deadline=deadline, share_cpus=share_cpus)
     return results
 
 
 def run_stages(first: Sequence[Sequence[Callable[[], T]]],
                next_stage: Callable[[int, list[T]], Sequence[Callable[[], T]]], *,
                workers: int, on_result: Callable[[int, int, T], None] | None = None,
-               deadline: Deadline | None = None) -> list[list[list[T]]]:
+               deadline: Deadline | None = None,
+               share_cpus: bool = False) -> list[list[list[T]]]:
     """Run groups of calls in stages, each group's next stage decided by its own results.
 
     Group g runs ``first[g]``; when every call of its current stage has finished,
@@ -212,8 +187,11 @@ def run_stages(first: Sequence[Sequence[Callable[[], T]]],
     on_result : callable, optional
         ``on_result(group, stage, result)`` as each call finishes (progress lines).
     deadline : rftheory.deadline.Deadline, optional
-        As in :func:`run_tasks`: no call starts after it, running ones are stopped, and
-        :class:`TimeLimitReached` says which calls finished.
+        When it passes, no further call starts and the running ones are stopped (their worker
+        processes ended; with ``workers == 1`` the running call finishes first), and
+        :class:`TimeLimitReached` says which calls finished and which did not.
+    share_cpus : bool
+        As in :func:`run_tasks`.
 
     Returns
     -------
@@ -251,7 +229,9 @@ def run_stages(first: Sequence[Sequence[Callable[[], T]]],
                 stages[g].append(stage)
                 calls = list(next_stage(g, flat(g)))
         return stages
-    pool = process_pool(workers)
+    # workers die with this process, and an interrupt, a failed task or the deadline stops
+    # them at once (rftheory.processes) instead of waiting for every queued task
+    pool = process_pool(workers, share_cpus=share_cpus)
     try:
         pending: dict[Any, tuple[int, int, int, Callable[[], Any]]] = {}
         current: dict[int, list[Any]] = {}
@@ -313,6 +293,45 @@ def source_digests(modules: Sequence[str] = SOURCE_MODULES) -> dict[str, str]:
         path = Path(importlib.import_module(f"rftheory.{name}").__file__)
         out[name] = hashlib.sha256(path.read_bytes()).hexdigest()[:12]
     return out
+
+
+@functools.lru_cache(maxsize=1)
+def code_version() -> str:
+    """The package version and a digest of the package's code: ``"<version>+src.<12 hex>"``.
+
+    What a sweep store records with every cell it computes, so that cells computed before and
+    after a change of the code are told apart even where the package version did not change (an
+    editable checkout): ``rftheory sweep report`` and the law's sweep-backed run name the code
+    versions of a store that holds more than one.
+
+    Returns
+    -------
+    str
+        E.g. ``"0.4.0+src.1a2b3c4d5e6f"``: the SHA-256, first 12 hex digits, of every ``.py``
+        and ``.cu`` file of the installed ``rftheory`` package, each preceded by its path
+        relative to the package, in sorted order.
+
+    Notes
+    -----
+    Any change of those files changes the digest, including one that cannot change a number
+    (a docstring); a digest is conservative, it never misses a change. Cost: reading the
+    package once per process (~1.5 MB, a few ms); the result is cached.
+
+    Examples
+    --------
+    >>> v = code_version()
+    >>> v.split("+src.")[1].isalnum() and len(v.split("+src.")[1]) == 12
+    True
+    """
+    import rftheory
+
+    root = Path(rftheory.__file__).parent
+    h = hashlib.sha256()
+    files = sorted(p for p in root.rglob("*") if p.suffix in (".py", ".cu") and p.is_file())
+    for path in files:
+        h.update(path.relative_to(root).as_posix().encode("utf-8") + b"\0")
+        h.update(path.read_bytes() + b"\0")
+    return f"{rftheory.__version__}+src.{h.hexdigest()[:12]}"
 
 
 def environment() -> dict:

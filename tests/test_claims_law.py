@@ -531,3 +531,15 @@ def test_run_stages_stops_at_the_deadline_and_names_what_did_not_run():
         run_stages(calls, lambda g, r: [], workers=1, deadline=Deadline.after(0.0))
     assert info.value.finished == [] and len(info.value.not_run) == 3
     assert run_stages(calls, lambda g, r: [], workers=2) == [[[1, 2]], [[3]]]
+
+
+def test_cells_of_two_code_versions_are_named_in_the_summary(tiny_result):
+    # cells read from a sweep store or an export carry the code version that stored them
+    cells = [dict(c, code_version="1+src.a" if i % 2 else "1+src.b")
+             for i, c in enumerate(tiny_result["cells"])]
+    mixed = law.analyse(cells, TINY)
+    assert mixed["code_versions"] == ["1+src.a", "1+src.b"]
+    assert "2 versions of the code (1+src.a, 1+src.b)" in law.summary(mixed)
+    one = law.analyse([dict(c, code_version="1+src.a") for c in tiny_result["cells"]], TINY)
+    assert one["code_versions"] == ["1+src.a"] and "versions of the code" not in law.summary(one)
+    assert law.analyse(tiny_result["cells"], TINY)["code_versions"] == []  # in memory: none

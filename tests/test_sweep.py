@@ -555,3 +555,28 @@ def test_cells_are_generated_lazily_and_membership_matches_generation():
     assert not spec.contains(cells[0].kind, other)
     assert not spec.contains("label_fit", dict(cells[0].params))
     assert not spec.contains(cells[0].kind, dict(cells[0].params, seed=7))
+
+
+def test_cells_record_the_code_that_stored_them_and_a_mixed_store_is_named(tmp_path, capsys,
+                                                                           monkeypatch):
+    # The package version does not change when an editable checkout's code does: the store
+    # records runtime.code_version() (version + digest of the package's code) with every cell,
+    # and a store resumed after a change of the code says that it mixes two.
+    from rftheory.runtime import code_version
+    from rftheory.sweep import store as store_module
+
+    spec_path = write(tmp_path, SMALL)
+    out = tmp_path / "out"
+    run_sweep(load_spec(spec_path), out, executor=threads_executor())
+    report = sweep_report(out)
+    assert report["versions"] == [code_version()] and "+src." in code_version()
+    assert main(["sweep", "report", str(out), "--no-figures"]) == 0
+    assert "versions of the code" not in capsys.readouterr().out
+    victim = sorted(comparable_results(out))[0]
+    with contextlib.closing(sqlite3.connect(out / STORE_FILE)) as db, db:
+        _truncate_payload(db, victim)  # recomputed on resume, by "other" code
+    monkeypatch.setattr(store_module, "code_version", lambda: "0+src.000000000000")
+    run_sweep(load_spec(spec_path), out, resume=True, executor=threads_executor())
+    assert sweep_report(out)["versions"] == sorted([code_version(), "0+src.000000000000"])
+    assert main(["sweep", "report", str(out), "--no-figures"]) == 0
+    assert "2 versions of the code" in capsys.readouterr().out

@@ -96,7 +96,8 @@ def _describe(cell: dict[str, Any]) -> str:
 
 
 def target_text(resolution: float, criterion: str) -> str:
-    """The sequential design's target in words, e.g. ``"±0.049·dn"`` or ``"0.098·dn wide"``."""
+    """The sequential design's target in words: ``"±0.049·dn"`` (each side) or
+    ``"an interval 0.098·dn wide"`` (the width)."""
     return (f"±{resolution:g}·dn" if criterion == "sides"
             else f"an interval {2 * resolution:g}·dn wide")
 
@@ -274,14 +275,14 @@ def cells_from_store(directory: str | Path) -> list[dict[str, Any]]:
     -------
     list of dict
         One dict per stored ``law`` cell: its result and ``seconds``, or its parameters and
-        ``error`` for a failed cell.
+        ``error`` for a failed cell, each with the ``code_version`` that stored it.
     """
     from rftheory.sweep import SweepStore
 
     with SweepStore.open_reader(directory) as store:
         scan = store.scan()
-    return [_cell_row(c.params, c.status, c.result, c.seconds) for c in scan.cells.values()
-            if c.kind == "law"]
+    return [_cell_row(c.params, c.status, c.result, c.seconds, c.version)
+            for c in scan.cells.values() if c.kind == "law"]
 
 
 def cells_from_export(path: str | Path) -> list[dict[str, Any]]:
@@ -299,11 +300,14 @@ def cells_from_export(path: str | Path) -> list[dict[str, Any]]:
     """
     from rftheory.sweep import read_export
 
-    return [_cell_row(r["params"], r["status"], r["result"], r["seconds"])
+    return [_cell_row(r["params"], r["status"], r["result"], r["seconds"], r.get("version"))
             for r in read_export(path) if r["kind"] == "law"]
 
 
-def _cell_row(params: dict, status: str, result: dict, seconds: float | None) -> dict[str, Any]:
-    if status != "ok":
-        return {**params, "error": result.get("error", "failed")}
-    return {**result, "seconds": float(seconds or 0.0)}
+def _cell_row(params: dict, status: str, result: dict, seconds: float | None,
+              version: str | None) -> dict[str, Any]:
+    row = ({**params, "error": result.get("error", "failed")} if status != "ok"
+           else {**result, "seconds": float(seconds or 0.0)})
+    if version is not None:
+        row["code_version"] = version  # the code that stored it (runtime.code_version)
+    return row

@@ -213,6 +213,11 @@ def summary(result: dict[str, Any]) -> str:
                   _pooled_line(other["pooled"], "sign_invariant") + " (sign-invariant ρ)",
                   _fit_line(other["fits"][variant]), _fit_line(other["fits"]["sign_invariant"]),
                   "compared, not part of the verdict"]
+    versions = result.get("code_versions") or []
+    if len(versions) > 1:
+        lines.append(f"note: the cells were stored by {len(versions)} versions of the code "
+                     f"({', '.join(versions)}): a store resumed after a change of the code mixes "
+                     f"them; a fresh store recomputes every cell with one")
     if result.get("missing", {}).get("cells"):
         lines.append(f"no verdict: {result['missing']['cells']} cells of the grid are missing "
                      f"(a partial analysis; the checks so far — label threshold at n: "

@@ -379,9 +379,9 @@ TRANSITION_RATIOS = (0.9, 1.0, 1.05, 1.1, 1.15, 1.2, 1.3, 1.4, 1.5, 2.0)
 FULL = Config()
 assert FULL.ratios == TRANSITION_RATIOS  # the default's first pass is the transition grid
 #: ``--quick``: the same cells, the target on each side (``criterion="sides"``, so that the
-#: baseline's bands, 2.03× the intervals' wider side, stay under ±0.1·dn), a coarser first pass (p/(dn) in 0.9, 1, 1.1, 1.2, 1.3, 1.5,
-#: 2) and a higher cap (100): the baseline needs every threshold resolved; measured, (12, 3)
-#: ended at ±0.047·dn after 60 added runs.
+#: baseline's bands, 2.03× the intervals' wider side, stay under ±0.1·dn), a coarser first pass
+#: (p/(dn) in 0.9, 1, 1.1, 1.2, 1.3, 1.5, 2) and a higher cap (100): the baseline needs every
+#: threshold resolved; measured, (12, 3) ended at ±0.047·dn after 60 added runs.
 QUICK = Config(grid=((3, 3), (12, 3), (12, 12)), ratios=(0.9, 1.0, 1.1, 1.2, 1.3, 1.5, 2.0),
                seeds=2, max_steps=3000, resolution=0.049, max_added=100, criterion="sides")
 #: ``--large``: the law over a real grid — d ∈ {10, 20, 40, 80} × n ∈ {4, 8, 16} (d over 8×, n
@@ -641,6 +641,8 @@ def analyse(cells: Sequence[dict[str, Any]], config: Config, *,
         "failure_kinds": {v: kind_totals(primary["per_grid"], v) for v in VARIANTS},
         "fits": primary["fits"], "verdict": primary["verdict"],
         "by_activation": {k: v for k, v in by_activation.items() if k != config.activation},
+        # the code versions that stored the cells (cells from a sweep store or an export)
+        "code_versions": sorted({c["code_version"] for c in kept if "code_version" in c}),
         "cells": kept,
     }
 

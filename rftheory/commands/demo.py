@@ -20,10 +20,10 @@ def register(subparsers) -> None:
         description="Sweep p over multiples of n and dn, reconstruct the training data of the RF "
                     "model at every point, and report the label-fitting threshold p*_label/n and "
                     "the reconstruction threshold p*_data/(dn), fitted with profile-likelihood "
-                    "intervals, adding runs where a threshold is not yet resolved to ±0.049·dn "
-                    "(same as `rftheory verify law`). 1.3–2 min on 2 free cores of the "
-                    "project's VM (147–223 s of CPU over four base seeds, measured 2026-12-05), "
-                    "longer when other jobs share them.")
+                    "intervals, adding runs where a threshold's interval is not yet at most "
+                    "0.098·dn wide (same as `rftheory verify law`). 28–46 s on 2 free cores of "
+                    "the project's VM (52–89 s of CPU over ten base seeds, measured "
+                    "2026-12-05), longer when other jobs share them.")
     p.add_argument("--out", default=None, metavar="DIR",
                    help="directory for law.json and the figures (default: results; its parent "
                         "must exist, DIR itself is created)")

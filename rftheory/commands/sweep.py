@@ -36,7 +36,9 @@ def report_table(report: dict) -> str:
              f"{report['pending']} pending" + (f", {report['corrupt']} corrupt (rerun with "
                                                "--resume)" if report["corrupt"] else "")]
     if len(report["versions"]) > 1:
-        lines.append(f"note: cells computed by rftheory versions {', '.join(report['versions'])}")
+        lines.append(f"note: cells stored by {len(report['versions'])} versions of the code "
+                     f"({', '.join(report['versions'])}): the store was resumed after a change "
+                     f"of the code")
     v = report.get("v_definition")
     if v and not v.get("current"):
         lines.append(f"note: cells computed with V = {v['name']}"

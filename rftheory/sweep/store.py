@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable, Iterator, Mapping
 
-from .. import __version__
+from ..runtime import code_version
 from ..errors import InvalidValueError
 from .spec import Cell, SweepSpec, canonical_json, sha256_hex, cell_key
 
@@ -162,7 +162,8 @@ def record_checksum(cell_key_: str, kind: str, params: str, seed: Any, status: s
     payload : str
         The result's canonical JSON, as stored.
     version : str
-        The package version that computed the cell.
+        The code version (:func:`rftheory.runtime.code_version`) of the run that stored the
+        cell.
 
     Returns
     -------
@@ -193,7 +194,7 @@ class StoredCell:
     result : dict
         The cell function's result (for an error: the error's message).
     version : str
-        The package version that computed it.
+        The code version (:func:`rftheory.runtime.code_version`) of the run that stored it.
     seconds : float or None
         Wall time of the cell.
     worker : str or None
@@ -469,13 +470,13 @@ class SweepStore:
         """Store one finished cell in its own transaction (replacing a corrupt row of its key)."""
         params, key, seed = cell.params_json, cell.key, cell.seed
         checksum = record_checksum(key, cell.kind, params, seed, outcome["status"],
-                                   outcome["payload"], __version__)
+                                   outcome["payload"], code_version())
         with self._transaction():
             self._db.execute(
                 "INSERT OR REPLACE INTO cells (cell_key, kind, params, seed, status, payload, "
                 "version, checksum, seconds, worker, run_id, finished_at) "
                 "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                (key, cell.kind, params, seed, outcome["status"], outcome["payload"], __version__,
+                (key, cell.kind, params, seed, outcome["status"], outcome["payload"], code_version(),
                  checksum, outcome.get("seconds"), outcome.get("worker"), run_id, _now()))
             self._db.execute("UPDATE runs SET computed = computed + 1 WHERE id = ?", (run_id,))
 
@@ -485,7 +486,7 @@ class SweepStore:
             cursor = self._db.execute(
                 "INSERT INTO runs (started_at, status, executor, host, pid, version, planned) "
                 "VALUES (?, 'running', ?, ?, ?, ?, ?)",
-                (_now(), executor, socket.gethostname(), os.getpid(), __version__, planned))
+                (_now(), executor, socket.gethostname(), os.getpid(), code_version(), planned))
         return int(cursor.lastrowid)
 
     def finish_run(self, run_id: int, status: str) -> None:
