@@ -85,3 +85,15 @@ def test_source_digests_hash_the_module_files():
 def test_configs_refuse_a_negative_seed():
     with pytest.raises(RFTheoryError, match="seed"):
         claim_module("sign").Config(seed=-1)
+
+
+def test_a_claims_module_entry_point_refuses_bad_input_in_one_line(tmp_path, capsys):
+    # python -m rftheory.claims.<claim> --seed -1: the claim's config refuses it; the entry point
+    # says so in one line with the CLI's usage status, and runs nothing
+    from rftheory.claims._common import main_for
+
+    assert main_for("sign", ["--seed", "-1", "--out", str(tmp_path / "r")]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == ["python -m rftheory.claims.sign: error: seed must be a non-negative integer, "
+                   "got -1"]
+    assert not (tmp_path / "r").exists()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -543,3 +544,25 @@ def test_cells_of_two_code_versions_are_named_in_the_summary(tiny_result):
     one = law.analyse([dict(c, code_version="1+src.a") for c in tiny_result["cells"]], TINY)
     assert one["code_versions"] == ["1+src.a"] and "versions of the code" not in law.summary(one)
     assert law.analyse(tiny_result["cells"], TINY)["code_versions"] == []  # in memory: none
+
+
+def test_the_module_entry_point_reads_an_export_and_refuses_bad_input_in_one_line(tmp_path,
+                                                                                   capsys):
+    # python -m rftheory.claims.law --from-export FILE --steps-curve D [--steps-ratios ...]
+    examples = Path(__file__).resolve().parents[1] / "examples"
+    rerun = str(examples / "law_grid_rerun_cells.jsonl.gz")
+    assert law.main(["--from-export", rerun, "--steps-curve", "80", "--steps-ratios",
+                     "1.3,1.5", "--out", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    assert "1.3·dn: 15 runs" in out and (tmp_path / "law_steps_d80.json").exists()
+    for argv, message in [
+            (["--steps-curve", "80"], "no reconstruction at d = 80, p/(dn) = 1.25"),  # not there
+            (["--steps-curve", "80", "--steps-ratios", "x"], "--steps-ratios must be"),
+            (["--steps-curve", "80", "--steps-ratios", "-1"], "--steps-ratios must be")]:
+        assert law.main(["--from-export", rerun, *argv, "--out", str(tmp_path)]) == 2
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and message in err[0] and err[0].startswith("python -m")
+    assert law.main(["--from-export", str(tmp_path / "missing.jsonl.gz"),
+                     "--out", str(tmp_path)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "error" in err[0]

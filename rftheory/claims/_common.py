@@ -413,7 +413,7 @@ def main_for(claim: str, argv: list[str] | None = None, *, prog: str | None = No
     Returns
     -------
     int
-        The exit status, 0.
+        The exit status: 0, or 2 after a one-line error for bad input (e.g. a negative seed).
     """
     parser = argparse.ArgumentParser(prog=prog or f"python -m rftheory.claims.{claim}")
     size = parser.add_mutually_exclusive_group()
@@ -422,8 +422,13 @@ def main_for(claim: str, argv: list[str] | None = None, *, prog: str | None = No
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--out", default="results", help="directory for JSON and figures")
     args = parser.parse_args(argv)
-    result = run_claim(claim, quick=args.quick, large=args.large, seed=args.seed, out_dir=args.out,
-                       progress=lambda msg: print(msg, file=sys.stderr, flush=True))
+    try:
+        result = run_claim(claim, quick=args.quick, large=args.large, seed=args.seed,
+                           out_dir=args.out,
+                           progress=lambda msg: print(msg, file=sys.stderr, flush=True))
+    except RFTheoryError as exc:  # bad input: one line, the CLI's usage status
+        print(f"{parser.prog}: error: {exc}", file=sys.stderr)
+        return 2
     print(claim_module(claim).summary(result))
     print(f"results: {Path(args.out) / (claim + '.json')}; figures: {', '.join(result.get('figures', []))}")
     return 0

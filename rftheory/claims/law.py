@@ -81,6 +81,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import re
+import sys
 import time
 from pathlib import Path
 from typing import Any, Callable, Sequence
@@ -1057,12 +1058,10 @@ def main(argv: list[str] | None = None) -> int:
     Returns
     -------
     int
-        The exit status, 0.
+        The exit status: 0, or 2 after a one-line error for bad input (an unreadable export,
+        cells that do not hold what was asked).
     """
     import argparse
-    import sys
-
-    from rftheory.output import write_json_atomic
 
     parser = argparse.ArgumentParser(prog="python -m rftheory.claims.law")
     parser.add_argument("--from-export", metavar="FILE", nargs="+",
@@ -1074,20 +1073,40 @@ def main(argv: list[str] | None = None) -> int:
                              "are missing (never a verdict)")
     parser.add_argument("--steps-curve", type=int, metavar="D", default=None,
                         help="with --from-export: instead of the law, the success fraction at "
-                             "1.25·dn and 1.5·dn against the step budget for input dimension D, "
+                             "--steps-ratios against the step budget for input dimension D, "
                              "from the runs' step counts (law_steps_d<D>.json and the figure)")
+    parser.add_argument("--steps-ratios", default="1.25,1.5", metavar="R1,R2,...",
+                        help="the p/(dn) of --steps-curve, comma-separated (default 1.25,1.5, "
+                             "the exported earlier grid's; today's grid has 1.2, 1.3, 1.4, 1.5)")
     parser.add_argument("--out", default="results", help="directory for JSON and figures")
     args, rest = parser.parse_known_args(argv)
     if args.from_export is None:
         return main_for(CLAIM, rest + ["--out", args.out])
+    try:
+        return _from_export(args)
+    except (RFTheoryError, OSError) as exc:  # bad input: one line, the CLI's usage status
+        print(f"{parser.prog}: error: {exc}", file=sys.stderr)
+        return 2
+
+
+def _from_export(args: Any) -> int:
+    """``main``'s ``--from-export`` paths (``args``: its parsed options)."""
     from rftheory.claims._common import environment
+    from rftheory.output import write_json_atomic
 
     out = Path(args.out)
     if args.steps_curve is not None:
         from rftheory.claims._law_figures import plot_steps
 
+        try:
+            ratios = tuple(float(r) for r in args.steps_ratios.split(","))
+        except ValueError:
+            ratios = ()
+        if not ratios or not all(math.isfinite(r) and r > 0 for r in ratios):
+            raise RFTheoryError(f"--steps-ratios must be positive numbers separated by commas, "
+                                f"got {args.steps_ratios!r}")
         curve = success_against_steps([c for p in args.from_export for c in cells_from_export(p)],
-                                      args.steps_curve)
+                                      args.steps_curve, ratios=ratios)
         stem = out / f"{CLAIM}_steps_d{args.steps_curve}"
         curve["figures"] = [str(p) for p in plot_steps(curve, stem)]
         curve["from_export"] = ", ".join(args.from_export)
@@ -1096,7 +1115,6 @@ def main(argv: list[str] | None = None) -> int:
         print(f"results: {stem.with_suffix('.json')}; figures: {', '.join(curve['figures'])}")
         return 0
     result = result_from_export(args.from_export, partial=args.partial)
-    out = Path(args.out)
     result["figures"] = [str(p) for p in plot(result, out / CLAIM)]
     result["environment"] = environment()
     write_json_atomic(out / f"{CLAIM}.json", result)
