@@ -540,7 +540,7 @@ def test_cells_of_two_code_versions_are_named_in_the_summary(tiny_result):
              for i, c in enumerate(tiny_result["cells"])]
     mixed = law.analyse(cells, TINY)
     assert mixed["code_versions"] == ["1+src.a", "1+src.b"]
-    assert "2 versions of the code (1+src.a, 1+src.b)" in law.summary(mixed)
+    assert "2 versions of the code (1+src.a, 1+src.b;" in law.summary(mixed)
     one = law.analyse([dict(c, code_version="1+src.a") for c in tiny_result["cells"]], TINY)
     assert one["code_versions"] == ["1+src.a"] and "versions of the code" not in law.summary(one)
     assert law.analyse(tiny_result["cells"], TINY)["code_versions"] == []  # in memory: none

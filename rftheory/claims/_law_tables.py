@@ -216,8 +216,9 @@ def summary(result: dict[str, Any]) -> str:
     versions = result.get("code_versions") or []
     if len(versions) > 1:
         lines.append(f"note: the cells were stored by {len(versions)} versions of the code "
-                     f"({', '.join(versions)}): a store resumed after a change of the code mixes "
-                     f"them; a fresh store recomputes every cell with one")
+                     f"({', '.join(versions)}; a version without '+src.' predates the digest): "
+                     f"compare them only where those versions compute the same numbers; fresh "
+                     f"stores recompute every cell with one")
     if result.get("missing", {}).get("cells"):
         lines.append(f"no verdict: {result['missing']['cells']} cells of the grid are missing "
                      f"(a partial analysis; the checks so far — label threshold at n: "

@@ -38,7 +38,7 @@ def report_table(report: dict) -> str:
     if len(report["versions"]) > 1:
         lines.append(f"note: cells stored by {len(report['versions'])} versions of the code "
                      f"({', '.join(report['versions'])}): the store was resumed after a change "
-                     f"of the code")
+                     f"of the code (a version without '+src.' predates the digest)")
     v = report.get("v_definition")
     if v and not v.get("current"):
         lines.append(f"note: cells computed with V = {v['name']}"
