@@ -156,7 +156,7 @@ def run_tasks(calls: Sequence[Callable[[], T]], *, workers: int,
             on_result(order[g], result)
 
     # every call a group of one stage, started in ``order``: run_stages' pool and deadline
-    run_stages([[calls[i]] for i in order], lambda g, results: [], workers=workers,
+    run_stages([[calls[i]] for i in order], lambda g, done: [], workers=workers,
                on_result=finished, deadline=deadline, share_cpus=share_cpus)
     return results
 

@@ -56,7 +56,7 @@ from .errors import RFTheoryError
 
 __all__ = ["STATUSES", "LINKS", "ThresholdFit", "fit_threshold", "crossing", "PowerLawFit",
            "power_law_fit", "label_threshold", "p_values", "interval_sides", "resolved",
-           "followup_points", "CRITERIA", "SEQUENTIAL_PROFILE_LEVEL"]
+           "meets_target", "followup_points", "CRITERIA", "SEQUENTIAL_PROFILE_LEVEL"]
 
 #: Values of :attr:`ThresholdFit.status`; the first two locate the threshold.
 STATUSES = ("ok", "step", "open", "below_grid", "above_grid")
@@ -679,9 +679,40 @@ def resolved(fit: ThresholdFit, resolution: float, *, unit: float = 1.0,
     >>> resolved(fit, 0.56), resolved(fit, 0.56, criterion="width")
     (False, True)
     """
+    return meets_target(*interval_sides(fit, unit), resolution, criterion=criterion)
+
+
+def meets_target(below: float, above: float, resolution: float, *,
+                 criterion: str = "sides") -> bool:
+    """:func:`resolved`'s rule on the two sides of an interval (as :func:`interval_sides`
+    gives them, in the unit of ``resolution``), for intervals kept as numbers.
+
+    Parameters
+    ----------
+    below, above : float
+        How far the interval reaches below and above the location (NaN: not located; inf: an
+        open side — never resolved).
+    resolution : float
+        As :func:`resolved`.
+    criterion : {"sides", "width"}
+        As :func:`resolved`.
+
+    Returns
+    -------
+    bool
+
+    Raises
+    ------
+    rftheory.errors.RFTheoryError
+        For an unknown criterion.
+
+    Examples
+    --------
+    >>> meets_target(0.03, 0.06, 0.049), meets_target(0.03, 0.06, 0.049, criterion="width")
+    (False, True)
+    """
     if criterion not in CRITERIA:
         raise RFTheoryError(f"criterion must be one of {', '.join(CRITERIA)}, got {criterion!r}")
-    below, above = interval_sides(fit, unit)
     if criterion == "sides":
         return max(below, above) <= resolution  # False for NaN (not located)
     return below + above <= 2.0 * resolution

@@ -96,10 +96,11 @@ def _describe(cell: dict[str, Any]) -> str:
 
 
 def target_text(resolution: float, criterion: str) -> str:
-    """The sequential design's target in words: ``"±0.049·dn"`` (each side) or
-    ``"an interval 0.098·dn wide"`` (the width)."""
-    return (f"±{resolution:g}·dn" if criterion == "sides"
-            else f"an interval {2 * resolution:g}·dn wide")
+    """The sequential design's target in words (the progress lines and the summary):
+    ``"each interval within ±0.049·dn of p*"`` (each side) or ``"each interval at most
+    0.098·dn wide"`` (the width)."""
+    return (f"each interval within ±{resolution:g}·dn of p*" if criterion == "sides"
+            else f"each interval at most {2 * resolution:g}·dn wide")
 
 
 def follow_up(cells: list[dict[str, Any]], config: Any, *, rho_success: float, level: float,
@@ -184,7 +185,7 @@ def follow_up(cells: list[dict[str, Any]], config: Any, *, rho_success: float, l
             rounds[(d, n)] += 1
             if progress is not None:
                 progress(f"sequential design, (d, n) = ({d}, {n}), round {rounds[(d, n)]}: "
-                         f"{len(tasks)} more runs (p*_data not yet resolved to "
+                         f"{len(tasks)} more runs (p*_data not yet resolved; the target: "
                          f"{target_text(config.resolution, config.criterion)})")
         return tasks
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 import math
 from typing import Any, Sequence
 
+from rftheory.claims._law_sweep import target_text
 from rftheory.metrics import FAILURE_KINDS, run_kind
 from rftheory.output import format_table
 
@@ -161,8 +162,7 @@ def _design_line(result: dict[str, Any]) -> list[str]:
         parts.append(f"({g['d']}, {g['n']}) {design.get('runs')} runs (+{design.get('added')}"
                      f" in {design.get('rounds', '?')} rounds), {reach}"
                      + ("" if design.get("resolved") else " — NOT resolved (cap reached)"))
-    target = (f"each interval within ±{result['resolution']:g}·dn of p*" if sides
-              else f"each interval at most {2 * result['resolution']:g}·dn wide")
+    target = target_text(result["resolution"], "sides" if sides else "width")
     return [f"sequential design ({target}, at most {result['max_added']} added runs per "
             f"(d, n)): " + "; ".join(parts)]
 

@@ -99,7 +99,7 @@ from rftheory import metrics as _metrics
 from rftheory.errors import RFTheoryError
 # the library's sweep grid, label threshold and crossing rule (once here: kept importable from the claim)
 from rftheory.thresholds import crossing, label_threshold, p_values  # noqa: F401
-from rftheory.thresholds import CRITERIA, SEQUENTIAL_PROFILE_LEVEL
+from rftheory.thresholds import CRITERIA, SEQUENTIAL_PROFILE_LEVEL, meets_target
 
 # The claim's API, those of its private modules included (the docs list __all__).
 __all__ = ["CLAIM", "RHO_SUCCESS", "LABEL_TOL", "LAW_EXPONENT", "REJECTED_EXPONENT", "LEVEL",
@@ -704,22 +704,23 @@ def _per_grid(mine: list[dict[str, Any]], config: Config,
             th["crossing_over_dn"] = th["crossing"] / (d * n)
             thresholds[v] = th
         first = sum(c["seed_index"] < seeds and c["p"] in first_ps for c in recs)
-        design = [th for v, th in thresholds.items() if v in DESIGN_VARIANTS]
-        sides = [max(th["p_star_over_dn"] - th["interval_over_dn"][0],
-                     th["interval_over_dn"][1] - th["p_star_over_dn"]) for th in design]
-        widths = [th["interval_over_dn"][1] - th["interval_over_dn"][0] for th in design]
+        design = [(th["p_star_over_dn"] - th["interval_over_dn"][0],
+                   th["interval_over_dn"][1] - th["p_star_over_dn"])
+                  for v, th in thresholds.items() if v in DESIGN_VARIANTS]  # (below, above)
         per_grid.append({
             "d": d, "n": n, "dn": d * n, "p_grid": ps_all, "p_reconstruction": ps_rec,
             "label": label | {"p_star_over_n": label["p_star"] / n},
             "data": thresholds, "rows": rows,
             "design": {"runs": len(recs), "added": len(recs) - first,
                        "rounds": max((c.get("design_round", 0) for c in recs), default=0),
-                       "largest_side_over_dn": max(sides) if sides else math.nan,
-                       "widest_interval_over_dn": max(widths) if widths else math.nan,
-                       "resolved": (bool(all(x <= config.resolution for x in sides))
-                                    if config.criterion == "sides"
-                                    else bool(all(x <= 2 * config.resolution for x in widths)))
-                                   if config.resolution is not None else None},
+                       "largest_side_over_dn": max((max(s) for s in design),
+                                                   default=math.nan),
+                       "widest_interval_over_dn": max((sum(s) for s in design),
+                                                      default=math.nan),
+                       "resolved": (all(meets_target(*s, config.resolution,
+                                                     criterion=config.criterion)
+                                        for s in design)
+                                    if config.resolution is not None else None)},
             "seconds": float(sum(c["seconds"] for c in here)),
         })
     return per_grid
