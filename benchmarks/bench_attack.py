@@ -50,6 +50,7 @@ iterations) and the work budget in sweeps stay above what the largest budget use
 from __future__ import annotations
 
 import argparse
+import inspect
 import json
 import os
 import subprocess
@@ -343,7 +344,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--one", nargs=3, metavar=("CASE", "SEED", "METHOD"), help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     budgets = [] if args.budgets is None else [int(b) for b in args.budgets.split(",")]
-    largest = 20000 if args.max_steps is None else args.max_steps
+    largest = (inspect.signature(reconstruct).parameters["max_steps"].default
+               if args.max_steps is None else args.max_steps)
     if any(b < 1 or b > largest for b in budgets):
         ap.error(f"--budgets must lie in 1..{largest} (the runs' budget, --max-steps)")
     if args.one:   # a child of method 'ref': one seed, one JSON line
