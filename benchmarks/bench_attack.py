@@ -343,7 +343,10 @@ def main(argv: list[str] | None = None) -> int:
                          "most --max-steps), read off the same runs")
     ap.add_argument("--one", nargs=3, metavar=("CASE", "SEED", "METHOD"), help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
-    budgets = [] if args.budgets is None else [int(b) for b in args.budgets.split(",")]
+    try:
+        budgets = [] if args.budgets is None else [int(b) for b in args.budgets.split(",")]
+    except ValueError:
+        ap.error(f"--budgets takes comma-separated integers, got {args.budgets!r}")
     largest = (inspect.signature(reconstruct).parameters["max_steps"].default
                if args.max_steps is None else args.max_steps)
     if any(b < 1 or b > largest for b in budgets):
