@@ -29,6 +29,8 @@ Usage::
     python benchmarks/bench_attack.py --curve relu+tanh:10:10 --ratios 1,1.1,1.25,1.5,2
     python benchmarks/bench_attack.py --growth 10,20,40,80 # steps to success at 1.5dn, n = 8
     python benchmarks/bench_attack.py --init-table         # spectral initialisation: ρ at step 0
+    python benchmarks/bench_attack.py --cases relu+tanh:10:10:1.1 --max-steps 100000 \
+        --max-rounds 5000 --budgets 3000,20000,50000,100000   # success against the budget
 
 Prints one line per seed, then per case and method: success rate, median/max LM or L-BFGS
 iterations, passes over V, wall time, and the stop losses of the failures (with their ρ: a loss
@@ -37,11 +39,18 @@ minimum). Timings on a shared machine vary with its load: the float64 GEMM rate 
 before and after each case. CPU time is the process's (all threads); run seed sweeps with
 ``OPENBLAS_NUM_THREADS=1`` on a shared machine. The last lines are a side-by-side table: per case
 and method, successes, median iterations and passes of the successes, median wall and CPU time.
+
+``--budgets`` adds, per case and method, the success within each smaller budget B. It is read off
+the same runs, exactly: the budget only stops a run (it is checked after an iteration and steers
+nothing), so a run with budget B is the run with the larger budget cut at B. That holds while the
+round cap (``--max-rounds``; reconstruct's default 1000 LM runs binds near 25 000–30 000
+iterations) and the work budget in sweeps stay above what the largest budget uses.
 """
 
 from __future__ import annotations
 
 import argparse
+import inspect
 import json
 import os
 import subprocess
@@ -147,17 +156,18 @@ def twolayer_problem(data: str, loss: str, k: int, ratio: float, seed: int):
 
 
 def run_seed(case: str, seed: int, method: str, reference: str | None = None,
-             max_steps: int | None = None) -> dict:
+             max_steps: int | None = None, max_rounds: int | None = None) -> dict:
     """One seed of one case; ``method="ref"``: the reference tree's default, in a child process.
 
-    ``max_steps``: the budget (None: reconstruct's default)."""
+    ``max_steps``, ``max_rounds``: the budget and the round cap (None: reconstruct's defaults)."""
     if method == "ref":
         if not reference:
             raise SystemExit("bench_attack.py: method 'ref' needs --reference DIR")
         env = dict(os.environ, PYTHONPATH=os.path.abspath(reference))
         out = subprocess.run([sys.executable, os.path.abspath(__file__), "--one", case,
                               str(seed), "default"]
-                             + ([] if max_steps is None else ["--max-steps", str(max_steps)]),
+                             + ([] if max_steps is None else ["--max-steps", str(max_steps)])
+                             + ([] if max_rounds is None else ["--max-rounds", str(max_rounds)]),
                              env=env, check=True,
                              capture_output=True, text=True).stdout
         return json.loads(out.strip().splitlines()[-1])
@@ -174,6 +184,8 @@ def run_seed(case: str, seed: int, method: str, reference: str | None = None,
     kwargs = {} if method == "default" else {"method": method}
     if max_steps is not None:
         kwargs["max_steps"] = max_steps
+    if max_rounds is not None:
+        kwargs["max_rounds"] = max_rounds
     t, c = time.perf_counter(), time.process_time()
     res = reconstruct(features, theta, X.shape[0], seed=seed, **kwargs)
     wall, cpu = time.perf_counter() - t, time.process_time() - c
@@ -216,6 +228,21 @@ def summarise(case: str, method: str, rows: list[dict], threshold: float) -> str
             f"max {max(r['wall'] for r in rows):.2f}s; CPU median {med(r['cpu'] for r in rows):.2f}s"
             f"; failures (loss/ρ): {' '.join(fails) or '-'}"
             + ranks)
+
+
+def budget_table(case: str, method: str, rows: list[dict], budgets: list[int],
+                 threshold: float, max_steps: int) -> str:
+    """Success within each budget B ≤ ``max_steps`` (iterations), read off runs of ``max_steps``.
+
+    A success counts within B when it took at most B iterations. Budgets above ``max_steps``
+    are not read (the runs stopped there) and are refused by ``main``."""
+    cells = []
+    for b in budgets:
+        good = sum(r["rho"] < threshold and r["steps"] <= b for r in rows)
+        cells.append(f"{b}: {good}/{len(rows)}")
+    stops = sorted({r["stop"] for r in rows if r["rho"] >= threshold})
+    return (f"== budget [{method}] {case}: success within " + ", ".join(cells)
+            + f" iterations (runs of {max_steps}; failures stopped by: {', '.join(stops) or '-'})")
 
 
 def side_by_side(results: dict[tuple[str, str], list[dict]], threshold: float) -> list[str]:
@@ -308,11 +335,26 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--max-steps", type=int, default=None,
                     help="iteration budget (default: reconstruct's, 20 000); a smaller one "
                          "screens ideas quickly, but the targets are for the default")
+    ap.add_argument("--max-rounds", type=int, default=None,
+                    help="round cap, LM runs (default: reconstruct's, 1000); raise it with a "
+                         "large --max-steps, or the cap stops the runs first")
+    ap.add_argument("--budgets", default=None, metavar="B1,B2,...",
+                    help="also print the success within each of these budgets (iterations, at "
+                         "most --max-steps), read off the same runs")
     ap.add_argument("--one", nargs=3, metavar=("CASE", "SEED", "METHOD"), help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
+    try:
+        budgets = [] if args.budgets is None else [int(b) for b in args.budgets.split(",")]
+    except ValueError:
+        ap.error(f"--budgets takes comma-separated integers, got {args.budgets!r}")
+    largest = (inspect.signature(reconstruct).parameters["max_steps"].default
+               if args.max_steps is None else args.max_steps)
+    if any(b < 1 or b > largest for b in budgets):
+        ap.error(f"--budgets must lie in 1..{largest} (the runs' budget, --max-steps)")
     if args.one:   # a child of method 'ref': one seed, one JSON line
         case, seed, method = args.one
-        print(json.dumps(run_seed(case, int(seed), method, max_steps=args.max_steps)),
+        print(json.dumps(run_seed(case, int(seed), method, max_steps=args.max_steps,
+                                  max_rounds=args.max_rounds)),
               flush=True)
         return 0
     if args.init_table:
@@ -333,7 +375,8 @@ def main(argv: list[str] | None = None) -> int:
         for method in args.methods.split(","):
             rows = []
             for seed in range(args.first_seed, args.first_seed + args.seeds):
-                r = run_seed(case, seed, method, args.reference, args.max_steps)
+                r = run_seed(case, seed, method, args.reference, args.max_steps,
+                             args.max_rounds)
                 rows.append(r)
                 if not args.quiet:
                     print(f"{case} [{method}] seed={seed:<3} ρ={r['rho']:.1e} loss={r['loss']:.1e} "
@@ -345,6 +388,9 @@ def main(argv: list[str] | None = None) -> int:
             print(summarise(case, method, rows, args.threshold)
                   + f"; GEMM now {gemm_gflops():.1f} GFLOP/s, peak RSS "
                   f"{resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MiB", flush=True)
+            if budgets:
+                print(budget_table(case, method, rows, budgets, args.threshold, largest),
+                      flush=True)
     for (case, method), rows in results.items():
         ref = K_OUTPUT_REFERENCE.get(case)
         if ref is not None and (ref, method) in results:

@@ -303,6 +303,19 @@ def test_recovers_at_one_point_one_dn():
         assert res.converged and _rho_abs(X, res.X_hat) < 0.01, (s, res.loss, res.steps)
 
 
+def test_a_smaller_step_budget_cuts_the_same_run():
+    """The step budget only stops a run, it steers nothing: with budget B the run is the
+    larger budget's run cut at B (``benchmarks/bench_attack.py --budgets`` reads the success
+    within B off one run on this premise)."""
+    rf, X, theta = _problem(d=6, n=4, ratio=1.1, data_seed=700)
+    full = reconstruct(rf, theta, 4, seed=0)
+    assert full.converged and full.rounds > 10       # hops and exchanges: the whole search
+    budget = full.steps - 3
+    cut = reconstruct(rf, theta, 4, seed=0, max_steps=budget)
+    assert cut.stop_reason == "budget" and cut.steps == budget and not cut.converged
+    assert cut.history == full.history[:len(cut.history)] and len(cut.history) > 100
+
+
 @pytest.mark.parametrize("d, dense", [(12, True), (100, False)])
 def test_auto_solver_switch_by_size_recovers_on_both_sides(d, dense):
     # solver="auto" picks the dense Gauss–Newton matrix for n̂d = 48 and matrix-free CG for
