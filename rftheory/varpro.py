@@ -69,6 +69,24 @@ unchanged (69, 58). Tried and dropped: flipping a row x̂_i → −x̂_i at each
 φ(−z) = φ(z) − z suggested wrong-side rows): no flip was ever accepted at that seed nor at
 d = n = 10, 1.1dn (3 seeds).
 
+*Fresh walks from a build (d ≥ BUILD_DIMENSION).* In high dimension a random point is far from
+every training point (the best of 1000 has cosine ~0.4 with a given one at d = 80), so random
+restarts and the random screens of the exchanges rarely start anything: at (80, 16), 1.25·dn the
+failures had no row within cos 0.99 of any training point in any walk. The residual of a set of
+rows, though, carries the points they miss in its Hermite moments
+(:func:`rftheory.spectral_init.residual_directions`): with one point missing and the others
+right, its first moment and the top eigenvector of its second point at it with |cos| ≈ 0.9,
+whatever its weight. :func:`build` therefore builds the rows of a fresh walk one at a time, each
+fitted to what the rows before it leave unexplained (a matching pursuit over the sphere), and
+the walk's hops and exchanges go on from there. The first walk still starts from X0 (random
+rows by default): where p ≫ dn a random start converges in one LM run (~60 iterations at
+(100, 20), 10·dn) and a build costs ~500. Measured (relu+tanh, 1.25·dn, the default 20 000
+iterations, unseen seeds 100–111, ``benchmarks/bench_attack.py --methods varpro,ref``;
+``paper_notes/attack.md``, "the build"): (80, 16) 9/12 against 5/12 without the build, (40, 8)
+and (80, 8) 4/6 each as without it but in 3–6× fewer iterations; at 1.5·dn the median
+iterations to success at d = 80 fell from 1336 to 676. Below d = 32 it did not help (scratch,
+(10, 10), 1.1·dn: 1/12 against 3/12 with every walk built), so the small sizes run as before.
+
 *Overhead.* At the demo's sizes (n̂d ≈ 100, p ≈ 100) an iteration does little arithmetic and
 its cost is per-call Python overhead, so the problem checks θ once (not per evaluation), the
 linearisation reuses the kept blocks (V, φ, φ′) and Gram matrix of the evaluation at the same
