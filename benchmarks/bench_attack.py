@@ -29,6 +29,7 @@ Usage::
     python benchmarks/bench_attack.py --curve relu+tanh:10:10 --ratios 1,1.1,1.25,1.5,2
     python benchmarks/bench_attack.py --growth 10,20,40,80 # steps to success at 1.5dn, n = 8
     python benchmarks/bench_attack.py --init-table         # spectral initialisation: ρ at step 0
+    python benchmarks/bench_attack.py --directions         # the build's residual directions
     python benchmarks/bench_attack.py --cases relu+tanh:10:10:1.1 --max-steps 100000 \
         --max-rounds 5000 --budgets 3000,20000,50000,100000   # success against the budget
 
@@ -311,6 +312,40 @@ def init_table(seeds: int) -> list[str]:
     return lines
 
 
+def directions_table(seeds: int) -> list[str]:
+    """|cos| between a left-out training point and the residual's moment directions.
+
+    For each case and seed, every training point in turn is left out with the others exact,
+    and :func:`rftheory.spectral_init.residual_directions` is asked for the residual's T_1 and
+    top T_2 eigenvector; the table gives their median and smallest |cos| with the left-out
+    point, against the best of 1000 random points (√(2 ln 1000/d), about).
+    """
+    from rftheory.projection import projection_loss
+    from rftheory.spectral_init import residual_directions
+
+    lines = [f"{'case':<22} {'T_1 median (min)':>17} {'T_2 median (min)':>17} "
+             f"{'random best of 1000':>20}"]
+    print(lines[0], flush=True)
+    for act, d, n, r in (("relu+tanh", 10, 10, 1.1), ("relu+tanh", 20, 10, 1.1),
+                         ("relu+tanh", 40, 8, 1.25), ("relu+tanh", 80, 16, 1.25),
+                         ("relu", 100, 20, 10)):
+        c1, c2 = [], []
+        for seed in range(seeds):
+            features, theta, X = rf_problem(act, d, n, r, seed)
+            for i in range(n):
+                rest = np.delete(X, i, axis=0)
+                a = projection_loss(features, rest, theta, gradient=False).coefficients
+                pts, _ = residual_directions(features, theta - features.rmatvec(rest, a),
+                                             k=1, rng=seed)
+                c1.append(abs(pts[0] @ X[i]) / d)
+                c2.append(abs(pts[2] @ X[i]) / d)
+        lines.append(f"{f'{act}:{d}:{n}:{r}':<22} {np.median(c1):>10.2f} ({min(c1):.2f}) "
+                     f"{np.median(c2):>10.2f} ({min(c2):.2f}) "
+                     f"{min(1.0, np.sqrt(2 * np.log(1000) / d)):>20.2f}")
+        print(lines[-1], flush=True)
+    return lines
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--cases", default=DEFAULT_CASES,
@@ -324,6 +359,9 @@ def main(argv: list[str] | None = None) -> int:
                          "median iterations to success against d")
     ap.add_argument("--init-table", action="store_true",
                     help="instead of the attack: ρ at step 0 of rftheory.spectral_init")
+    ap.add_argument("--directions", action="store_true",
+                    help="instead of the attack: |cos| of the residual's moment directions with "
+                         "a left-out training point (rftheory.spectral_init.residual_directions)")
     ap.add_argument("--methods", default="varpro",
                     help="comma-separated: varpro, lbfgs (this tree), ref (--reference's default)")
     ap.add_argument("--reference", default=None, metavar="DIR",
@@ -356,6 +394,9 @@ def main(argv: list[str] | None = None) -> int:
         print(json.dumps(run_seed(case, int(seed), method, max_steps=args.max_steps,
                                   max_rounds=args.max_rounds)),
               flush=True)
+        return 0
+    if args.directions:
+        directions_table(min(args.seeds, 4))
         return 0
     if args.init_table:
         init_table(min(args.seeds, 4))

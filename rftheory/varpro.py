@@ -69,6 +69,24 @@ unchanged (69, 58). Tried and dropped: flipping a row x̂_i → −x̂_i at each
 φ(−z) = φ(z) − z suggested wrong-side rows): no flip was ever accepted at that seed nor at
 d = n = 10, 1.1dn (3 seeds).
 
+*Fresh walks from a build (d ≥ BUILD_DIMENSION).* In high dimension a random point is far from
+every training point (the best of 1000 has cosine ~0.4 with a given one at d = 80), so random
+restarts and the random screens of the exchanges rarely start anything: at (80, 16), 1.25·dn the
+failures had no row within cos 0.99 of any training point in any walk. The residual of a set of
+rows, though, carries the points they miss in its Hermite moments
+(:func:`rftheory.spectral_init.residual_directions`): with one point missing and the others
+right, its first moment and the top eigenvector of its second point at it with |cos| ≈ 0.9,
+whatever its weight. :func:`build` therefore builds the rows of a fresh walk one at a time, each
+fitted to what the rows before it leave unexplained (a matching pursuit over the sphere), and
+the walk's hops and exchanges go on from there. The first walk still starts from X0 (random
+rows by default): where p ≫ dn a random start converges in one LM run (~60 iterations at
+(100, 20), 10·dn) and a build costs ~500. Measured (relu+tanh, 1.25·dn, the default 20 000
+iterations, unseen seeds 100–111, ``benchmarks/bench_attack.py --methods varpro,ref``;
+``paper_notes/attack.md``, "the build"): (80, 16) 9/12 against 5/12 without the build, (40, 8)
+and (80, 8) 4/6 each as without it but in 3–6× fewer iterations; at 1.5·dn the median
+iterations to success at d = 80 fell from 1336 to 676. Below d = 32 it did not help (scratch,
+(10, 10), 1.1·dn: 1/12 against 3/12 with every walk built), so the small sizes run as before.
+
 *Overhead.* At the demo's sizes (n̂d ≈ 100, p ≈ 100) an iteration does little arithmetic and
 its cost is per-call Python overhead, so the problem checks θ once (not per evaluation), the
 linearisation reuses the kept blocks (V, φ, φ′) and Gram matrix of the evaluation at the same
@@ -127,10 +145,11 @@ from .deadline import NO_DEADLINE, TIME_LIMIT_REACHED, Deadline
 from .errors import RFTheoryError
 from .projection import (ProjectionLoss, keep_budget as _keep_budget, projection_loss,
                          projection_loss_checked as _projection_loss)
+from .spectral_init import residual_directions
 
 __all__ = ["HOP_ANGLE", "HOP_DIMENSION", "HOP_ANGLE_MAX", "hop_angle_for", "STALL_WINDOW",
-           "STALL_FACTOR", "SOLVERS", "WORK_BUDGET", "SWEEP_FLOOR",
-           "Problem", "minimise", "loss_passes", "default_max_sweeps", "memory"]
+           "STALL_FACTOR", "SOLVERS", "WORK_BUDGET", "SWEEP_FLOOR", "BUILD_DIMENSION",
+           "Problem", "minimise", "build", "loss_passes", "default_max_sweeps", "memory"]
 
 #: Scale σ of the basin-hopping perturbation x̂ ← √d(x̂ + σ‖x̂‖g/√d)/‖·‖, g ~ N(0, I_d), at
 #: d ≤ HOP_DIMENSION: it turns x̂ by atan(σ) ≈ 0.29 rad. Above that dimension the scale grows as
@@ -153,6 +172,19 @@ EXCHANGE_SCREEN = 1000
 EXCHANGE_TOP = 3
 #: Pool points screened together by :func:`_screen` (with the candidates, one pass over V).
 SCREEN_BATCH = 256
+#: From this dimension on, every walk after the first starts from :func:`build` (a greedy,
+#: moment-guided construction) instead of random points. The best of N random points has
+#: cosine about √(2 ln N/d) with a given direction: ≥ 0.83 up to d = 20 for N = EXCHANGE_SCREEN,
+#: 0.59 at d = 40, 0.42 at d = 80, so below ~d = 32 a random screen already finds what the
+#: residual's moments would. Measured (paper_notes/attack.md, "the build"): at d = 10 and
+#: d = 20 building every walk changed nothing or lost ((10, 10), 1.1·dn: 1/12 against 3/12;
+#: (20, 10), 1.25·dn: 6/6 both), at d = 40 and 80 it won.
+BUILD_DIMENSION = 32
+#: Eigenvectors of the residual's second moment offered by :func:`build` at each row (with ±,
+#: and ±the first moment: 2 + 2·BUILD_DIRECTIONS candidates), and random points screened
+#: with them.
+BUILD_DIRECTIONS = 3
+BUILD_SCREEN = 200
 #: A basin-hopping walk ends after ``patience`` rounds without lowering its best loss by more
 #: than this factor (tiny improvements at the bottom of one funnel do not count).
 IMPROVEMENT = 0.9
@@ -1110,6 +1142,23 @@ def least_useful(problem: Problem, X: np.ndarray) -> int:
     return int(np.argmin(np.sum(A * A, axis=1) / np.maximum(np.diag(Ginv), 1e-300)))
 
 
+def _residual(problem: Problem, rows: np.ndarray) -> Any:
+    """r = θ − Φ̂ᵀA = P⊥_{Φ̂}θ for host rows (in the problem's namespace; θ itself for no rows).
+
+    One loss evaluation and one product: counted as such.
+    """
+    m = rows.shape[0]
+    if m == 0:
+        return problem.theta
+    xp = problem.xp
+    rows_d = xp.asarray(rows, device=problem.dev)
+    a = _projection_loss(problem.features, rows_d, problem.theta, problem.theta_sq, xp,
+                         gradient=False)[0].coefficients
+    problem.evaluations += 1
+    problem._count(problem._loss_passes(m) + 1, sweeps=2)
+    return problem.theta - problem.features.rmatvec(rows_d, a)
+
+
 def _fit_new_row(problem: Problem, rows: np.ndarray, position: int, rng: np.random.Generator,
                  run: _Run, n_screen: int, top: int) -> np.ndarray:
     """rows with one more row inserted at ``position``, fitted to what ``rows`` miss.
@@ -1118,14 +1167,8 @@ def _fit_new_row(problem: Problem, rows: np.ndarray, position: int, rng: np.rand
     the residual r = P⊥θ of ``rows``); the ``top`` best are each refined by LM on the new row
     alone (the others held fixed); the best result is returned.
     """
-    m, d = rows.shape
-    xp, dev = problem.xp, problem.dev
-    rows_d = xp.asarray(rows, device=dev)
-    a = _projection_loss(problem.features, rows_d, problem.theta, problem.theta_sq, xp,
-                         gradient=False)[0].coefficients
-    problem.evaluations += 1
-    problem._count(problem._loss_passes(m) + 1, sweeps=2)
-    resid = problem.theta - problem.features.rmatvec(rows_d, a)
+    d = rows.shape[1]
+    resid = _residual(problem, rows)
     pool = random_points(rng, n_screen, d)
     run.check_deadline()
     score = _screen(problem, rows, resid, pool)
@@ -1188,6 +1231,67 @@ def exchange(problem: Problem, X: np.ndarray, rng: np.random.Generator, run: _Ru
     return np.delete(grown, least_useful(problem, grown), axis=0)
 
 
+def build(problem: Problem, rng: np.random.Generator, run: _Run, m: int) -> np.ndarray:
+    """m rows built one at a time, each fitted to what the rows before it leave unexplained.
+
+    Row k: the residual r = P⊥θ of rows 0..k−1 (θ for k = 0) gives candidates from its
+    Hermite moments (:func:`rftheory.spectral_init.residual_directions`: ±T_1(r) and ± the top
+    BUILD_DIRECTIONS eigenvectors of T_2(r)), screened with BUILD_SCREEN random points by the
+    gain of adding them (:func:`_screen`); the EXCHANGE_TOP best are refined by LM on the new
+    row alone, the best of them kept, and LM then runs on all k + 1 rows. A greedy, matching-
+    pursuit-like construction: with one training point missing and the others right, the
+    residual's moments point at it (|cos| ≈ 0.9 at d = 80, 1.25·dn, whatever its weight), where
+    the best of 1000 random points reaches about 0.4.
+
+    Parameters
+    ----------
+    problem : Problem
+        The problem.
+    rng : numpy.random.Generator
+        Stream of the random points and of the moments' subspace iteration.
+    run : _Run
+        Bookkeeping of the minimisation; every LM iteration here is a pool iteration (counted
+        against the budget, not offered as an answer).
+    m : int
+        Number of rows.
+
+    Returns
+    -------
+    ndarray, shape (m, d)
+        The rows (host, on the √d-sphere).
+
+    Notes
+    -----
+    Cost per row: one loss evaluation for r, about 20 passes over V for its moments (with at
+    most 2·BUILD_DIRECTIONS + 8 vectors each), one screen pass per SCREEN_BATCH pool points,
+    EXCHANGE_TOP single-row LM runs and one LM run on all rows so far. Measured at (80, 16),
+    relu+tanh, 1.25·dn: ~450–480 LM iterations for all 16 rows; ~510 at (100, 20), 10·dn, where
+    a random start needs ~60, which is why only the walks after the first are built.
+    """
+    d = problem.d
+    problem._last = None  # no blocks of the last LM evaluation held through the screening
+    rows = np.zeros((0, d))
+    for k in range(m):
+        run.check_deadline()
+        r = _residual(problem, rows)
+        spectral, passes = residual_directions(problem.features, r,
+                                               k=min(BUILD_DIRECTIONS, d), rng=rng)
+        problem._count(passes, sweeps=passes)
+        pool = np.concatenate([spectral, random_points(rng, BUILD_SCREEN, d)])
+        run.check_deadline()
+        score = _screen(problem, rows, r, pool)
+        best_X, best_loss = None, math.inf
+        new = np.array([k])
+        for i in np.argsort(-score)[:EXCHANGE_TOP]:
+            run.check_deadline()
+            trial, loss = levenberg_marquardt(problem, np.concatenate([rows, pool[i:i + 1]]),
+                                              run, free=new, pool=True)
+            if loss < best_loss:
+                best_X, best_loss = trial, loss
+        rows, _ = levenberg_marquardt(problem, best_X, run, pool=True)
+    return rows
+
+
 def random_points(rng: np.random.Generator, n: int, d: int) -> np.ndarray:
     """n uniform points on the √d-sphere (host float64), drawn from ``rng``.
 
@@ -1242,7 +1346,8 @@ def minimise(problem: Problem, X0: np.ndarray, rng: np.random.Generator, *, tol:
              max_sweeps: float = math.inf, deadline: Deadline = NO_DEADLINE) -> Outcome:
     """Basin-hopping walks of LM runs until tol, the budget or max_rounds.
 
-    A walk starts with LM from X0 (later walks: from random points). Each further round starts
+    A walk starts with LM from X0 (later walks: from random points, or from :func:`build` at
+    d ≥ BUILD_DIMENSION). Each further round starts
     LM from the walk's best point, perturbed by about ``hop_angle`` radians per row or changed
     by an exchange (:func:`exchange`), and the result replaces the walk's best point if its loss
     is lower. A walk ends after ``patience`` rounds in a row that did not lower its best loss
@@ -1310,7 +1415,8 @@ def minimise(problem: Problem, X0: np.ndarray, rng: np.random.Generator, *, tol:
                 stop = "stalled"
                 break
             if since_better >= patience or returns >= RETURNS:   # a fresh walk
-                X = random_points(rng, m, d)
+                X = build(problem, rng, run, m) if d >= BUILD_DIMENSION else \
+                    random_points(rng, m, d)
                 walk_X, walk_loss, walk_rounds, since_better, returns = None, math.inf, 0, 0, 0
                 continue
             move = next_move(walk_rounds, since_better, m)

@@ -398,3 +398,47 @@ def test_the_deadline_stops_minimise_in_walks_and_inside_an_exchange(monkeypatch
     with pytest.raises(AssertionError, match="screened"):
         varpro.exchange(problem, start, np.random.default_rng(1), run, grow=False,
                         n_screen=10, top=2)
+
+
+@pytest.mark.parametrize("d", [31, 32])
+def test_fresh_walks_are_built_from_the_build_dimension_on(monkeypatch, d):
+    # The switch on both sides: below BUILD_DIMENSION a fresh walk starts from random points,
+    # from it on from build(); the first walk always starts from X0.
+    from rftheory import varpro
+
+    assert varpro.BUILD_DIMENSION == 32
+    X = sphere_points(2, d, 0)
+    rf = RandomFeatures("relu+tanh", d, 3 * d * 2, seed=0)
+    theta = train_min_norm(rf, X, gaussian_labels(2, 0)).theta[:, None]
+    calls = []
+    real = varpro.build
+
+    def spy(problem, rng, run, m):
+        calls.append(m)
+        return real(problem, rng, run, m)
+
+    monkeypatch.setattr(varpro, "build", spy)
+    problem = Problem(rf, theta, np, None)
+    out = varpro.minimise(problem, _random_rows(2, d, 1), np.random.default_rng(0), tol=0.0,
+                          max_steps=400, max_rounds=6, patience=1, hop_angle=0.3)
+    assert out.rounds == 6                     # patience 1: several fresh walks
+    assert calls == ([] if d < 32 else [2] * len(calls)) and (d < 32 or len(calls) >= 2)
+
+
+def test_build_recovers_an_easy_training_set_row_by_row():
+    # relu+tanh, d = 40, n = 3, p = 3dn: the greedy build alone (no hops) lands every row on a
+    # training point, and its LM iterations are counted as pool iterations (not in history).
+    from rftheory import varpro
+
+    d, n = 40, 3
+    X = sphere_points(n, d, 1)
+    rf = RandomFeatures("relu+tanh", d, 3 * d * n, seed=1)
+    theta = train_min_norm(rf, X, gaussian_labels(n, 1)).theta[:, None]
+    problem = Problem(rf, theta, np, None)
+    run = varpro._Run(problem, 0.0, 10**6, None, 1, lambda Y: Y)
+    rows = varpro.build(problem, np.random.default_rng(0), run, n)
+    assert rows.shape == (n, d)
+    np.testing.assert_allclose(np.linalg.norm(rows, axis=1), np.sqrt(d), rtol=1e-12)
+    cos = np.abs(rows @ X.T) / d
+    assert np.all(cos.max(axis=0) > 0.999)     # every training point found
+    assert run.steps == run.pool_steps > 0 and run.history == []
