@@ -199,15 +199,14 @@ def _deflation(features: FeatureMap, th_all: np.ndarray,
     passes = 0
     if sweeps is None:
         sweeps = DEFLATION_SWEEPS if p > 2 * (d + 1) else 0
-    if sweeps:
-        for _ in range(sweeps):
-            step = np.zeros_like(coef)
-            for start, G in _stream(features):
-                r = th_all[start:start + G.shape[0]] - coef[0] - G @ coef[1:]
-                step[0] += r.sum(axis=0)
-                step[1:] += G.T @ r
-            passes += 1
-            coef += step / p
+    for _ in range(sweeps):
+        step = np.zeros_like(coef)
+        for start, G in _stream(features):
+            r = th_all[start:start + G.shape[0]] - coef[0] - G @ coef[1:]
+            step[0] += r.sum(axis=0)
+            step[1:] += G.T @ r
+        passes += 1
+        coef += step / p
     return coef, passes
 
 
@@ -333,9 +332,6 @@ def spectral_init(features: FeatureMap, theta: Any, n: int, *, rng: RNGLike = 0,
         basis = None
         notes.append("no span: μ_2 = 0 for this activation; random start")
 
-    def stream():
-        return _stream(features)
-
     point_order = None
     if basis is None:
         X = to_sphere(rng.standard_normal((n, d)))
@@ -349,7 +345,7 @@ def spectral_init(features: FeatureMap, theta: Any, n: int, *, rng: RNGLike = 0,
             # Pass 3: h = U_sᵀg and θ' (the combination of outputs used for the points).
             beta = rng.standard_normal(k_out) if k_out > 1 else np.ones(1)
             Hs, ts = [], []
-            for start, G in stream():
+            for start, G in _stream(features):
                 Hs.append(G @ basis)
                 ts.append(deflated(start, G) @ beta)
             passes += 1

@@ -1167,9 +1167,16 @@ def _fit_new_row(problem: Problem, rows: np.ndarray, position: int, rng: np.rand
     the residual r = P⊥θ of ``rows``); the ``top`` best are each refined by LM on the new row
     alone (the others held fixed); the best result is returned.
     """
-    d = rows.shape[1]
     resid = _residual(problem, rows)
-    pool = random_points(rng, n_screen, d)
+    pool = random_points(rng, n_screen, rows.shape[1])
+    return _insert_best(problem, rows, position, resid, pool, run, top)
+
+
+def _insert_best(problem: Problem, rows: np.ndarray, position: int, resid: Any,
+                 pool: np.ndarray, run: _Run, top: int) -> np.ndarray:
+    """rows with the best of ``pool`` inserted at ``position``: the ``top`` points of highest
+    gain against ``resid`` (:func:`_screen`) are each refined by LM on the new row alone (the
+    others held fixed), and the refinement of lowest loss is returned."""
     run.check_deadline()
     score = _screen(problem, rows, resid, pool)
     best_X, best_loss = None, math.inf
@@ -1278,17 +1285,8 @@ def build(problem: Problem, rng: np.random.Generator, run: _Run, m: int) -> np.n
                                                k=min(BUILD_DIRECTIONS, d), rng=rng)
         problem._count(passes, sweeps=passes)
         pool = np.concatenate([spectral, random_points(rng, BUILD_SCREEN, d)])
-        run.check_deadline()
-        score = _screen(problem, rows, r, pool)
-        best_X, best_loss = None, math.inf
-        new = np.array([k])
-        for i in np.argsort(-score)[:EXCHANGE_TOP]:
-            run.check_deadline()
-            trial, loss = levenberg_marquardt(problem, np.concatenate([rows, pool[i:i + 1]]),
-                                              run, free=new, pool=True)
-            if loss < best_loss:
-                best_X, best_loss = trial, loss
-        rows, _ = levenberg_marquardt(problem, best_X, run, pool=True)
+        grown = _insert_best(problem, rows, k, r, pool, run, EXCHANGE_TOP)
+        rows, _ = levenberg_marquardt(problem, grown, run, pool=True)
     return rows
 
 
