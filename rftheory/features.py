@@ -228,6 +228,14 @@ class FeatureMap:
         """True when streaming W again costs no generation (W is held in memory)."""
         raise NotImplementedError
 
+    def weight_chunks(self, xp: Any = np, dtype: Any = np.float64,
+                      device: Any = None) -> Iterator[tuple[int, Any]]:
+        """Stream W itself, as :meth:`chunks` sees it: ``(first row, (nb, m, d) stack of
+        blocks)`` in row order, in namespace ``xp``, ``dtype`` and on ``device`` (default: the
+        namespace's default device; host numpy float64 by default)."""
+        dev = array_device(xp.empty(0)) if device is None else device
+        yield from self._chunks(xp, dtype, dev)
+
     # -- streaming ----------------------------------------------------------------------------
     def chunks(self, X: Any, *, derivative: bool = False) -> Iterator[FeatureChunk]:
         """Stream Φ(X) over stacks of blocks of V, in order.

@@ -57,7 +57,6 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from array_api_compat import device as array_device
 
 from .backend import to_host
 from .data import to_sphere
@@ -181,8 +180,15 @@ def _jennrich(H: np.ndarray, th: np.ndarray, k: int, rng: np.random.Generator) -
 def _stream(features: FeatureMap) -> Any:
     """(first row, G = √d·V for a chunk of rows) over V, host float64."""
     d, sr = features.d, math.sqrt(features.d)
-    for start, Vs in features._chunks(np, np.float64, array_device(np.empty(0))):
+    for start, Vs in features.weight_chunks():
         yield start, np.asarray(to_host(Vs), dtype=np.float64).reshape(-1, d) * sr
+
+
+def _minus_linear(values: np.ndarray, coef: np.ndarray) -> Any:
+    """θ' = θ − c_0 − G c_1 per chunk of rows (θ with its degree-0/1 fit ``coef`` removed)."""
+    def deflated(start: int, G: np.ndarray) -> np.ndarray:
+        return values[start:start + G.shape[0]] - coef[0] - G @ coef[1:]
+    return deflated
 
 
 def _deflation(features: FeatureMap, th_all: np.ndarray,
@@ -313,9 +319,7 @@ def spectral_init(features: FeatureMap, theta: Any, n: int, *, rng: RNGLike = 0,
     orders = usable_orders(features.activation)
     s = min(n, d)
     coef, passes = _deflation(features, th_all)
-
-    def deflated(start: int, G: np.ndarray) -> np.ndarray:
-        return th_all[start:start + G.shape[0]] - coef[0] - G @ coef[1:]
+    deflated = _minus_linear(th_all, coef)
 
     notes = []
     span_order = None
@@ -456,10 +460,8 @@ def residual_directions(features: FeatureMap, residual: Any, *, k: int = 3,
     t1 = first[:, 0] if first.shape[1] == 1 else np.linalg.svd(first, full_matrices=False)[0][:, 0]
     dirs = [t1, -t1]
     if k:
-        def deflated(start: int, G: np.ndarray) -> np.ndarray:
-            return r_all[start:start + G.shape[0]] - coef[0] - G @ coef[1:]
-
-        basis, used = _top_eigenvectors(features, deflated, int(k), r_all.shape[1], rng)
+        basis, used = _top_eigenvectors(features, _minus_linear(r_all, coef), int(k),
+                                        r_all.shape[1], rng)
         passes += used
         for i in range(basis.shape[1]):
             dirs += [basis[:, i], -basis[:, i]]

@@ -83,7 +83,8 @@ rows by default): where p ≫ dn a random start converges in one LM run (~60 ite
 (100, 20), 10·dn) and a build costs ~500. Measured (relu+tanh, 1.25·dn, the default 20 000
 iterations, unseen seeds 100–111, ``benchmarks/bench_attack.py --methods varpro,ref``;
 ``paper_notes/attack.md``, "the build"): (80, 16) 9/12 against 5/12 without the build, (40, 8)
-9/12 against 7/12, (80, 8) 8/12 as without it, in 2–6× fewer iterations; at 1.5·dn the median
+9/12 against 7/12, (80, 8) 8/12 as without it, in 2–6× fewer iterations; over 30 unseen seeds
+(100–111, 200–205, 300–311) with the build: 26/30, 24/30 and 22/30. At 1.5·dn the median
 iterations to success at d = 80 fell from 1336 to 676. Below d = 32 it did not help (scratch,
 (10, 10), 1.1·dn: 1/12 against 3/12 with every walk built), so the small sizes run as before.
 

@@ -327,3 +327,15 @@ def test_cupy_float32_gram_and_training_match_numpy(X):
     model = train_min_norm(cached, cp.asarray(X), cp.asarray(Y))
     np.testing.assert_allclose(cp.asnumpy(model.theta), train_min_norm(rf, X, Y).theta,
                                rtol=1e-8, atol=1e-10)
+
+
+def test_weight_chunks_stream_exactly_v_in_row_order():
+    # V drawn over several chunks (a small cache forces streaming): the stacks, laid end to
+    # end in the order given, are V itself, bit for bit.
+    rf = RandomFeatures("relu+tanh", 7, 5000, seed=3, v_cache_bytes=0)
+    starts, parts = [], []
+    for start, Vs in rf.weight_chunks():
+        starts.append(start)
+        parts.append(np.asarray(Vs).reshape(-1, 7))
+    assert len(parts) > 1 and starts == sorted(starts) and starts[0] == 0
+    assert np.array_equal(np.concatenate(parts), rf.weights())
