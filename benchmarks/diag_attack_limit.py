@@ -22,6 +22,17 @@ Subcommands:
 * ``hard`` — the training points that no walk finds are those of smallest |a_i|. This puts the
   others at the truth turned by ε degrees, draws the k smallest-|a| rows at random, and runs LM on
   those k rows alone, then on all rows: how often does that recover the data, against ε?
+* ``cost`` — the default attack's cost to success against d at a fixed p/(dn): every seed runs
+  ``reconstruct`` (default options) with a large budget, and the runs of one (d, p/(dn)) give a
+  success *rate per iteration* λ = successes / iterations spent (an exponential waiting time,
+  censored at the budget: the maximum-likelihood rate), its exact 95 % Poisson interval, the
+  expected iterations to success 1/λ, and the success within the default budget (observed,
+  and 1 − exp(−λ·20 000) as the constant-rate model predicts it: a check of that model), and
+  the budget that model needs for an 80 % success, ln 5/λ (with λ's interval carried over). A
+  Poisson regression of the successes on d (log λ = α + βd, exposure = iterations) gives the
+  factor e^β by which each unit of d multiplies the rate, with a profile-likelihood interval.
+  ``--jsonl`` keeps one line per run; ``--from`` pools such files (several processes' runs)
+  (plain or gzipped) and only analyses; ``--plot`` draws 1/λ against d, one line per p/(dn).
 
 Usage::
 
@@ -30,11 +41,17 @@ Usage::
     python benchmarks/diag_attack_limit.py walks --hop angle0.2 --seeds 8 --quiet
     python benchmarks/diag_attack_limit.py walks --consensus --seeds 8 --quiet
     python benchmarks/diag_attack_limit.py hard --seed 2 --k 3 --eps 0,1,2,4
+    python benchmarks/diag_attack_limit.py cost --ds 4,6,8,10 --ratios 1.1 --seeds 8 \
+        --max-steps 100000 --jsonl runs.jsonl
+    python benchmarks/diag_attack_limit.py cost --from runs.jsonl other.jsonl --plot cost.png
 """
 
 from __future__ import annotations
 
 import argparse
+import gzip
+import inspect
+import json
 import math
 import sys
 import time
@@ -43,9 +60,9 @@ import numpy as np
 
 from rftheory import varpro as vp
 from rftheory.metrics import rho
-from rftheory.reconstruct import _STREAM_CANDIDATES
+from rftheory.reconstruct import _STREAM_CANDIDATES, reconstruct
 
-from bench_attack import rf_problem  # benchmarks/ is on the path
+from bench_attack import rf_problem, success_interval  # benchmarks/ is on the path
 
 GOOD_COS = 0.99   # a row "has found" a training point when its cosine to it exceeds this
 
@@ -297,9 +314,232 @@ def hard(args) -> None:
               flush=True)
 
 
+# -- cost -------------------------------------------------------------------------------------
+
+DEFAULT_BUDGET = inspect.signature(reconstruct).parameters["max_steps"].default   # 20 000
+
+
+def rate_interval(successes: int, exposure: float, confidence: float = 0.95) -> tuple[float, float]:
+    """Exact (Garwood) interval of a Poisson rate: ``successes`` events in ``exposure`` units.
+
+    The bounds are the rates λ at which P(N ≤ k) and P(N ≥ k) for N ~ Poisson(λ·exposure) equal
+    (1 − confidence)/2: χ²-quantiles with 2k and 2k + 2 degrees of freedom, halved. With k = 0
+    the lower bound is 0.
+    """
+    from scipy.stats import chi2
+
+    if exposure <= 0 or successes < 0:
+        raise ValueError("exposure must be positive and successes non-negative")
+    tail = (1.0 - confidence) / 2.0
+    low = 0.0 if successes == 0 else chi2.ppf(tail, 2 * successes) / (2.0 * exposure)
+    high = chi2.ppf(1.0 - tail, 2 * successes + 2) / (2.0 * exposure)
+    return float(low), float(high)
+
+
+def rate_trend(xs, successes, exposures, confidence: float = 0.95):
+    """Poisson regression log λ = α + β·x with exposures: (e^β, its profile-likelihood interval).
+
+    Given β, the likelihood's best α is log(Σk / Σ T e^{βx}), so the profile log-likelihood is
+    ℓ(β) = Σ k (α̂(β) + βx) − Σk up to a constant; the interval is where 2(ℓ(β̂) − ℓ(β)) stays
+    below the χ²₁ quantile. An end that the data do not bound (e.g. no success at the largest
+    x) is reported as 0 or ∞, and so is β̂ itself when every success sits at one end. Returns
+    None without any success or with a single x.
+    """
+    from scipy.optimize import brentq, minimize_scalar
+    from scipy.stats import chi2
+
+    x = np.asarray(xs, dtype=float)
+    k = np.asarray(successes, dtype=float)
+    T = np.asarray(exposures, dtype=float)
+    if k.sum() == 0 or len(set(x.tolist())) < 2:
+        return None
+
+    def profile(beta):
+        log_sum = np.log(np.sum(T * np.exp(beta * (x - x.mean())))) + beta * x.mean()
+        alpha = np.log(k.sum()) - log_sum
+        return float(np.sum(k * (alpha + beta * x)))
+
+    span = 50.0 / (x.max() - x.min())
+    fit = minimize_scalar(lambda b: -profile(b), bounds=(-span, span), method="bounded",
+                          options={"xatol": 1e-10})
+    beta, top = float(fit.x), profile(float(fit.x))
+    cut = chi2.ppf(confidence, 1) / 2.0
+    gap = lambda b: top - profile(b) - cut
+    low = brentq(gap, -span, beta) if gap(-span) > 0 else -math.inf
+    high = brentq(gap, beta, span) if gap(span) > 0 else math.inf
+    if k[x != x.min()].sum() == 0:     # all successes at the smallest x: β̂ = −∞
+        beta = -math.inf
+    elif k[x != x.max()].sum() == 0:   # all at the largest: β̂ = +∞
+        beta = math.inf
+    return math.exp(beta), (math.exp(low), math.exp(high))
+
+
+def cost_run(activation: str, d: int, n: int, ratio: float, seed: int, max_steps: int,
+             max_rounds: int, threshold: float) -> dict:
+    features, theta, X = rf_problem(activation, d, n, ratio, seed)
+    c = time.process_time()
+    res = reconstruct(features, theta, n, seed=seed, max_steps=max_steps, max_rounds=max_rounds)
+    cpu = time.process_time() - c
+    r = float(rho(X, np.asarray(res.X_hat), "abs"))
+    return {"activation": activation, "d": d, "n": n, "ratio": ratio, "seed": seed,
+            "p": int(features.p), "budget": max_steps, "steps": int(res.steps),
+            "success": bool(r < threshold), "converged": bool(res.converged),
+            "loss": float(res.loss), "rho": r, "stop": res.stop_reason, "cpu": cpu}
+
+
+def cost_table(rows: list[dict]) -> list[str]:
+    """Per (activation, n, p/(dn), d): the success rate per iteration and what it implies."""
+    groups: dict = {}
+    for r in rows:
+        groups.setdefault((r["activation"], r["n"], r["ratio"]), {}).setdefault(r["d"], []).append(r)
+    lines = []
+    for (act, n, ratio), by_d in sorted(groups.items()):
+        lines.append(f"# {act}, n = {n}, p = {ratio:g}·dn: λ = successes per 10⁵ iterations "
+                     f"(exact 95 % interval); 1/λ = expected iterations to success")
+        lines.append(f"{'d':>3} {'seeds':>5} {'budget':>7} {'successes':>9} {'iterations':>11} "
+                     f"{'λ·1e5 [95 %]':>22} {'1/λ':>9} {'CPU/1e5 it':>10} "
+                     f"{'within 20k: seen [95 %]':>24} {'model':>6} {'budget for 80 %':>22}")
+        xs, ks, Ts = [], [], []
+        for d, rs in sorted(by_d.items()):
+            k = sum(r["success"] for r in rs)
+            T = float(sum(r["steps"] for r in rs))
+            lo, hi = rate_interval(k, T)
+            lam = k / T
+            cpu = 1e5 * sum(r["cpu"] for r in rs) / T
+            within = sum(r["success"] and r["steps"] <= DEFAULT_BUDGET for r in rs)
+            wl, wh = success_interval(within, len(rs))
+            model = 1.0 - math.exp(-lam * DEFAULT_BUDGET)
+            inv = f"{1 / lam:9.3g}" if k else f"{'>' + format(1 / hi, '.2g'):>9}"
+            # The constant-rate model's budget for an 80 % success: 1 − exp(−λB) = 0.8.
+            b80 = (f"{math.log(5) / lam:.2g} [{math.log(5) / hi:.2g}, "
+                   f"{math.log(5) / lo if lo else math.inf:.2g}]" if k
+                   else f"> {math.log(5) / hi:.2g}")
+            budgets = sorted({r["budget"] for r in rs})
+            lines.append(f"{d:>3} {len(rs):>5} {'/'.join(str(b) for b in budgets):>7} {k:>9} "
+                         f"{int(T):>11} {1e5 * lam:>7.3g} [{1e5 * lo:.2g}, {1e5 * hi:.2g}]"
+                         f"{'':>1} {inv} {cpu:>9.1f}s "
+                         f"{within:>4}/{len(rs)} [{100 * wl:.0f}, {100 * wh:.0f}] % {100 * model:>5.0f}% "
+                         f"{b80:>22}")
+            xs.append(d)
+            ks.append(k)
+            Ts.append(T)
+        trend = rate_trend(xs, ks, Ts)
+        if trend is not None:
+            factor, (lo, hi) = trend
+            if 0 < factor < math.inf:
+                lines.append(f"  rate trend (Poisson regression, log λ linear in d): ×{factor:.3g} "
+                             f"per unit of d [{lo:.3g}, {hi:.3g}], i.e. ×{factor ** 10:.3g} per "
+                             f"10 of d")
+            else:   # every success at one end: the estimate is that end, the interval one-sided
+                lines.append(f"  rate trend (Poisson regression, log λ linear in d): every success "
+                             f"at the {'smallest' if factor == 0 else 'largest'} d; the factor per "
+                             f"unit of d is in [{lo:.3g}, {hi:.3g}]")
+    return lines
+
+
+def cost_figure(rows: list[dict], path: str) -> None:
+    """Expected iterations to success 1/λ (95 % interval) against d, one line per p/(dn)."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from rftheory.plotting import paper_figure, paper_style
+
+    groups: dict = {}
+    for r in rows:
+        groups.setdefault((r["activation"], r["n"], r["ratio"]), {}).setdefault(r["d"], []).append(r)
+    with paper_style():
+        fig, ax = paper_figure(columns=1, aspect=0.8)
+        any_bound = False
+        # each p/(dn) is nudged sideways a little, so that equal values at one d stay visible
+        keys = sorted(groups)
+        for index, ((act, n, ratio), by_d) in enumerate(sorted(groups.items())):
+            nudge = 0.2 * (index - (len(keys) - 1) / 2)
+            ds, mid, low, high, bound_d, bound = [], [], [], [], [], []
+            for d, rs in sorted(by_d.items()):
+                k = sum(r["success"] for r in rs)
+                T = float(sum(r["steps"] for r in rs))
+                lo, hi = rate_interval(k, T)
+                if k:
+                    ds.append(d + nudge)
+                    mid.append(T / k)
+                    low.append(T / k - 1 / hi)
+                    high.append((1 / lo if lo else 1e12) - T / k)
+                else:
+                    bound_d.append(d + nudge)
+                    bound.append(1 / hi)
+            line = ax.errorbar(ds, mid, yerr=[low, high], marker="o", capsize=2,
+                               label=f"p = {ratio:g}·dn")
+            if bound_d:   # no success: the interval's lower end of 1/λ, an arrow upwards
+                ax.plot(bound_d, bound, marker="^", markersize=7, linestyle="none",
+                        color=line.lines[0].get_color(), zorder=5)
+                any_bound = True
+        if any_bound:
+            ax.plot([], [], marker="^", linestyle="none", color="0.4",
+                    label="no success: lower end of 1/λ's interval")
+        ax.axhline(DEFAULT_BUDGET, color="0.5", linewidth=0.8, linestyle="--")
+        ax.text(ax.get_xlim()[1], DEFAULT_BUDGET * 0.8, "default budget ", color="0.4",
+                fontsize="x-small", ha="right", va="top")
+        ax.set_yscale("log")
+        ax.set_xlabel("d (n = %s)" % ", ".join(sorted({str(r["n"]) for r in rows})))
+        ax.set_ylabel("expected LM iterations to success, 1/λ")
+        ax.legend(fontsize="x-small")
+        fig.savefig(path)
+        plt.close(fig)
+
+
+def cost(args) -> None:
+    rows: list[dict] = []
+    if args.from_:
+        for path in args.from_:
+            opener = gzip.open if path.endswith(".gz") else open
+            with opener(path, "rt", encoding="utf-8") as fh:
+                rows += [json.loads(line) for line in fh if line.strip()]
+    else:
+        out = open(args.jsonl, "a", encoding="utf-8") if args.jsonl else None
+        try:
+            for ratio in [float(r) for r in args.ratios.split(",")]:
+                for d in [int(x) for x in args.ds.split(",")]:
+                    for seed in range(args.first_seed, args.first_seed + args.seeds):
+                        row = cost_run(args.activation, d, args.n, ratio, seed, args.max_steps,
+                                       args.max_rounds, args.threshold)
+                        rows.append(row)
+                        print(f"({d}, {args.n}) {ratio:g}dn seed {seed}: "
+                              f"{'SUCCESS' if row['success'] else 'fail'} ρ = {row['rho']:.1e}, "
+                              f"loss {row['loss']:.1e}, {row['stop']}, {row['steps']} iterations, "
+                              f"cpu {row['cpu']:.1f} s", flush=True)
+                        if out is not None:
+                            out.write(json.dumps(row) + "\n")
+                            out.flush()
+        finally:
+            if out is not None:
+                out.close()
+    for line in cost_table(rows):
+        print(line, flush=True)
+    if args.plot:
+        cost_figure(rows, args.plot)
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     sub = ap.add_subparsers(dest="cmd", required=True)
+    c = sub.add_parser("cost")
+    c.add_argument("--ds", default="4,6,8,10", help="input dimensions (default %(default)s)")
+    c.add_argument("--n", type=int, default=10)
+    c.add_argument("--ratios", default="1.1", help="p/(dn) values (default %(default)s)")
+    c.add_argument("--activation", default="relu+tanh")
+    c.add_argument("--seeds", type=int, default=8)
+    c.add_argument("--first-seed", type=int, default=0)
+    c.add_argument("--max-steps", type=int, default=100000,
+                   help="iteration budget of each run (default %(default)s)")
+    c.add_argument("--max-rounds", type=int, default=100000,
+                   help="LM-run cap, above what the budget uses (default %(default)s)")
+    c.add_argument("--threshold", type=float, default=0.01, help="success: ρ below this")
+    c.add_argument("--jsonl", default=None, help="append one JSON line per run to this file")
+    c.add_argument("--from", dest="from_", nargs="+", default=None, metavar="FILE",
+                   help="only analyse these --jsonl files (pooled; .gz ones gunzipped)")
+    c.add_argument("--plot", default=None, metavar="PNG",
+                   help="draw 1/λ against d, one line per p/(dn), into this file")
     for name in ("basin", "walks", "hard"):
         s = sub.add_parser(name)
         s.add_argument("--d", type=int, default=10)
@@ -325,7 +565,7 @@ def main(argv: list[str] | None = None) -> int:
             s.add_argument("--eps", default="0,1,2,4")
             s.add_argument("--max-steps", type=int, default=3000)
     args = ap.parse_args(argv)
-    {"basin": basin, "walks": walks, "hard": hard}[args.cmd](args)
+    {"basin": basin, "walks": walks, "hard": hard, "cost": cost}[args.cmd](args)
     return 0
 
 

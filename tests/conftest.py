@@ -3,11 +3,26 @@
 from __future__ import annotations
 
 import contextlib
+import importlib
 import sqlite3
+import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
+
+
+BENCHMARKS = Path(__file__).resolve().parents[1] / "benchmarks"
+
+
+@contextlib.contextmanager
+def benchmark_module(name: str):
+    """Import ``benchmarks/<name>.py`` (which imports its siblings) with benchmarks/ on the path."""
+    sys.path.insert(0, str(BENCHMARKS))
+    try:
+        yield importlib.import_module(name)
+    finally:
+        sys.path.remove(str(BENCHMARKS))
 
 
 def sphere_points(n: int, d: int, seed: int) -> np.ndarray:

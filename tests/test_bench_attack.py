@@ -1,21 +1,14 @@
 """benchmarks/bench_attack.py's summary line: the success rate's interval and the verdict."""
 
-import importlib
-import sys
-from pathlib import Path
-
 import pytest
 
-BENCHMARKS = Path(__file__).resolve().parents[1] / "benchmarks"
+from conftest import benchmark_module
 
 
 @pytest.fixture(scope="module")
 def bench():
-    sys.path.insert(0, str(BENCHMARKS))
-    try:
-        yield importlib.import_module("bench_attack")
-    finally:
-        sys.path.remove(str(BENCHMARKS))
+    with benchmark_module("bench_attack") as module:
+        yield module
 
 
 def _rows(successes, runs):

@@ -1,0 +1,124 @@
+"""benchmarks/diag_attack_limit.py's ``cost``: the rate per iteration, its interval, its trend."""
+
+import gzip
+import json
+import math
+from pathlib import Path
+
+import pytest
+from scipy.stats import poisson
+
+from conftest import benchmark_module
+
+
+@pytest.fixture(scope="module")
+def diag():
+    with benchmark_module("diag_attack_limit") as module:
+        yield module
+
+
+@pytest.mark.parametrize("k, exposure", [(0, 1e5), (1, 2e5), (7, 1.2e6), (40, 3e5)])
+def test_rate_interval_is_the_exact_poisson_one(diag, k, exposure):
+    low, high = diag.rate_interval(k, exposure)
+    # Garwood: P(N ≤ k | λ_high·T) = 2.5 % and P(N ≥ k | λ_low·T) = 2.5 % (poisson's own cdf).
+    assert poisson.cdf(k, high * exposure) == pytest.approx(0.025, rel=1e-9)
+    if k == 0:
+        assert low == 0.0 and high * exposure == pytest.approx(-math.log(0.025), rel=1e-12)
+    else:
+        assert poisson.sf(k - 1, low * exposure) == pytest.approx(0.025, rel=1e-9)
+        assert low < k / exposure < high
+
+
+def test_rate_interval_refuses_no_exposure(diag):
+    with pytest.raises(ValueError):
+        diag.rate_interval(1, 0.0)
+
+
+def test_rate_trend_recovers_a_halving_rate(diag):
+    # Rates 8e-3, 4e-3, 2e-3 exactly (k/T): the MLE of e^β is 1/2, inside its own interval.
+    factor, (low, high) = diag.rate_trend([0, 1, 2], [8, 8, 8], [1000, 2000, 4000])
+    assert factor == pytest.approx(0.5, rel=1e-6)
+    assert low < 0.5 < high < 1.0
+
+
+def test_rate_trend_can_find_no_decay(diag):
+    # The same rate at every x: the factor is 1 and its interval contains 1 (the verdict can
+    # come out either way).
+    factor, (low, high) = diag.rate_trend([10, 12, 14], [20, 20, 20], [1e5, 1e5, 1e5])
+    assert factor == pytest.approx(1.0, abs=1e-6)
+    assert low < 1.0 < high
+
+
+def test_rate_trend_leaves_an_unbounded_end_open(diag):
+    # No success at the larger x: nothing bounds how fast the rate falls.
+    factor, (low, high) = diag.rate_trend([0, 1], [10, 0], [1e4, 1e4])
+    assert factor == 0.0 and low == 0.0 and 0.0 < high < 1.0
+    assert diag.rate_trend([0, 1], [0, 0], [1e4, 1e4]) is None
+
+
+def test_cost_table_reads_runs(diag):
+    rows = [{"activation": "relu+tanh", "d": d, "n": 10, "ratio": 1.1, "seed": s,
+             "budget": 100000, "steps": steps, "success": ok, "cpu": steps / 4000}
+            for d, runs in ((10, [(5000, True), (100000, False)]), (12, [(100000, False)] * 2))
+            for s, (steps, ok) in enumerate(runs)]
+    lines = diag.cost_table(rows)
+    row10 = next(line for line in lines if line.startswith(" 10 "))
+    # 1 success in 105 000 iterations: λ·1e5 = 0.952; seen within 20k 1/2; the model's
+    # 1 − exp(−λ·20 000) = 17 %.
+    assert " 0.952 [" in row10 and "1/2" in row10 and "17%" in row10
+    row12 = next(line for line in lines if line.startswith(" 12 "))
+    assert "0/2" in row12 and ">" in row12
+    assert any("rate trend" in line for line in lines)
+
+
+def test_cost_table_states_a_one_sided_trend(diag):
+    rows = [{"activation": "relu", "d": d, "n": 4, "ratio": 1.05, "seed": 0, "budget": 10000,
+             "steps": steps, "success": ok, "cpu": 1.0}
+            for d, steps, ok in ((6, 2000, True), (6, 3000, True), (10, 10000, False))]
+    trend = [line for line in diag.cost_table(rows) if "rate trend" in line]
+    assert len(trend) == 1 and "every success at the smallest d" in trend[0]
+    assert "×0 per" not in trend[0]
+
+
+def test_cost_runs_and_pools(diag, tmp_path, capsys):
+    path = tmp_path / "runs.jsonl"
+    assert diag.main(["cost", "--ds", "4", "--n", "2", "--ratios", "3", "--seeds", "2",
+                      "--max-steps", "3000", "--jsonl", str(path)]) == 0
+    rows = [json.loads(line) for line in path.read_text().splitlines()]
+    assert [r["seed"] for r in rows] == [0, 1] and all(r["p"] == 24 for r in rows)
+    first = capsys.readouterr().out
+    figure = tmp_path / "cost.png"
+    assert diag.main(["cost", "--from", str(path), "--plot", str(figure)]) == 0
+    assert figure.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    table = capsys.readouterr().out
+    # The analysis of the stored runs is the one printed after the runs themselves.
+    assert table.strip() and table.strip() in first
+    packed = tmp_path / "runs.jsonl.gz"
+    packed.write_bytes(gzip.compress(path.read_bytes()))
+    assert diag.main(["cost", "--from", str(packed)]) == 0
+    assert capsys.readouterr().out == table
+
+
+def test_shipped_runs_give_the_notes_figures(diag):
+    # examples/attack_cost_runs.jsonl.gz holds the runs behind paper_notes/attack.md's "what the
+    # counting limit costs"; its claims must follow from them.
+    path = Path(__file__).resolve().parents[1] / "examples" / "attack_cost_runs.jsonl.gz"
+    with gzip.open(path, "rt", encoding="utf-8") as fh:
+        rows = [json.loads(line) for line in fh]
+    assert len(rows) == 240
+    at = {}
+    for r in rows:
+        at.setdefault(r["ratio"], {}).setdefault(r["d"], []).append(r)
+
+    def rate(ratio, d):
+        rs = at[ratio][d]
+        return sum(r["success"] for r in rs) / sum(r["steps"] for r in rs)
+
+    needed = math.log(5) / diag.DEFAULT_BUDGET          # 80 % within the default budget
+    assert all(8 < needed / rate(1.1, d) < 100 for d in (6, 8, 10, 12, 14, 16))
+    assert rate(1.1, 20) == 0 and rate(1.05, 10) == 0
+    ds = sorted(at[1.1])
+    factor, (low, high) = diag.rate_trend(
+        ds, [sum(r["success"] for r in at[1.1][d]) for d in ds],
+        [sum(r["steps"] for r in at[1.1][d]) for d in ds])
+    assert 0.75 < low < factor < high < 0.94
