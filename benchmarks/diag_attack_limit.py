@@ -387,22 +387,28 @@ def cost_run(activation: str, d: int, n: int, ratio: float, seed: int, max_steps
             "loss": float(res.loss), "rho": r, "stop": res.stop_reason, "cpu": cpu}
 
 
-def cost_table(rows: list[dict]) -> list[str]:
-    """Per (activation, n, p/(dn), d): the success rate per iteration and what it implies."""
+def cost_groups(rows: list[dict]) -> dict:
+    """{(activation, n, p/(dn)): {d: (successes, iterations, runs)}}, both levels sorted."""
     groups: dict = {}
     for r in rows:
         groups.setdefault((r["activation"], r["n"], r["ratio"]), {}).setdefault(r["d"], []).append(r)
+    return {key: {d: (sum(r["success"] for r in rs), float(sum(r["steps"] for r in rs)), rs)
+                  for d, rs in sorted(by_d.items())}
+            for key, by_d in sorted(groups.items())}
+
+
+def cost_table(rows: list[dict]) -> list[str]:
+    """Per (activation, n, p/(dn), d): the success rate per iteration and what it implies."""
     lines = []
-    for (act, n, ratio), by_d in sorted(groups.items()):
+    for (act, n, ratio), by_d in cost_groups(rows).items():
         lines.append(f"# {act}, n = {n}, p = {ratio:g}·dn: λ = successes per 10⁵ iterations "
                      f"(exact 95 % interval); 1/λ = expected iterations to success")
         lines.append(f"{'d':>3} {'seeds':>5} {'budget':>7} {'successes':>9} {'iterations':>11} "
                      f"{'λ·1e5 [95 %]':>22} {'1/λ':>9} {'CPU/1e5 it':>10} "
-                     f"{'within 20k: seen [95 %]':>24} {'model':>6} {'budget for 80 %':>22}")
+                     f"{f'within {DEFAULT_BUDGET // 1000}k: seen [95 %]':>24} {'model':>6} "
+                     f"{'budget for 80 %':>22}")
         xs, ks, Ts = [], [], []
-        for d, rs in sorted(by_d.items()):
-            k = sum(r["success"] for r in rs)
-            T = float(sum(r["steps"] for r in rs))
+        for d, (k, T, rs) in by_d.items():
             lo, hi = rate_interval(k, T)
             lam = k / T
             cpu = 1e5 * sum(r["cpu"] for r in rs) / T
@@ -445,20 +451,15 @@ def cost_figure(rows: list[dict], path: str) -> None:
 
     from rftheory.plotting import paper_figure, paper_style
 
-    groups: dict = {}
-    for r in rows:
-        groups.setdefault((r["activation"], r["n"], r["ratio"]), {}).setdefault(r["d"], []).append(r)
+    groups = cost_groups(rows)
     with paper_style():
         fig, ax = paper_figure(columns=1, aspect=0.8)
         any_bound = False
         # each p/(dn) is nudged sideways a little, so that equal values at one d stay visible
-        keys = sorted(groups)
-        for index, ((act, n, ratio), by_d) in enumerate(sorted(groups.items())):
-            nudge = 0.2 * (index - (len(keys) - 1) / 2)
+        for index, ((act, n, ratio), by_d) in enumerate(groups.items()):
+            nudge = 0.2 * (index - (len(groups) - 1) / 2)
             ds, mid, low, high, bound_d, bound = [], [], [], [], [], []
-            for d, rs in sorted(by_d.items()):
-                k = sum(r["success"] for r in rs)
-                T = float(sum(r["steps"] for r in rs))
+            for d, (k, T, _) in by_d.items():
                 lo, hi = rate_interval(k, T)
                 if k:
                     ds.append(d + nudge)

@@ -106,19 +106,16 @@ def test_shipped_runs_give_the_notes_figures(diag):
     with gzip.open(path, "rt", encoding="utf-8") as fh:
         rows = [json.loads(line) for line in fh]
     assert len(rows) == 240
-    at = {}
-    for r in rows:
-        at.setdefault(r["ratio"], {}).setdefault(r["d"], []).append(r)
+    at = {ratio: by_d for (_, _, ratio), by_d in diag.cost_groups(rows).items()}
 
     def rate(ratio, d):
-        rs = at[ratio][d]
-        return sum(r["success"] for r in rs) / sum(r["steps"] for r in rs)
+        k, T, _ = at[ratio][d]
+        return k / T
 
     needed = math.log(5) / diag.DEFAULT_BUDGET          # 80 % within the default budget
     assert all(8 < needed / rate(1.1, d) < 100 for d in (6, 8, 10, 12, 14, 16))
     assert rate(1.1, 20) == 0 and rate(1.05, 10) == 0
-    ds = sorted(at[1.1])
-    factor, (low, high) = diag.rate_trend(
-        ds, [sum(r["success"] for r in at[1.1][d]) for d in ds],
-        [sum(r["steps"] for r in at[1.1][d]) for d in ds])
+    ds = list(at[1.1])
+    factor, (low, high) = diag.rate_trend(ds, [at[1.1][d][0] for d in ds],
+                                          [at[1.1][d][1] for d in ds])
     assert 0.75 < low < factor < high < 0.94
