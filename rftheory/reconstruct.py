@@ -542,7 +542,7 @@ def reconstruct(features: FeatureMap, theta: Any, n_hat: int, *, method: str = "
                            max_rounds=max_rounds, patience=patience, hop_angle=hop_angle,
                            callback=callback, callback_every=callback_every,
                            to_user=lambda X: xp.asarray(X, device=dev), max_sweeps=max_sweeps,
-                           deadline=deadline)
+                           deadline=deadline, widen=X_init is None)
         return _result(features, theta, xp, dev, out.X, tol, out.stop_reason, t0,
                        method="varpro", history=out.history, steps=out.steps,
                        rounds=out.rounds, residual_steps=out.pool_steps, n_candidates=n_hat,

@@ -195,6 +195,12 @@ IMPROVEMENT = 0.9
 #: restart that found the training set).
 RETURNS = 4
 RETURN_TOL = 1e-2
+#: Where the features far outnumber the unknowns, the first walk starts *wide*: from
+#: m + ⌈WIDE_EXTRA·m⌉ random rows, refined together by one LM run and pruned back to m by exact
+#: leave-one-out (:func:`wide_start`), when p ≥ WIDE_RATIO·(m + ⌈WIDE_EXTRA·m⌉)·d (with
+#: m = n, p ≥ 6·dn). See :func:`wide_rows` for the measurements.
+WIDE_EXTRA = 0.5
+WIDE_RATIO = 4
 #: Linear solvers of the LM step.
 SOLVERS = ("auto", "dense", "cg")
 #: "auto" uses the dense Gauss–Newton matrix when n̂d ≤ this or max(p, n̂d)·(n̂d)² ≤ DENSE_FLOPS
@@ -971,6 +977,7 @@ class _Run:
         self.next_callback = callback_every
         self.pool_steps = 0
         self.history: list[float] = []
+        self.report_pool = False   # whether pool iterations call the callback (wide start)
         self.best_X: np.ndarray | None = None
         self.best_loss = math.inf
 
@@ -987,22 +994,29 @@ class _Run:
         self.steps += 1
         if pool:
             self.pool_steps += 1
+            if self.report_pool:
+                self._report()
             self.check_deadline()
             if self._spent():
                 raise _Stop("budget")
             return
         self.history.append(loss)
         self.offer(X, loss)
-        if self.callback is not None and self.steps >= self.next_callback:
-            # Every callback_every iterations, skipping the pool iterations of an exchange.
-            self.next_callback = self.steps + self.callback_every
-            if self.callback(self.steps, self.best_loss, self.to_user(self.best_X)):
-                raise _Stop("callback")
+        self._report()
         if loss <= self.tol:
             raise _Stop("tolerance")
         self.check_deadline()
         if self._spent():
             raise _Stop("budget")
+
+    def _report(self) -> None:
+        """The callback, every callback_every iterations: not in the pool iterations of an
+        exchange, but in those of a wide start (minutes at d = 3072, with the start's rows as
+        the best so far)."""
+        if self.callback is not None and self.steps >= self.next_callback:
+            self.next_callback = self.steps + self.callback_every
+            if self.callback(self.steps, self.best_loss, self.to_user(self.best_X)):
+                raise _Stop("callback")
 
     def check_deadline(self) -> None:
         """Raise _Stop("time_limit") once the deadline has passed: after every LM iteration,
@@ -1291,6 +1305,79 @@ def build(problem: Problem, rng: np.random.Generator, run: _Run, m: int) -> np.n
     return rows
 
 
+def wide_rows(m: int, d: int, p: int) -> int:
+    """Extra random rows of a wide first walk for m candidates (0: start from the m alone).
+
+    m + ⌈WIDE_EXTRA·m⌉ rows when p ≥ WIDE_RATIO·(m + ⌈WIDE_EXTRA·m⌉)·d, else none.
+
+    Parameters
+    ----------
+    m, d, p : int
+        Candidates, dimension and features.
+
+    Returns
+    -------
+    int
+        The number of extra rows.
+
+    Notes
+    -----
+    Far above the counting limit the first LM run from m random rows stops, about every other
+    seed, with the rows on all but one or two training points: two rows on one point, a row
+    on the wrong side of one (ReLU's φ(−z) = φ(z) − z), a point with no row. Each repair is a
+    further LM run, and at d = 3072 an LM run costs minutes. With half as many rows again,
+    every training point draws a row: any superset of the training set is a zero of the loss,
+    and counting allows one while (m + extra)·d ≪ p. Measured (``paper_notes/attack.md``, issue
+    #26, "a wide start"): pooled image patches, relu, n = 10, p = 10·dn, one LM run from 15
+    random rows covered all 10 training points (cos > 0.99) on every seed tried at d = 192 and
+    d = 768, where 10 rows left 1–4 points uncovered on half of them.
+    """
+    extra = math.ceil(WIDE_EXTRA * m)
+    return extra if m > 0 and p >= WIDE_RATIO * (m + extra) * d else 0
+
+
+def wide_start(problem: Problem, X0: np.ndarray, rng: np.random.Generator, run: _Run,
+               extra: int) -> np.ndarray:
+    """X0's m rows with ``extra`` random rows, refined together by LM and pruned back to m.
+
+    X0 is offered first as the best point so far (one loss evaluation), so that a stop inside
+    the wide run returns it and the callback has rows to show. The LM run on the m + extra
+    rows is a pool run (its iterations count against the budget and call the callback, but
+    offer no answer); the rows are then dropped one at a time, each the least useful by exact
+    leave-one-out (:func:`least_useful`, one pass each).
+
+    Parameters
+    ----------
+    problem : Problem
+        The problem.
+    X0 : ndarray, shape (m, d)
+        The m start rows (host, on the √d-sphere).
+    rng : numpy.random.Generator
+        Stream of the extra rows.
+    run : _Run
+        Bookkeeping of the minimisation.
+    extra : int
+        Number of extra rows (:func:`wide_rows`).
+
+    Returns
+    -------
+    ndarray, shape (m, d)
+        The pruned rows: the first walk's start.
+    """
+    m, d = X0.shape
+    run.offer(X0, problem.loss(X0))
+    wide = np.concatenate([X0, random_points(rng, extra, d)])
+    run.report_pool = True
+    try:
+        wide, _ = levenberg_marquardt(problem, wide, run, pool=True)
+    finally:
+        run.report_pool = False
+    while wide.shape[0] > m:
+        run.check_deadline()
+        wide = np.delete(wide, least_useful(problem, wide), axis=0)
+    return wide
+
+
 def random_points(rng: np.random.Generator, n: int, d: int) -> np.ndarray:
     """n uniform points on the √d-sphere (host float64), drawn from ``rng``.
 
@@ -1342,11 +1429,13 @@ def minimise(problem: Problem, X0: np.ndarray, rng: np.random.Generator, *, tol:
              max_steps: int, max_rounds: int, patience: int, hop_angle: float,
              callback: Any = None, callback_every: int = 10,
              to_user: Callable[[np.ndarray], Any] = lambda X: X,
-             max_sweeps: float = math.inf, deadline: Deadline = NO_DEADLINE) -> Outcome:
+             max_sweeps: float = math.inf, deadline: Deadline = NO_DEADLINE,
+             widen: bool = False) -> Outcome:
     """Basin-hopping walks of LM runs until tol, the budget or max_rounds.
 
-    A walk starts with LM from X0 (later walks: from random points, or from :func:`build` at
-    d ≥ BUILD_DIMENSION). Each further round starts
+    A walk starts with LM from X0 (with ``widen``, from X0 and :func:`wide_rows` extra random
+    rows pruned back by :func:`wide_start`, where the size allows; later walks: from random
+    points, or from :func:`build` at d ≥ BUILD_DIMENSION). Each further round starts
     LM from the walk's best point, perturbed by about ``hop_angle`` radians per row or changed
     by an exchange (:func:`exchange`), and the result replaces the walk's best point if its loss
     is lower. A walk ends after ``patience`` rounds in a row that did not lower its best loss
@@ -1385,6 +1474,8 @@ def minimise(problem: Problem, X0: np.ndarray, rng: np.random.Generator, *, tol:
         A deadline on the clock (default none), checked after every LM iteration (pool
         iterations included) and between the parts of an exchange: once it has passed the
         minimisation stops with reason "time_limit" and returns its best point.
+    widen : bool, default False
+        Whether the first walk may start wide (:func:`wide_rows`; X0 random rows).
 
     Returns
     -------
@@ -1398,7 +1489,10 @@ def minimise(problem: Problem, X0: np.ndarray, rng: np.random.Generator, *, tol:
     m, d = X0.shape
     X = X0
     walk_X, walk_loss, walk_rounds, since_better, returns = None, math.inf, 0, 0, 0
+    extra = wide_rows(m, d, problem.p) if widen else 0
     try:
+        if extra:
+            X = wide_start(problem, X0, rng, run, extra)
         while True:
             rounds += 1
             walk_rounds += 1
