@@ -201,6 +201,8 @@ RETURN_TOL = 1e-2
 #: m = n, p ≥ 6·dn). See :func:`wide_rows` for the measurements.
 WIDE_EXTRA = 0.5
 WIDE_RATIO = 4
+#: Rows of a wide set closer than this cosine are one point to the pruning (:func:`_prune_one`).
+WIDE_MERGE_COS = 0.99
 #: Linear solvers of the LM step.
 SOLVERS = ("auto", "dense", "cg")
 #: "auto" uses the dense Gauss–Newton matrix when n̂d ≤ this or max(p, n̂d)·(n̂d)² ≤ DENSE_FLOPS
@@ -1374,8 +1376,36 @@ def wide_start(problem: Problem, X0: np.ndarray, rng: np.random.Generator, run: 
         run.report_pool = False
     while wide.shape[0] > m:
         run.check_deadline()
-        wide = np.delete(wide, least_useful(problem, wide), axis=0)
+        wide = np.delete(wide, _prune_one(problem, wide), axis=0)
     return wide
+
+
+def _prune_one(problem: Problem, X: np.ndarray) -> int:
+    """The row of an over-complete set to drop: of the closest pair of rows, if their cosine
+    exceeds WIDE_MERGE_COS, the one of smaller weight; else the least useful row.
+
+    Why the pair first: at a zero of the wide set, a training point may hold two rows a hair
+    apart with weights of one sign (cos 0.9998, a = 2.2e-4 and 3.1e-4 at d = 768, seed 9),
+    which together fit the point better than either alone; leave-one-out then rates a lone
+    point of small weight as cheaper to drop than either of the pair, and the pruned set has
+    lost that point (loss 5.5e-5 there, against a set covering every point after the merge).
+
+    One pass over V (the Gram matrix and Φ̂θ), as :func:`least_useful`.
+    """
+    G, c = problem.features.gram_and_matvec(problem.xp.asarray(X, device=problem.dev),
+                                            problem.theta)
+    problem._count(1)
+    G, c = to_host(G, np.float64), to_host(c, np.float64)
+    Ginv = solve_gram(G, np.eye(X.shape[0])).solution
+    A = Ginv @ (c if c.ndim == 2 else c[:, None])
+    weight = np.sum(A * A, axis=1)
+    U = _units(X)
+    C = U @ U.T
+    np.fill_diagonal(C, -np.inf)
+    i, j = np.unravel_index(int(np.argmax(C)), C.shape)
+    if C[i, j] > WIDE_MERGE_COS:
+        return int(i if weight[i] < weight[j] else j)
+    return int(np.argmin(weight / np.maximum(np.diag(Ginv), 1e-300)))
 
 
 def random_points(rng: np.random.Generator, n: int, d: int) -> np.ndarray:
