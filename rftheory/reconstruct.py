@@ -384,7 +384,8 @@ def reconstruct(features: FeatureMap, theta: Any, n_hat: int, *, method: str = "
         The older spelling of an integer ``rng`` (still accepted; not both).
     X_init : array, shape (n_hat, d), optional
         Starting rows (projected onto the sphere). ``"lbfgs"`` adds random ones to form the pool.
-        Default: random rows. The spectral points of
+        Default: random rows (``"varpro"``: with half as many again, pruned back after one LM
+        run, where p ≥ 6·n̂d — :func:`rftheory.varpro.wide_rows`). The spectral points of
         :func:`rftheory.spectral_init.spectral_init` (Hermite moments of θ*) are a start to pass
         here; they are not the default (:data:`SPECTRAL_START`, measured no better).
     tol : float

@@ -544,3 +544,24 @@ def test_reconstruct_widens_only_a_random_start(monkeypatch, given):
     monkeypatch.setattr("rftheory.reconstruct.minimise", spy)
     res = reconstruct(rf, theta, n, seed=1, X_init=_random_rows(n, d, 4) if given else None)
     assert seen == [not given] and res.converged
+
+
+def test_pruning_merges_a_close_pair_before_leave_one_out():
+    # A wide set holding the 4 training points, a row 0.02 rad from point 0 and a random row.
+    # With no pair closer than WIDE_MERGE_COS the pruning is exact leave-one-out (the random
+    # row goes first); then the pair is one point, and one of it goes.
+    from rftheory import varpro
+
+    d, n = 8, 4
+    rf, X, theta = _model(d=d, n=n, ratio=10, activation="relu")
+    problem = Problem(rf, theta, np, None)
+    t = _tangent(X[:1], _random_rows(1, d, 3))
+    twin = retract(X[:1], 0.02 * t / np.linalg.norm(t) * math.sqrt(d))
+    assert 0.999 < float(twin[0] @ X[0]) / d < 1 - 1e-5
+    wide = np.concatenate([X, twin, _random_rows(1, d, 9)])
+    assert varpro._prune_one(problem, np.delete(wide, 4, axis=0)) == \
+        least_useful(problem, np.delete(wide, 4, axis=0)) == 4       # the random row
+    assert varpro._prune_one(problem, wide) in (0, 4)   # one of the pair (leave-one-out: 5)
+    pruned = np.delete(wide, varpro._prune_one(problem, wide), axis=0)
+    pruned = np.delete(pruned, varpro._prune_one(problem, pruned), axis=0)
+    assert np.all(np.abs(pruned @ X.T).max(axis=0) / d > 0.999)    # every point kept
