@@ -1605,7 +1605,8 @@ def default_max_sweeps(p: int, d: int, m: int) -> int:
 # -- memory, declared next to the code it describes (summed and checked by rftheory.budget) -----
 
 def memory(m: float, d: float, p: float, k: float = 1, *, resident: bool = False,
-           threads: int = 1, solver: str = "auto", exchanges: bool = True) -> tuple[float, dict]:
+           threads: int = 1, solver: str = "auto", exchanges: bool = True,
+           wide: bool = True) -> tuple[float, dict]:
     """Peak bytes of :func:`minimise` for m candidates (host float64, θ and V's cache excluded).
 
     One LM iteration: the curvature pass of :meth:`Problem.linearise` (φ, φ′, G, the Kronecker
@@ -1630,6 +1631,9 @@ def memory(m: float, d: float, p: float, k: float = 1, *, resident: bool = False
         As in :class:`Problem` (``"auto"``: :meth:`Problem.dense_for`'s rule).
     exchanges : bool
         Whether the run may reach an exchange (more than one LM run).
+    wide : bool
+        Whether the run may start wide (a random start: :func:`wide_rows` extra rows in its
+        first LM run, counted as the LM terms of m + extra candidates where the size allows).
 
     Returns
     -------
@@ -1691,4 +1695,10 @@ def memory(m: float, d: float, p: float, k: float = 1, *, resident: bool = False
                  loss_memory(m + 1, d, p, k, itemsize, resident=resident, threads=threads))
         parts["exchange"] = ex + low
         peak = max(peak, ex + low)
+    extra = wide_rows(math.ceil(m), math.ceil(d), math.floor(p)) if wide else 0
+    if extra:
+        start, _ = memory(m + extra, d, p, k, resident=resident, threads=threads, solver=solver,
+                          exchanges=False, wide=False)
+        parts["wide start"] = start
+        peak = max(peak, start)
     return peak, parts
