@@ -384,7 +384,8 @@ def reconstruct(features: FeatureMap, theta: Any, n_hat: int, *, method: str = "
         The older spelling of an integer ``rng`` (still accepted; not both).
     X_init : array, shape (n_hat, d), optional
         Starting rows (projected onto the sphere). ``"lbfgs"`` adds random ones to form the pool.
-        Default: random rows. The spectral points of
+        Default: random rows (``"varpro"``: with half as many again, pruned back after one LM
+        run, where p ≥ 6·n̂d — :func:`rftheory.varpro.wide_rows`). The spectral points of
         :func:`rftheory.spectral_init.spectral_init` (Hermite moments of θ*) are a start to pass
         here; they are not the default (:data:`SPECTRAL_START`, measured no better).
     tol : float
@@ -542,7 +543,7 @@ def reconstruct(features: FeatureMap, theta: Any, n_hat: int, *, method: str = "
                            max_rounds=max_rounds, patience=patience, hop_angle=hop_angle,
                            callback=callback, callback_every=callback_every,
                            to_user=lambda X: xp.asarray(X, device=dev), max_sweeps=max_sweeps,
-                           deadline=deadline)
+                           deadline=deadline, widen=X_init is None)
         return _result(features, theta, xp, dev, out.X, tol, out.stop_reason, t0,
                        method="varpro", history=out.history, steps=out.steps,
                        rounds=out.rounds, residual_steps=out.pool_steps, n_candidates=n_hat,

@@ -88,6 +88,17 @@ iterations, unseen seeds 100–111, ``benchmarks/bench_attack.py --methods varpr
 iterations to success at d = 80 fell from 1336 to 676. Below d = 32 it did not help (scratch,
 (10, 10), 1.1·dn: 1/12 against 3/12 with every walk built), so the small sizes run as before.
 
+*A wide first walk (p ≥ 6·dn).* Far above the counting limit the landscape has no bent
+funnels to search, but the first LM run from n̂ random rows often stops with the rows on all
+but one or two training points (two rows on one point, or none on a point), and every repair
+is a further LM run — minutes each at d = 3072. There the first walk starts from
+n̂ + ⌈n̂/2⌉ random rows (:func:`wide_rows`): any superset of the training set is a zero, one LM
+run puts a row on every point, and exact leave-one-out prunes the set back to n̂ (rows a hair
+apart merged first, :func:`wide_start`). Measured on pooled image patches (d = 768, relu,
+n = 10, p = 10·dn, 9 seeds): median 419 passes over V against 877, the worst 1972 against
+5015 (``paper_notes/attack.md``, "a wide start"). Below the rule nothing changes, not even
+the random stream.
+
 *Overhead.* At the demo's sizes (n̂d ≈ 100, p ≈ 100) an iteration does little arithmetic and
 its cost is per-call Python overhead, so the problem checks θ once (not per evaluation), the
 linearisation reuses the kept blocks (V, φ, φ′) and Gram matrix of the evaluation at the same
@@ -150,7 +161,8 @@ from .spectral_init import residual_directions
 
 __all__ = ["HOP_ANGLE", "HOP_DIMENSION", "HOP_ANGLE_MAX", "hop_angle_for", "STALL_WINDOW",
            "STALL_FACTOR", "SOLVERS", "WORK_BUDGET", "SWEEP_FLOOR", "BUILD_DIMENSION",
-           "Problem", "minimise", "build", "loss_passes", "default_max_sweeps", "memory"]
+           "Problem", "minimise", "build", "wide_rows", "wide_start", "WIDE_EXTRA",
+           "WIDE_RATIO", "WIDE_MERGE_COS", "loss_passes", "default_max_sweeps", "memory"]
 
 #: Scale σ of the basin-hopping perturbation x̂ ← √d(x̂ + σ‖x̂‖g/√d)/‖·‖, g ~ N(0, I_d), at
 #: d ≤ HOP_DIMENSION: it turns x̂ by atan(σ) ≈ 0.29 rad. Above that dimension the scale grows as
@@ -195,6 +207,14 @@ IMPROVEMENT = 0.9
 #: restart that found the training set).
 RETURNS = 4
 RETURN_TOL = 1e-2
+#: Where the features far outnumber the unknowns, the first walk starts *wide*: from
+#: m + ⌈WIDE_EXTRA·m⌉ random rows, refined together by one LM run and pruned back to m by exact
+#: leave-one-out (:func:`wide_start`), when p ≥ WIDE_RATIO·(m + ⌈WIDE_EXTRA·m⌉)·d (with
+#: m = n, p ≥ 6·dn). See :func:`wide_rows` for the measurements.
+WIDE_EXTRA = 0.5
+WIDE_RATIO = 4
+#: Rows of a wide set closer than this cosine are one point to the pruning (:func:`_prune_one`).
+WIDE_MERGE_COS = 0.99
 #: Linear solvers of the LM step.
 SOLVERS = ("auto", "dense", "cg")
 #: "auto" uses the dense Gauss–Newton matrix when n̂d ≤ this or max(p, n̂d)·(n̂d)² ≤ DENSE_FLOPS
@@ -971,6 +991,7 @@ class _Run:
         self.next_callback = callback_every
         self.pool_steps = 0
         self.history: list[float] = []
+        self.report_pool = False   # whether pool iterations call the callback (wide start)
         self.best_X: np.ndarray | None = None
         self.best_loss = math.inf
 
@@ -987,22 +1008,29 @@ class _Run:
         self.steps += 1
         if pool:
             self.pool_steps += 1
+            if self.report_pool:
+                self._report()
             self.check_deadline()
             if self._spent():
                 raise _Stop("budget")
             return
         self.history.append(loss)
         self.offer(X, loss)
-        if self.callback is not None and self.steps >= self.next_callback:
-            # Every callback_every iterations, skipping the pool iterations of an exchange.
-            self.next_callback = self.steps + self.callback_every
-            if self.callback(self.steps, self.best_loss, self.to_user(self.best_X)):
-                raise _Stop("callback")
+        self._report()
         if loss <= self.tol:
             raise _Stop("tolerance")
         self.check_deadline()
         if self._spent():
             raise _Stop("budget")
+
+    def _report(self) -> None:
+        """The callback, every callback_every iterations: not in the pool iterations of an
+        exchange, but in those of a wide start (minutes at d = 3072, with the start's rows as
+        the best so far)."""
+        if self.callback is not None and self.steps >= self.next_callback:
+            self.next_callback = self.steps + self.callback_every
+            if self.callback(self.steps, self.best_loss, self.to_user(self.best_X)):
+                raise _Stop("callback")
 
     def check_deadline(self) -> None:
         """Raise _Stop("time_limit") once the deadline has passed: after every LM iteration,
@@ -1291,6 +1319,109 @@ def build(problem: Problem, rng: np.random.Generator, run: _Run, m: int) -> np.n
     return rows
 
 
+def wide_rows(m: int, d: int, p: int) -> int:
+    """Extra random rows of a wide first walk for m candidates (0: start from the m alone).
+
+    m + ⌈WIDE_EXTRA·m⌉ rows when p ≥ WIDE_RATIO·(m + ⌈WIDE_EXTRA·m⌉)·d, else none.
+
+    Parameters
+    ----------
+    m, d, p : int
+        Candidates, dimension and features.
+
+    Returns
+    -------
+    int
+        The number of extra rows.
+
+    Notes
+    -----
+    Far above the counting limit the first LM run from m random rows stops, about every other
+    seed, with the rows on all but one or two training points: two rows on one point, a row
+    on the wrong side of one (ReLU's φ(−z) = φ(z) − z), a point with no row. Each repair is a
+    further LM run, and at d = 3072 an LM run costs minutes. With half as many rows again,
+    every training point draws a row: any superset of the training set is a zero of the loss,
+    and counting allows one while (m + extra)·d ≪ p. Measured (``paper_notes/attack.md``, issue
+    #26, "a wide start"; pooled image patches, relu, n = 10, p = 10·dn): one LM run from 20
+    random rows put a row within cos 0.99 of all 10 training points on 8 of 8 seeds at
+    d = 192, and from 15 rows on 5 of 5 at d = 768; from 10 rows (the default before), one
+    LM run left 1–5 training points without a row within cos 0.99 on each of the 4 seeds of
+    uniform data at d = 192 that then needed a second round.
+    """
+    extra = math.ceil(WIDE_EXTRA * m)
+    return extra if m > 0 and p >= WIDE_RATIO * (m + extra) * d else 0
+
+
+def wide_start(problem: Problem, X0: np.ndarray, rng: np.random.Generator, run: _Run,
+               extra: int) -> np.ndarray:
+    """X0's m rows with ``extra`` random rows, refined together by LM and pruned back to m.
+
+    X0 is offered first as the best point so far (one loss evaluation), so that a stop inside
+    the wide run returns it and the callback has rows to show. The LM run on the m + extra
+    rows is a pool run (its iterations count against the budget and call the callback, but
+    offer no answer); the rows are then dropped one at a time, each the least useful by exact
+    leave-one-out (:func:`least_useful`, one pass each).
+
+    Parameters
+    ----------
+    problem : Problem
+        The problem.
+    X0 : ndarray, shape (m, d)
+        The m start rows (host, on the √d-sphere).
+    rng : numpy.random.Generator
+        Stream of the extra rows.
+    run : _Run
+        Bookkeeping of the minimisation.
+    extra : int
+        Number of extra rows (:func:`wide_rows`).
+
+    Returns
+    -------
+    ndarray, shape (m, d)
+        The pruned rows: the first walk's start.
+    """
+    m, d = X0.shape
+    run.offer(X0, problem.loss(X0))
+    wide = np.concatenate([X0, random_points(rng, extra, d)])
+    run.report_pool = True
+    try:
+        wide, _ = levenberg_marquardt(problem, wide, run, pool=True)
+    finally:
+        run.report_pool = False
+    while wide.shape[0] > m:
+        run.check_deadline()
+        wide = np.delete(wide, _prune_one(problem, wide), axis=0)
+    return wide
+
+
+def _prune_one(problem: Problem, X: np.ndarray) -> int:
+    """The row of an over-complete set to drop: of the closest pair of rows, if their cosine
+    exceeds WIDE_MERGE_COS, the one of smaller weight; else the least useful row.
+
+    Why the pair first: at a zero of the wide set, a training point may hold two rows a hair
+    apart with weights of one sign (cos 0.9998, a = 2.2e-4 and 3.1e-4 at d = 768, seed 9),
+    which together fit the point better than either alone; leave-one-out then rates a lone
+    point of small weight as cheaper to drop than either of the pair, and the pruned set has
+    lost that point (loss 5.5e-5 there, against a set covering every point after the merge).
+
+    One pass over V (the Gram matrix and Φ̂θ), as :func:`least_useful`.
+    """
+    G, c = problem.features.gram_and_matvec(problem.xp.asarray(X, device=problem.dev),
+                                            problem.theta)
+    problem._count(1)
+    G, c = to_host(G, np.float64), to_host(c, np.float64)
+    Ginv = solve_gram(G, np.eye(X.shape[0])).solution
+    A = Ginv @ (c if c.ndim == 2 else c[:, None])
+    weight = np.sum(A * A, axis=1)
+    U = _units(X)
+    C = U @ U.T
+    np.fill_diagonal(C, -np.inf)
+    i, j = np.unravel_index(int(np.argmax(C)), C.shape)
+    if C[i, j] > WIDE_MERGE_COS:
+        return int(i if weight[i] < weight[j] else j)
+    return int(np.argmin(weight / np.maximum(np.diag(Ginv), 1e-300)))
+
+
 def random_points(rng: np.random.Generator, n: int, d: int) -> np.ndarray:
     """n uniform points on the √d-sphere (host float64), drawn from ``rng``.
 
@@ -1342,11 +1473,13 @@ def minimise(problem: Problem, X0: np.ndarray, rng: np.random.Generator, *, tol:
              max_steps: int, max_rounds: int, patience: int, hop_angle: float,
              callback: Any = None, callback_every: int = 10,
              to_user: Callable[[np.ndarray], Any] = lambda X: X,
-             max_sweeps: float = math.inf, deadline: Deadline = NO_DEADLINE) -> Outcome:
+             max_sweeps: float = math.inf, deadline: Deadline = NO_DEADLINE,
+             widen: bool = False) -> Outcome:
     """Basin-hopping walks of LM runs until tol, the budget or max_rounds.
 
-    A walk starts with LM from X0 (later walks: from random points, or from :func:`build` at
-    d ≥ BUILD_DIMENSION). Each further round starts
+    A walk starts with LM from X0 (with ``widen``, from X0 and :func:`wide_rows` extra random
+    rows pruned back by :func:`wide_start`, where the size allows; later walks: from random
+    points, or from :func:`build` at d ≥ BUILD_DIMENSION). Each further round starts
     LM from the walk's best point, perturbed by about ``hop_angle`` radians per row or changed
     by an exchange (:func:`exchange`), and the result replaces the walk's best point if its loss
     is lower. A walk ends after ``patience`` rounds in a row that did not lower its best loss
@@ -1385,6 +1518,8 @@ def minimise(problem: Problem, X0: np.ndarray, rng: np.random.Generator, *, tol:
         A deadline on the clock (default none), checked after every LM iteration (pool
         iterations included) and between the parts of an exchange: once it has passed the
         minimisation stops with reason "time_limit" and returns its best point.
+    widen : bool, default False
+        Whether the first walk may start wide (:func:`wide_rows`; X0 random rows).
 
     Returns
     -------
@@ -1398,7 +1533,10 @@ def minimise(problem: Problem, X0: np.ndarray, rng: np.random.Generator, *, tol:
     m, d = X0.shape
     X = X0
     walk_X, walk_loss, walk_rounds, since_better, returns = None, math.inf, 0, 0, 0
+    extra = wide_rows(m, d, problem.p) if widen else 0
     try:
+        if extra:
+            X = wide_start(problem, X0, rng, run, extra)
         while True:
             rounds += 1
             walk_rounds += 1
@@ -1467,7 +1605,8 @@ def default_max_sweeps(p: int, d: int, m: int) -> int:
 # -- memory, declared next to the code it describes (summed and checked by rftheory.budget) -----
 
 def memory(m: float, d: float, p: float, k: float = 1, *, resident: bool = False,
-           threads: int = 1, solver: str = "auto", exchanges: bool = True) -> tuple[float, dict]:
+           threads: int = 1, solver: str = "auto", exchanges: bool = True,
+           wide: bool = True) -> tuple[float, dict]:
     """Peak bytes of :func:`minimise` for m candidates (host float64, θ and V's cache excluded).
 
     One LM iteration: the curvature pass of :meth:`Problem.linearise` (φ, φ′, G, the Kronecker
@@ -1492,6 +1631,9 @@ def memory(m: float, d: float, p: float, k: float = 1, *, resident: bool = False
         As in :class:`Problem` (``"auto"``: :meth:`Problem.dense_for`'s rule).
     exchanges : bool
         Whether the run may reach an exchange (more than one LM run).
+    wide : bool
+        Whether the run may start wide (a random start: :func:`wide_rows` extra rows in its
+        first LM run, counted as the LM terms of m + extra candidates where the size allows).
 
     Returns
     -------
@@ -1553,4 +1695,10 @@ def memory(m: float, d: float, p: float, k: float = 1, *, resident: bool = False
                  loss_memory(m + 1, d, p, k, itemsize, resident=resident, threads=threads))
         parts["exchange"] = ex + low
         peak = max(peak, ex + low)
+    extra = wide_rows(math.ceil(m), math.ceil(d), math.floor(p)) if wide else 0
+    if extra:
+        start, _ = memory(m + extra, d, p, k, resident=resident, threads=threads, solver=solver,
+                          exchanges=False, wide=False)
+        parts["wide start"] = start
+        peak = max(peak, start)
     return peak, parts

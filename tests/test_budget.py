@@ -89,7 +89,7 @@ def test_reconstruction_peak_memory(d, n, p, cache, method):
 def test_varpro_peak_memory_with_an_exchange():
     """80 steps: LM runs with a grow exchange between them, whose screen of random points
     (batches of SCREEN_BATCH rows with the candidates) sets the peak."""
-    d, n, p = 50, 20, 30000
+    d, n, p = 50, 20, 5000   # below the wide start's rule (p ≥ 6000 here)
     X, Y = sphere_points(n, d, 0), gaussian_labels(n, 0)
 
     def job():
@@ -102,6 +102,30 @@ def test_varpro_peak_memory_with_an_exchange():
     need = reconstruction_memory(d=d, n=n, p=p)
     assert need.parts[0][0] == "exchange"
     _assert_within(need.peak_bytes, measured)
+
+
+def test_varpro_peak_memory_of_a_wide_start():
+    """30 rows in the first LM run (d = 50, n = 20, p = 30000 ≥ 4·30·50): the wide start's LM
+    terms are those of 30 candidates, counted, and the measured peak is within the model."""
+    from rftheory import varpro
+
+    d, n, p = 50, 20, 30000
+    assert varpro.wide_rows(n, d, p) == 10
+    peak, parts = varpro.memory(n, d, p, resident=True)
+    start, _ = varpro.memory(n + 10, d, p, resident=True, exchanges=False, wide=False)
+    assert parts["wide start"] == start and peak >= start
+    assert "wide start" not in varpro.memory(n, d, 5999, resident=True)[1]
+    X, Y = sphere_points(n, d, 0), gaussian_labels(n, 0)
+
+    def job():
+        features = RandomFeatures("relu+tanh", d=d, p=p, seed=0, v_cache_bytes=2**30)
+        model = train_min_norm(features, X, Y)
+        return reconstruct(features, model.theta, n, seed=0, max_steps=10)
+
+    measured, result = _peak(job)
+    assert result.residual_steps == result.steps == 10      # all inside the wide run
+    need = reconstruction_memory(d=d, n=n, p=p)
+    assert dict(need.parts)["wide start"] == start and measured <= need.peak_bytes
 
 
 def test_dense_gauss_newton_matrix_is_counted():
@@ -189,7 +213,8 @@ def test_memory_message_names_need_limit_and_override(monkeypatch):
     assert message.startswith("reconstruct (d = 100, n = 20, n̂ = 20, p = 200000, float64, "
                               "varpro/cg) needs ~")
     assert "over the limit of 64 MiB (64 MiB set by memory_limit)" in message
-    assert "V cached" in message and "RFTHEORY_MEMORY_LIMIT" in message
+    assert "exchange" in message and "wide start" in message   # the largest parts, named
+    assert "RFTHEORY_MEMORY_LIMIT" in message
     assert budget.check(need, memory_limit="1G") is need
     monkeypatch.setenv("RFTHEORY_MEMORY_LIMIT", "64M")
     with pytest.raises(ResourceLimitError, match="set by RFTHEORY_MEMORY_LIMIT"):

@@ -442,3 +442,126 @@ def test_build_recovers_an_easy_training_set_row_by_row():
     cos = np.abs(rows @ X.T) / d
     assert np.all(cos.max(axis=0) > 0.999)     # every training point found
     assert run.steps == run.pool_steps > 0 and run.history == []
+
+
+@pytest.mark.parametrize("m, d, p, extra", [(10, 8, 480, 5), (10, 8, 479, 0), (1, 8, 64, 1),
+                                            (1, 8, 63, 0), (7, 5, 4 * 11 * 5, 4), (0, 5, 10**6, 0)])
+def test_wide_rows_switch_by_size(m, d, p, extra):
+    # Both sides of p = WIDE_RATIO·(m + ⌈WIDE_EXTRA·m⌉)·d.
+    from rftheory import varpro
+
+    assert (varpro.WIDE_EXTRA, varpro.WIDE_RATIO) == (0.5, 4)
+    assert varpro.wide_rows(m, d, p) == extra
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2, 3])
+def test_wide_start_puts_a_row_on_every_training_point(seed):
+    # relu, d = 24, n = 6, p = 10·dn: one LM run from 9 random rows, pruned back to 6 by exact
+    # leave-one-out, leaves every training point with a row (any superset of the training set
+    # is a zero, and 9·24 unknowns are far below p = 1440).
+    from rftheory import varpro
+
+    d, n = 24, 6
+    X = sphere_points(n, d, seed)
+    rf = RandomFeatures("relu", d, 10 * d * n, seed=seed, v_cache_bytes=2**26)
+    theta = train_min_norm(rf, X, gaussian_labels(n, seed)).theta[:, None]
+    problem = Problem(rf, theta, np, None)
+    run = varpro._Run(problem, 1e-10, 10**6, None, 1, lambda Y: Y)
+    extra = varpro.wide_rows(n, d, rf.p)
+    assert extra == 3
+    rows = varpro.wide_start(problem, _random_rows(n, d, seed), np.random.default_rng(seed), run,
+                             extra)
+    assert rows.shape == (n, d)
+    cos = np.abs(rows @ X.T) / d
+    assert np.all(cos.max(axis=0) > 0.99)
+    assert run.steps == run.pool_steps > 0 and run.history == []
+    assert np.array_equal(run.best_X, _random_rows(n, d, seed))   # the start, offered first
+
+
+@pytest.mark.parametrize("ratio, wide", [(6, True), (5, False)])
+def test_minimise_starts_wide_only_where_the_size_allows(monkeypatch, ratio, wide):
+    from rftheory import varpro
+
+    d, n = 8, 4
+    X = sphere_points(n, d, 2)
+    rf = RandomFeatures("relu+tanh", d, ratio * d * n, seed=2)
+    theta = train_min_norm(rf, X, gaussian_labels(n, 2)).theta[:, None]
+    calls = []
+    real = varpro.wide_start
+
+    def spy(problem, X0, rng, run, extra):
+        calls.append(extra)
+        return real(problem, X0, rng, run, extra)
+
+    monkeypatch.setattr(varpro, "wide_start", spy)
+    start = _random_rows(n, d, 5)
+
+    def run(widen):
+        return varpro.minimise(Problem(rf, theta, np, None), start, np.random.default_rng(0),
+                               tol=1e-10, max_steps=3000, max_rounds=50, patience=30,
+                               hop_angle=0.3, widen=widen)
+
+    plain = run(False)
+    assert calls == []
+    out = run(True)
+    assert calls == ([2] if wide else [])
+    assert out.stop_reason == "tolerance"
+    if not wide:   # nothing drawn, nothing changed: the same run to the bit
+        assert out.steps == plain.steps and np.array_equal(out.X, plain.X)
+
+
+def test_a_budget_stop_inside_the_wide_start_returns_the_start():
+    from rftheory import varpro
+
+    d, n = 8, 4
+    X = sphere_points(n, d, 2)
+    rf = RandomFeatures("relu+tanh", d, 10 * d * n, seed=2)
+    theta = train_min_norm(rf, X, gaussian_labels(n, 2)).theta[:, None]
+    start = _random_rows(n, d, 5)
+    problem = Problem(rf, theta, np, None)
+    out = varpro.minimise(problem, start, np.random.default_rng(0), tol=1e-10, max_steps=1,
+                          max_rounds=50, patience=30, hop_angle=0.3, widen=True)
+    assert out.stop_reason == "budget" and out.steps == out.pool_steps == 1
+    assert np.array_equal(out.X, start) and out.loss == pytest.approx(problem.loss(start), rel=1e-12)
+
+
+@pytest.mark.parametrize("given", [False, True])
+def test_reconstruct_widens_only_a_random_start(monkeypatch, given):
+    from rftheory import varpro
+    from rftheory.reconstruct import reconstruct
+
+    d, n = 8, 4
+    X = sphere_points(n, d, 2)
+    rf = RandomFeatures("relu+tanh", d, 10 * d * n, seed=2)
+    theta = train_min_norm(rf, X, gaussian_labels(n, 2)).theta
+    seen = []
+    real = varpro.minimise
+
+    def spy(*args, **kwargs):
+        seen.append(kwargs["widen"])
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr("rftheory.reconstruct.minimise", spy)
+    res = reconstruct(rf, theta, n, seed=1, X_init=_random_rows(n, d, 4) if given else None)
+    assert seen == [not given] and res.converged
+
+
+def test_pruning_merges_a_close_pair_before_leave_one_out():
+    # A wide set holding the 4 training points, a row 0.02 rad from point 0 and a random row.
+    # With no pair closer than WIDE_MERGE_COS the pruning is exact leave-one-out (the random
+    # row goes first); then the pair is one point, and one of it goes.
+    from rftheory import varpro
+
+    d, n = 8, 4
+    rf, X, theta = _model(d=d, n=n, ratio=10, activation="relu")
+    problem = Problem(rf, theta, np, None)
+    t = _tangent(X[:1], _random_rows(1, d, 3))
+    twin = retract(X[:1], 0.02 * t / np.linalg.norm(t) * math.sqrt(d))
+    assert 0.999 < float(twin[0] @ X[0]) / d < 1 - 1e-5
+    wide = np.concatenate([X, twin, _random_rows(1, d, 9)])
+    assert varpro._prune_one(problem, np.delete(wide, 4, axis=0)) == \
+        least_useful(problem, np.delete(wide, 4, axis=0)) == 4       # the random row
+    assert varpro._prune_one(problem, wide) in (0, 4)   # one of the pair (leave-one-out: 5)
+    pruned = np.delete(wide, varpro._prune_one(problem, wide), axis=0)
+    pruned = np.delete(pruned, varpro._prune_one(problem, pruned), axis=0)
+    assert np.all(np.abs(pruned @ X.T).max(axis=0) / d > 0.999)    # every point kept
