@@ -1162,13 +1162,21 @@ def least_useful(problem: Problem, X: np.ndarray) -> int:
     int
         Index of that row in X.
     """
+    weight, cost = _leave_one_out(problem, X)
+    return int(np.argmin(cost))
+
+
+def _leave_one_out(problem: Problem, X: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Per row: its weight Σ_c a_jc² and the exact rise of ‖P⊥θ‖² without it,
+    Σ_c a_jc²/(G⁺)_jj. One pass over V (the Gram matrix and Φ̂θ), counted."""
     G, c = problem.features.gram_and_matvec(problem.xp.asarray(X, device=problem.dev),
                                             problem.theta)
     problem._count(1)
     G, c = to_host(G, np.float64), to_host(c, np.float64)
     Ginv = solve_gram(G, np.eye(X.shape[0])).solution
     A = Ginv @ (c if c.ndim == 2 else c[:, None])
-    return int(np.argmin(np.sum(A * A, axis=1) / np.maximum(np.diag(Ginv), 1e-300)))
+    weight = np.sum(A * A, axis=1)
+    return weight, weight / np.maximum(np.diag(Ginv), 1e-300)
 
 
 def _residual(problem: Problem, rows: np.ndarray) -> Any:
@@ -1406,20 +1414,14 @@ def _prune_one(problem: Problem, X: np.ndarray) -> int:
 
     One pass over V (the Gram matrix and Φ̂θ), as :func:`least_useful`.
     """
-    G, c = problem.features.gram_and_matvec(problem.xp.asarray(X, device=problem.dev),
-                                            problem.theta)
-    problem._count(1)
-    G, c = to_host(G, np.float64), to_host(c, np.float64)
-    Ginv = solve_gram(G, np.eye(X.shape[0])).solution
-    A = Ginv @ (c if c.ndim == 2 else c[:, None])
-    weight = np.sum(A * A, axis=1)
+    weight, cost = _leave_one_out(problem, X)
     U = _units(X)
     C = U @ U.T
     np.fill_diagonal(C, -np.inf)
     i, j = np.unravel_index(int(np.argmax(C)), C.shape)
     if C[i, j] > WIDE_MERGE_COS:
         return int(i if weight[i] < weight[j] else j)
-    return int(np.argmin(weight / np.maximum(np.diag(Ginv), 1e-300)))
+    return int(np.argmin(cost))
 
 
 def random_points(rng: np.random.Generator, n: int, d: int) -> np.ndarray:
