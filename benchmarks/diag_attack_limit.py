@@ -22,6 +22,14 @@ Subcommands:
 * ``hard`` — the training points that no walk finds are those of smallest |a_i|. This puts the
   others at the truth turned by ε degrees, draws the k smallest-|a| rows at random, and runs LM on
   those k rows alone, then on all rows: how often does that recover the data, against ε?
+* ``hessian`` — is the point where a failed run stops a local minimum or a saddle? The full
+  Hessian of L at the run's best point, by central differences of the gradient in orthonormal
+  tangent coordinates of each row (x̂_i + B_i c_i, retracted; at a stationary point that is the
+  Riemannian Hessian, for any retraction), at several steps ε; its lowest eigenvalues next to
+  the Gauss–Newton matrix's (the model LM uses; dense sizes only), the distance of the nearest
+  row to a kink of φ (|v_j·x̂_i|/‖v_j‖), and the loss along the lowest eigenvector at ±t. An
+  eigenvalue that grows like 1/ε is a kink of ReLU inside the difference, not curvature; the
+  loss along its direction tells whether it is a way down.
 * ``cost`` — the default attack's cost to success against d at a fixed p/(dn): every seed runs
   ``reconstruct`` (default options) with a large budget, and the runs of one (d, p/(dn)) give a
   success *rate per iteration* λ = successes / iterations spent (an exponential waiting time,
@@ -33,6 +41,9 @@ Subcommands:
   factor e^β by which each unit of d multiplies the rate, with a profile-likelihood interval.
   ``--jsonl`` keeps one line per run; ``--from`` pools such files (several processes' runs)
   (plain or gzipped) and only analyses; ``--plot`` draws 1/λ against d, one line per p/(dn).
+  ``--smooth-kinks W`` measures a variant of the attack (not the default): every LM run on all
+  rows is preceded by one on the same θ* and V with φ's ReLU kinks smoothed at width W
+  (:func:`smooth_kinks`), its iterations counted against the same budget (:func:`smoothed_lm`).
 
 Usage::
 
@@ -41,9 +52,11 @@ Usage::
     python benchmarks/diag_attack_limit.py walks --hop angle0.2 --seeds 8 --quiet
     python benchmarks/diag_attack_limit.py walks --consensus --seeds 8 --quiet
     python benchmarks/diag_attack_limit.py hard --seed 2 --k 3 --eps 0,1,2,4
+    python benchmarks/diag_attack_limit.py hessian --d 10 --n 10 --ratio 1.1 --seeds 6 --first-seed 400
     python benchmarks/diag_attack_limit.py cost --ds 4,6,8,10 --ratios 1.1 --seeds 8 \
         --max-steps 100000 --jsonl runs.jsonl
     python benchmarks/diag_attack_limit.py cost --from runs.jsonl other.jsonl --plot cost.png
+    python benchmarks/diag_attack_limit.py cost --ds 10 --seeds 12 --smooth-kinks 0.1
 """
 
 from __future__ import annotations
@@ -56,9 +69,14 @@ import math
 import sys
 import time
 
+import contextlib
+
 import numpy as np
+import sympy as sp
 
 from rftheory import varpro as vp
+from rftheory.activations import Activation, get_activation
+from rftheory.features import RandomFeatures
 from rftheory.metrics import rho
 from rftheory.reconstruct import _STREAM_CANDIDATES, reconstruct
 
@@ -319,6 +337,72 @@ def hard(args) -> None:
 DEFAULT_BUDGET = inspect.signature(reconstruct).parameters["max_steps"].default   # 20 000
 
 
+def tangent_hessian(P: vp.Problem, X: np.ndarray, eps: float) -> tuple:
+    """(gradient, Hessian, bases B_i) of c ↦ L(retract(X̂ + B c)) at c = 0, B_i an orthonormal basis of the
+    tangent space at row i: the gradient exact, the Hessian by central differences of it with
+    step ``eps`` (symmetrised). Cost: 2·m(d − 1) + 1 gradient evaluations."""
+    m, d = X.shape
+    bases = [np.linalg.svd(X[i][None, :])[2][1:].T for i in range(m)]   # (d, d − 1) each
+
+    def grad(c: np.ndarray) -> np.ndarray:
+        Y = X + np.stack([bases[i] @ ci for i, ci in enumerate(c.reshape(m, d - 1))])
+        g = np.asarray(P.evaluate(vp.retract(Y, np.zeros_like(Y))).gradient, dtype=np.float64)
+        norms = np.linalg.norm(Y, axis=1, keepdims=True)
+        Yh = Y / norms
+        g = math.sqrt(d) / norms * (g - (g * Yh).sum(axis=1, keepdims=True) * Yh)  # chain rule
+        return np.concatenate([bases[i].T @ g[i] for i in range(m)])
+
+    k = m * (d - 1)
+    H = np.empty((k, k))
+    for j in range(k):
+        e = np.zeros(k)
+        e[j] = eps
+        H[:, j] = (grad(e) - grad(-e)) / (2 * eps)
+    return grad(np.zeros(k)), 0.5 * (H + H.T), bases
+
+
+def hessian(args) -> None:
+    print(f"# relu+tanh ({args.d}, {args.n}), p = {args.ratio:g}·dn, default attack with "
+          f"{args.max_steps} iterations; the full Hessian at its best point (tangent coordinates)")
+    eps_list = [float(e) for e in args.eps.split(",")]
+    for seed in range(args.first_seed, args.first_seed + args.seeds):
+        features, theta, X = rf_problem("relu+tanh", args.d, args.n, args.ratio, seed)
+        res = reconstruct(features, theta, args.n, seed=seed, max_steps=args.max_steps)
+        P = vp.Problem(features, np.asarray(theta, dtype=np.float64).reshape(features.p, -1),
+                       np, None)
+        Xh = np.asarray(res.X_hat, dtype=np.float64)
+        m, d = Xh.shape
+        V = np.asarray(features.weights(np))
+        kink = float(np.abs(Xh @ V.T / np.linalg.norm(V, axis=1)).min())
+        line = [f"seed {seed}: loss {res.loss:.2e}, ρ {float(rho(X, Xh, 'abs')):.3f}, "
+                f"nearest kink {kink:.1e}"]
+        lowest = None
+        for eps in eps_list:
+            g, H, bases = tangent_hessian(P, Xh, eps)
+            w, U = np.linalg.eigh(H)
+            line.append(f"ε={eps:g}: λ_min {w[0]:.2e} (next {w[1]:.2e})")
+            if lowest is None:
+                lowest = (w, U, g)
+        w, U, g = lowest
+        line.insert(1, f"|grad| {np.linalg.norm(g):.1e}, λ_max {w[-1]:.2e}")
+        if P.dense_for(m):
+            B = np.zeros((m * d, m * (d - 1)))
+            for i in range(m):
+                B[i * d:(i + 1) * d, i * (d - 1):(i + 1) * (d - 1)] = bases[i]
+            gn = np.linalg.eigvalsh(B.T @ (2 * P.linearise(Xh).hessian) @ B)
+            line.append(f"Gauss–Newton λ_min {gn[0]:.2e}")
+        u = U[:, 0].reshape(m, d - 1)
+        direction = np.stack([bases[i] @ u[i] for i in range(m)])
+        L0 = P.loss(Xh)
+        along = []
+        for t in (1e-3, 1e-2, 1e-1) if L0 > 0 else ():
+            up = P.loss(vp.retract(Xh, t * direction)) / L0
+            down = P.loss(vp.retract(Xh, -t * direction)) / L0
+            along.append(f"±{t:g}: {up:.4f}/{down:.4f}")
+        line.append("L/L₀ along the lowest eigenvector " + ", ".join(along))
+        print("; ".join(line), flush=True)
+
+
 def rate_interval(successes: int, exposure: float, confidence: float = 0.95) -> tuple[float, float]:
     """Exact (Garwood) interval of a Poisson rate: ``successes`` events in ``exposure`` units.
 
@@ -374,24 +458,93 @@ def rate_trend(xs, successes, exposures, confidence: float = 0.95):
     return math.exp(beta), (math.exp(low), math.exp(high))
 
 
+def smooth_kinks(activation: str, width: float) -> Activation:
+    """φ with every ReLU kink smoothed: relu(u) = Max(u, 0) → E relu(u + wξ), ξ ~ N(0, 1).
+
+    E relu(u + wξ) = u·Φ(u/w) + w·ϕ(u/w) (Φ, ϕ: the standard normal CDF and density), written
+    with ``erf`` and ``exp``. It exceeds relu(u) by w·ϕ(u/w) − |u|·Φ(−|u|/w) ∈ (0, 0.399w], largest
+    at the kink, and is infinitely differentiable. Activations with other kinds of kink
+    (``abs``, ``heaviside``, ``sign``, ``Max``/``Min`` of other arguments) are refused
+    (ValueError), as is one without a ReLU.
+    """
+    if not width > 0:
+        raise ValueError(f"the smoothing width must be positive, got {width!r}")
+    w = sp.Float(width)
+    expr = get_activation(activation).expr
+    relu = lambda e: isinstance(e, sp.Max) and len(e.args) == 2 and sp.S.Zero in e.args  # noqa: E731
+
+    def smoothed(e: sp.Max) -> sp.Expr:
+        (u,) = [a for a in e.args if a != 0]
+        return u * (1 + sp.erf(u / (w * sp.sqrt(2)))) / 2 + w * sp.exp(-u**2 / (2 * w**2)) / sp.sqrt(2 * sp.pi)
+
+    if not expr.has(sp.Max) or not any(relu(e) for e in sp.preorder_traversal(expr)):
+        raise ValueError(f"{activation!r} has no ReLU kink to smooth")
+    out = expr.replace(relu, smoothed)
+    if out.has(sp.Max, sp.Min, sp.Abs, sp.Heaviside, sp.sign):
+        raise ValueError(f"{activation!r} has kinks other than ReLU's; only those are smoothed")
+    return Activation(f"{activation}, kinks smoothed at {width:g}", out)
+
+
+@contextlib.contextmanager
+def smoothed_lm(features, theta, width: float):
+    """While active, every LM run of ``varpro`` on all rows (not an exchange's pool or single-row
+    runs) is preceded by an LM run from the same start on the problem with the smoothed φ
+    (:func:`smooth_kinks`; the same V and θ*), whose iterations count against the run's budget.
+    The real run then starts where the smoothed one ended. A measurement of the idea, not the
+    attack: ``varpro`` is unchanged outside this block."""
+    smooth = RandomFeatures(smooth_kinks(features.activation.name, width), features.d,
+                            features.p, seed=features.seed, v_cache_bytes=features.v_cache_bytes)
+    if not np.array_equal(smooth.weights(np), features.weights(np)):
+        raise AssertionError("the smoothed problem must have the same V")
+    th = np.asarray(theta, dtype=np.float64).reshape(features.p, -1)
+    sp_problem = vp.Problem(smooth, th, np, None)
+    plain = vp.levenberg_marquardt
+
+    def lm(problem, X, run, free=None, pool=False):
+        if free is None and not pool:
+            sub = vp._Run(sp_problem, 0.0, max(1, run.max_steps - run.steps), None, 10,
+                          lambda x: x)
+            try:
+                X, _ = plain(sp_problem, X, sub)
+            except vp._Stop:   # its budget (the run's remainder) or a zero of the smoothed loss
+                X = sub.best_X if sub.best_X is not None else X
+            run.steps += sub.steps
+            if run.steps >= run.max_steps:
+                raise vp._Stop("budget")
+        return plain(problem, X, run, free, pool)
+
+    vp.levenberg_marquardt = lm
+    try:
+        yield
+    finally:
+        vp.levenberg_marquardt = plain
+
+
 def cost_run(activation: str, d: int, n: int, ratio: float, seed: int, max_steps: int,
-             max_rounds: int, threshold: float) -> dict:
+             max_rounds: int, threshold: float, smooth: float | None = None) -> dict:
     features, theta, X = rf_problem(activation, d, n, ratio, seed)
     c = time.process_time()
-    res = reconstruct(features, theta, n, seed=seed, max_steps=max_steps, max_rounds=max_rounds)
+    with smoothed_lm(features, theta, smooth) if smooth else contextlib.nullcontext():
+        res = reconstruct(features, theta, n, seed=seed, max_steps=max_steps,
+                          max_rounds=max_rounds)
     cpu = time.process_time() - c
     r = float(rho(X, np.asarray(res.X_hat), "abs"))
-    return {"activation": activation, "d": d, "n": n, "ratio": ratio, "seed": seed,
-            "p": int(features.p), "budget": max_steps, "steps": int(res.steps),
-            "success": bool(r < threshold), "converged": bool(res.converged),
-            "loss": float(res.loss), "rho": r, "stop": res.stop_reason, "cpu": cpu}
+    row = {"activation": activation, "d": d, "n": n, "ratio": ratio, "seed": seed,
+           "p": int(features.p), "budget": max_steps, "steps": int(res.steps),
+           "success": bool(r < threshold), "converged": bool(res.converged),
+           "loss": float(res.loss), "rho": r, "stop": res.stop_reason, "cpu": cpu}
+    if smooth:
+        row["smooth_kinks"] = smooth
+    return row
 
 
 def cost_groups(rows: list[dict]) -> dict:
     """{(activation, n, p/(dn)): {d: (successes, iterations, runs)}}, both levels sorted."""
     groups: dict = {}
     for r in rows:
-        groups.setdefault((r["activation"], r["n"], r["ratio"]), {}).setdefault(r["d"], []).append(r)
+        act = r["activation"] + (f", ReLU kinks smoothed (w = {r['smooth_kinks']:g})"
+                                 if r.get("smooth_kinks") else "")
+        groups.setdefault((act, r["n"], r["ratio"]), {}).setdefault(r["d"], []).append(r)
     return {key: {d: (sum(r["success"] for r in rs), float(sum(r["steps"] for r in rs)), rs)
                   for d, rs in sorted(by_d.items())}
             for key, by_d in sorted(groups.items())}
@@ -503,7 +656,7 @@ def cost(args) -> None:
                 for d in [int(x) for x in args.ds.split(",")]:
                     for seed in range(args.first_seed, args.first_seed + args.seeds):
                         row = cost_run(args.activation, d, args.n, ratio, seed, args.max_steps,
-                                       args.max_rounds, args.threshold)
+                                       args.max_rounds, args.threshold, args.smooth_kinks)
                         rows.append(row)
                         print(f"({d}, {args.n}) {ratio:g}dn seed {seed}: "
                               f"{'SUCCESS' if row['success'] else 'fail'} ρ = {row['rho']:.1e}, "
@@ -536,11 +689,23 @@ def main(argv: list[str] | None = None) -> int:
     c.add_argument("--max-rounds", type=int, default=100000,
                    help="LM-run cap, above what the budget uses (default %(default)s)")
     c.add_argument("--threshold", type=float, default=0.01, help="success: ρ below this")
+    c.add_argument("--smooth-kinks", type=float, default=None, metavar="W",
+                   help="measure the variant that precedes every LM run by one with φ's ReLU "
+                        "kinks smoothed at width W (not the default attack)")
     c.add_argument("--jsonl", default=None, help="append one JSON line per run to this file")
     c.add_argument("--from", dest="from_", nargs="+", default=None, metavar="FILE",
                    help="only analyse these --jsonl files (pooled; .gz ones gunzipped)")
     c.add_argument("--plot", default=None, metavar="PNG",
                    help="draw 1/λ against d, one line per p/(dn), into this file")
+    h = sub.add_parser("hessian")
+    h.add_argument("--d", type=int, default=10)
+    h.add_argument("--n", type=int, default=10)
+    h.add_argument("--ratio", type=float, default=1.1)
+    h.add_argument("--seeds", type=int, default=6)
+    h.add_argument("--first-seed", type=int, default=400)
+    h.add_argument("--max-steps", type=int, default=20000)
+    h.add_argument("--eps", default="1e-5,1e-6,1e-4",
+                   help="difference steps; the first one's eigenvectors are scanned")
     for name in ("basin", "walks", "hard"):
         s = sub.add_parser(name)
         s.add_argument("--d", type=int, default=10)
@@ -566,7 +731,7 @@ def main(argv: list[str] | None = None) -> int:
             s.add_argument("--eps", default="0,1,2,4")
             s.add_argument("--max-steps", type=int, default=3000)
     args = ap.parse_args(argv)
-    {"basin": basin, "walks": walks, "hard": hard, "cost": cost}[args.cmd](args)
+    {"basin": basin, "walks": walks, "hard": hard, "cost": cost, "hessian": hessian}[args.cmd](args)
     return 0
 
 

@@ -119,3 +119,69 @@ def test_shipped_runs_give_the_notes_figures(diag):
     factor, (low, high) = diag.rate_trend(ds, [at[1.1][d][0] for d in ds],
                                           [at[1.1][d][1] for d in ds])
     assert 0.75 < low < factor < high < 0.94
+
+
+# -- the kink-smoothing variant (measured in paper_notes/attack.md, stop 49; not the default) --
+
+@pytest.mark.parametrize("width", [0.05, 0.3])
+def test_smoothed_relu_is_the_gaussian_convolution(diag, width):
+    # Independent method: adaptive quadrature of E relu(z + wξ), split at the kink ξ = −z/w.
+    import numpy as np
+    from scipy import integrate, stats
+
+    smooth = diag.smooth_kinks("relu+tanh", width)
+    for z in (-1.3, -0.2, 0.0, 0.07, 0.9):
+        value, _ = integrate.quad(lambda t: max(z + width * t, 0.0) * stats.norm.pdf(t),
+                                  -40, 40, points=[-z / width], epsabs=1e-14, epsrel=1e-13)
+        assert float(smooth(np.array([z]))[0]) - math.tanh(z) == pytest.approx(value, abs=1e-13)
+    # Above relu everywhere (to rounding: a few ulp of the values, |φ| ≤ 4 here), by at most
+    # w·ϕ(0), at the kink; smooth: no kink left.
+    z = np.linspace(-3, 3, 601)
+    gap = smooth(z) - (np.maximum(z, 0) + np.tanh(z))
+    assert gap.min() > -8 * 4 * np.finfo(float).eps and gap.max() == pytest.approx(width / math.sqrt(2 * math.pi), rel=1e-12)
+    assert smooth.kinks == ()
+
+
+@pytest.mark.parametrize("activation, width", [("abs", 0.1), ("tanh", 0.1), ("relu", 0.0),
+                                               ("relu", -1.0)])
+def test_smooth_kinks_refuses(diag, activation, width):
+    with pytest.raises(ValueError):
+        diag.smooth_kinks(activation, width)
+
+
+def test_smoothed_runs_count_against_the_budget_and_restore_lm(diag, capsys):
+    plain = diag.vp.levenberg_marquardt
+    row = diag.cost_run("relu+tanh", 6, 4, 1.1, 3, 700, 100000, 0.01, 0.1)
+    assert diag.vp.levenberg_marquardt is plain
+    assert row["smooth_kinks"] == 0.1 and row["steps"] <= 700
+    assert row["success"] or row["steps"] == 700
+    # Grouped apart from the default attack's runs of the same case.
+    default = diag.cost_run("relu+tanh", 6, 4, 1.1, 3, 700, 100000, 0.01)
+    assert "smooth_kinks" not in default
+    assert len(diag.cost_groups([row, default])) == 2
+    # The smoothed stage changes the search: the runs differ (same seed, same problem).
+    assert (row["steps"], row["loss"]) != (default["steps"], default["loss"])
+
+
+def test_hessian_by_differences_is_gauss_newton_at_a_zero(diag):
+    # At the training set the residual is zero, so the Hessian is exactly the Gauss–Newton
+    # matrix 2JᵀJ: two independent computations (differences of the gradient; LM's own dense
+    # curvature pass) must agree to the difference's error, O(ε²) + O(eps·‖g‖/ε) ≪ 1e-6 here.
+    import numpy as np
+
+    P, X = diag.problem(5, 3, 3.0, 1, activation="tanh")
+    g, H, bases = diag.tangent_hessian(P, X, 1e-5)
+    assert np.linalg.norm(g) < 1e-12
+    B = np.zeros((15, 12))
+    for i in range(3):
+        B[5 * i:5 * i + 5, 4 * i:4 * i + 4] = bases[i]
+    gn = B.T @ (2 * P.linearise(X).hessian) @ B
+    assert np.abs(H - gn).max() < 1e-6 * np.abs(gn).max()
+    assert np.linalg.eigvalsh(H)[0] > 0     # an isolated zero: positive definite
+
+
+def test_hessian_subcommand_reports(diag, capsys):
+    assert diag.main(["hessian", "--d", "4", "--n", "2", "--ratio", "3", "--seeds", "1",
+                      "--max-steps", "300", "--eps", "1e-5"]) == 0
+    out = capsys.readouterr().out
+    assert "seed 400: loss" in out and "λ_min" in out and "Gauss–Newton" in out
