@@ -62,14 +62,13 @@ Usage::
 from __future__ import annotations
 
 import argparse
+import contextlib
 import gzip
 import inspect
 import json
 import math
 import sys
 import time
-
-import contextlib
 
 import numpy as np
 import sympy as sp
@@ -107,13 +106,13 @@ def found(Xh: np.ndarray, X: np.ndarray) -> np.ndarray:
 
 def one_run(P: vp.Problem, X0: np.ndarray, max_steps: int, free=None, tol: float = 1e-10):
     """LM from X0 (``free``: then on all rows); returns (best X, best loss, iterations)."""
-    run = vp._Run(P, tol, max_steps, None, 10, lambda x: x)
+    run = vp.Run(P, tol, max_steps, None, 10, lambda x: x)
     try:
         X1 = X0
         if free is not None:
             X1, _ = vp.levenberg_marquardt(P, X0, run, free=np.asarray(free))
         vp.levenberg_marquardt(P, X1, run)
-    except vp._Stop:
+    except vp.Stop:
         pass
     return run.best_X, run.best_loss, run.steps
 
@@ -121,10 +120,10 @@ def one_run(P: vp.Problem, X0: np.ndarray, max_steps: int, free=None, tol: float
 # -- basin ------------------------------------------------------------------------------------
 
 def basin(args) -> None:
-    sigmas = [float(s) for s in args.sigmas.split(",")]
+    sigmas = args.sigmas
     print(f"# LM from the truth, every row turned by ~σ rad, {args.tries} tries per σ; "
           f"JᵀJ at the truth (tangent spaces), eigenvalues / mean damping scale")
-    for ratio in [float(r) for r in args.ratios.split(",")]:
+    for ratio in args.ratios:
         for seed in range(args.first_seed, args.first_seed + args.seeds):
             P, X = problem(args.d, args.n, ratio, seed)
             lin = P.linearise(X, P.evaluate(X))
@@ -235,7 +234,7 @@ def walk_search(P, X0, rng, *, max_steps, hop, patience=30, tol=1e-10, consensus
     """:func:`rftheory.varpro.minimise`'s loop (same moves, same stream with ``hop_default``)
     with a record (walk, loss, X) of every LM run; ``consensus``: fresh walks start from
     :func:`consensus_start` instead of random points."""
-    run = vp._Run(P, tol, max_steps, None, 10, lambda x: x)
+    run = vp.Run(P, tol, max_steps, None, 10, lambda x: x)
     m, d = X0.shape
     X, record, walk, bests = X0, [], 1, []
     walk_X, walk_loss, walk_rounds, since_better, returns = None, math.inf, 0, 0, 0
@@ -264,7 +263,7 @@ def walk_search(P, X0, rng, *, max_steps, hop, patience=30, tol=1e-10, consensus
             else:
                 X = vp.exchange(P, walk_X, rng, run, grow=move == "grow",
                                 n_screen=vp.EXCHANGE_SCREEN, top=vp.EXCHANGE_TOP)
-    except vp._Stop as exc:   # an LM run (or an exchange) ended the search mid-way
+    except vp.Stop as exc:   # an LM run (or an exchange) ended the search mid-way
         stop = exc.reason
         if stop == "tolerance":
             record.append((walk, run.best_loss, run.best_X))
@@ -318,7 +317,7 @@ def hard(args) -> None:
     print(f"# ({args.d}, {args.n}) {args.ratio:g}dn seed {args.seed}: the {args.k} smallest-|a| "
           f"points {rows.tolist()} (|a| {np.round(a[rows], 3).tolist()}) redrawn at random, the "
           f"others at the truth turned by ε degrees; {args.tries} tries each")
-    for eps in [float(e) for e in args.eps.split(",")]:
+    for eps in args.eps:
         res = {"alone, then all": 0, "all at once": 0}
         rng = np.random.default_rng([args.seed, int(round(eps * 100))])
         for t in range(args.tries):
@@ -364,7 +363,7 @@ def tangent_hessian(P: vp.Problem, X: np.ndarray, eps: float) -> tuple:
 def hessian(args) -> None:
     print(f"# relu+tanh ({args.d}, {args.n}), p = {args.ratio:g}·dn, default attack with "
           f"{args.max_steps} iterations; the full Hessian at its best point (tangent coordinates)")
-    eps_list = [float(e) for e in args.eps.split(",")]
+    eps_list = args.eps
     for seed in range(args.first_seed, args.first_seed + args.seeds):
         features, theta, X = rf_problem("relu+tanh", args.d, args.n, args.ratio, seed)
         res = reconstruct(features, theta, args.n, seed=seed, max_steps=args.max_steps)
@@ -502,15 +501,15 @@ def smoothed_lm(features, theta, width: float):
 
     def lm(problem, X, run, free=None, pool=False):
         if free is None and not pool:
-            sub = vp._Run(sp_problem, 0.0, max(1, run.max_steps - run.steps), None, 10,
+            sub = vp.Run(sp_problem, 0.0, max(1, run.max_steps - run.steps), None, 10,
                           lambda x: x)
             try:
                 X, _ = plain(sp_problem, X, sub)
-            except vp._Stop:   # its budget (the run's remainder) or a zero of the smoothed loss
+            except vp.Stop:   # its budget (the run's remainder) or a zero of the smoothed loss
                 X = sub.best_X if sub.best_X is not None else X
             run.steps += sub.steps
             if run.steps >= run.max_steps:
-                raise vp._Stop("budget")
+                raise vp.Stop("budget")
         return plain(problem, X, run, free, pool)
 
     vp.levenberg_marquardt = lm
@@ -652,8 +651,8 @@ def cost(args) -> None:
     else:
         out = open(args.jsonl, "a", encoding="utf-8") if args.jsonl else None
         try:
-            for ratio in [float(r) for r in args.ratios.split(",")]:
-                for d in [int(x) for x in args.ds.split(",")]:
+            for ratio in args.ratios:
+                for d in args.ds:
                     for seed in range(args.first_seed, args.first_seed + args.seeds):
                         row = cost_run(args.activation, d, args.n, ratio, seed, args.max_steps,
                                        args.max_rounds, args.threshold, args.smooth_kinks)
@@ -674,13 +673,27 @@ def cost(args) -> None:
         cost_figure(rows, args.plot)
 
 
+def numbers(kind, *, positive: bool = False):
+    """An argparse type: comma-separated ``kind`` values (finite, and > 0 if ``positive``), as a
+    list; anything else is argparse's one-line usage error (exit 2)."""
+    def parse(text: str) -> list:
+        try:
+            values = [kind(v) for v in text.split(",")]
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"comma-separated {kind.__name__} values, got {text!r}")
+        if not all(math.isfinite(v) and (v > 0 or not positive) for v in values):
+            raise argparse.ArgumentTypeError(f"{'positive ' if positive else ''}finite values, got {text!r}")
+        return values
+    return parse
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     sub = ap.add_subparsers(dest="cmd", required=True)
     c = sub.add_parser("cost")
-    c.add_argument("--ds", default="4,6,8,10", help="input dimensions (default %(default)s)")
+    c.add_argument("--ds", type=numbers(int, positive=True), default="4,6,8,10", help="input dimensions (default %(default)s)")
     c.add_argument("--n", type=int, default=10)
-    c.add_argument("--ratios", default="1.1", help="p/(dn) values (default %(default)s)")
+    c.add_argument("--ratios", type=numbers(float, positive=True), default="1.1", help="p/(dn) values (default %(default)s)")
     c.add_argument("--activation", default="relu+tanh")
     c.add_argument("--seeds", type=int, default=8)
     c.add_argument("--first-seed", type=int, default=0)
@@ -689,7 +702,7 @@ def main(argv: list[str] | None = None) -> int:
     c.add_argument("--max-rounds", type=int, default=100000,
                    help="LM-run cap, above what the budget uses (default %(default)s)")
     c.add_argument("--threshold", type=float, default=0.01, help="success: ρ below this")
-    c.add_argument("--smooth-kinks", type=float, default=None, metavar="W",
+    c.add_argument("--smooth-kinks", type=lambda t: numbers(float, positive=True)(t)[0], default=None, metavar="W",
                    help="measure the variant that precedes every LM run by one with φ's ReLU "
                         "kinks smoothed at width W (not the default attack)")
     c.add_argument("--jsonl", default=None, help="append one JSON line per run to this file")
@@ -704,7 +717,7 @@ def main(argv: list[str] | None = None) -> int:
     h.add_argument("--seeds", type=int, default=6)
     h.add_argument("--first-seed", type=int, default=400)
     h.add_argument("--max-steps", type=int, default=20000)
-    h.add_argument("--eps", default="1e-5,1e-6,1e-4",
+    h.add_argument("--eps", type=numbers(float, positive=True), default="1e-5,1e-6,1e-4",
                    help="difference steps; the first one's eigenvectors are scanned")
     for name in ("basin", "walks", "hard"):
         s = sub.add_parser(name)
@@ -714,8 +727,8 @@ def main(argv: list[str] | None = None) -> int:
         s.add_argument("--first-seed", type=int, default=0)
         s.add_argument("--tries", type=int, default=8)
         if name == "basin":
-            s.add_argument("--ratios", default="1.05,1.1,1.25,1.5")
-            s.add_argument("--sigmas", default="0.05,0.1,0.2,0.3")
+            s.add_argument("--ratios", type=numbers(float, positive=True), default="1.05,1.1,1.25,1.5")
+            s.add_argument("--sigmas", type=numbers(float, positive=True), default="0.05,0.1,0.2,0.3")
             s.add_argument("--max-steps", type=int, default=3000)
         elif name == "walks":
             s.add_argument("--ratio", type=float, default=1.1)
@@ -728,7 +741,7 @@ def main(argv: list[str] | None = None) -> int:
             s.add_argument("--ratio", type=float, default=1.1)
             s.add_argument("--seed", type=int, default=2)
             s.add_argument("--k", type=int, default=3)
-            s.add_argument("--eps", default="0,1,2,4")
+            s.add_argument("--eps", type=numbers(float), default="0,1,2,4")
             s.add_argument("--max-steps", type=int, default=3000)
     args = ap.parse_args(argv)
     {"basin": basin, "walks": walks, "hard": hard, "cost": cost, "hessian": hessian}[args.cmd](args)

@@ -160,9 +160,10 @@ from .projection import (ProjectionLoss, keep_budget as _keep_budget, projection
 from .spectral_init import residual_directions
 
 __all__ = ["HOP_ANGLE", "HOP_DIMENSION", "HOP_ANGLE_MAX", "hop_angle_for", "STALL_WINDOW",
-           "STALL_FACTOR", "SOLVERS", "WORK_BUDGET", "SWEEP_FLOOR", "BUILD_DIMENSION",
-           "Problem", "minimise", "build", "wide_rows", "wide_start", "WIDE_EXTRA",
-           "WIDE_RATIO", "WIDE_MERGE_COS", "loss_passes", "default_max_sweeps", "memory"]
+           "STALL_FACTOR", "SOLVERS", "WORK_BUDGET", "SWEEP_FLOOR", "BUILD_DIMENSION", "Problem",
+           "Run", "Stop", "levenberg_marquardt", "minimise", "build", "wide_rows", "wide_start",
+           "WIDE_EXTRA", "WIDE_RATIO", "WIDE_MERGE_COS", "loss_passes", "default_max_sweeps",
+           "memory"]
 
 #: Scale σ of the basin-hopping perturbation x̂ ← √d(x̂ + σ‖x̂‖g/√d)/‖·‖, g ~ N(0, I_d), at
 #: d ≤ HOP_DIMENSION: it turns x̂ by atan(σ) ≈ 0.29 rad. Above that dimension the scale grows as
@@ -930,7 +931,10 @@ def _model_decrease(lin: Linearisation, step: np.ndarray) -> float:
     return -2.0 * float((lin.gradient * step).sum()) - float((step * Hs).sum())
 
 
-class _Stop(Exception):
+class Stop(Exception):
+    """Raised inside a search to end it; ``reason`` is the :class:`Outcome`'s ``stop_reason``
+    ("tolerance", "budget", "callback" or "time_limit")."""
+
     def __init__(self, reason: str) -> None:
         super().__init__(reason)
         self.reason = reason
@@ -977,8 +981,14 @@ class Outcome:
     sweeps: int = 0
 
 
-class _Run:
-    """Bookkeeping of one minimisation: budget, deadline, history, callback, best point."""
+class Run:
+    """Bookkeeping of one minimisation: budget, deadline, history, callback, best point.
+
+    Every LM iteration of :func:`levenberg_marquardt` (and of :func:`exchange`,
+    :func:`build`, :func:`wide_start`) reports to it through :meth:`iteration`, which raises
+    :class:`Stop` when the search must end. ``to_user`` maps the host rows to what the
+    callback receives.
+    """
 
     def __init__(self, problem: Problem, tol: float, max_steps: int, callback: Any,
                  callback_every: int, to_user: Callable[[np.ndarray], Any],
@@ -1000,7 +1010,7 @@ class _Run:
             self.best_X, self.best_loss = X, loss
 
     def iteration(self, X: np.ndarray, loss: float, pool: bool = False) -> None:
-        """Count one LM iteration ending at (X, loss); raise _Stop for tol/callback/budget.
+        """Count one LM iteration ending at (X, loss); raise Stop for tol/callback/budget.
 
         ``pool``: an iteration on a grown candidate set (exchange), which counts against the
         budget but is neither a candidate answer nor part of the history.
@@ -1012,16 +1022,16 @@ class _Run:
                 self._report()
             self.check_deadline()
             if self._spent():
-                raise _Stop("budget")
+                raise Stop("budget")
             return
         self.history.append(loss)
         self.offer(X, loss)
         self._report()
         if loss <= self.tol:
-            raise _Stop("tolerance")
+            raise Stop("tolerance")
         self.check_deadline()
         if self._spent():
-            raise _Stop("budget")
+            raise Stop("budget")
 
     def _report(self) -> None:
         """The callback, every callback_every iterations: not in the pool iterations of an
@@ -1030,27 +1040,27 @@ class _Run:
         if self.callback is not None and self.steps >= self.next_callback:
             self.next_callback = self.steps + self.callback_every
             if self.callback(self.steps, self.best_loss, self.to_user(self.best_X)):
-                raise _Stop("callback")
+                raise Stop("callback")
 
     def check_deadline(self) -> None:
-        """Raise _Stop("time_limit") once the deadline has passed: after every LM iteration,
+        """Raise Stop("time_limit") once the deadline has passed: after every LM iteration,
         pool iterations included, and between the parts of an exchange (its screen, each
         refinement), so that a run overshoots its deadline by at most one of them."""
         if self.deadline.passed():
-            raise _Stop(TIME_LIMIT_REACHED)
+            raise Stop(TIME_LIMIT_REACHED)
 
     def _spent(self) -> bool:
         """Whether the budget is used up: ``max_steps`` iterations or ``max_sweeps`` sweeps."""
         return self.steps >= self.max_steps or self.problem.sweeps >= self.max_sweeps
 
 
-def levenberg_marquardt(problem: Problem, X: np.ndarray, run: _Run,
+def levenberg_marquardt(problem: Problem, X: np.ndarray, run: Run,
                         free: np.ndarray | None = None,
                         pool: bool = False) -> tuple[np.ndarray, float]:
-    """One run of LM from X until tol, stall or no descent (raises _Stop for tol/budget/callback).
+    """One run of LM from X until tol, stall or no descent (raises Stop for tol/budget/callback).
 
     ``free``: indices of the rows allowed to move (default all). ``pool``: X is a grown set
-    (see :meth:`_Run.iteration`); reaching tol then ends the run normally. Returns the last point
+    (see :meth:`Run.iteration`); reaching tol then ends the run normally. Returns the last point
     and its loss.
 
     Parameters
@@ -1059,7 +1069,7 @@ def levenberg_marquardt(problem: Problem, X: np.ndarray, run: _Run,
         The problem to minimise.
     X : ndarray, shape (m, d)
         Start, on the √d-sphere (host float64).
-    run : _Run
+    run : Run
         Bookkeeping of the minimisation (tolerance, budget, callback, best point).
     free : ndarray of int, optional
         Indices of the rows allowed to move; default all.
@@ -1079,7 +1089,7 @@ def levenberg_marquardt(problem: Problem, X: np.ndarray, run: _Run,
     if res.loss <= run.tol:
         if pool:
             return X, res.loss
-        raise _Stop("tolerance")
+        raise Stop("tolerance")
     loss = res.loss
     lam, nu = 1e-3, 2.0
     local = [loss]
@@ -1197,7 +1207,7 @@ def _residual(problem: Problem, rows: np.ndarray) -> Any:
 
 
 def _fit_new_row(problem: Problem, rows: np.ndarray, position: int, rng: np.random.Generator,
-                 run: _Run, n_screen: int, top: int) -> np.ndarray:
+                 run: Run, n_screen: int, top: int) -> np.ndarray:
     """rows with one more row inserted at ``position``, fitted to what ``rows`` miss.
 
     ``n_screen`` random points are scored by the gain of adding them (:func:`_screen`, against
@@ -1210,7 +1220,7 @@ def _fit_new_row(problem: Problem, rows: np.ndarray, position: int, rng: np.rand
 
 
 def _insert_best(problem: Problem, rows: np.ndarray, position: int, resid: Any,
-                 pool: np.ndarray, run: _Run, top: int) -> np.ndarray:
+                 pool: np.ndarray, run: Run, top: int) -> np.ndarray:
     """rows with the best of ``pool`` inserted at ``position``: the ``top`` points of highest
     gain against ``resid`` (:func:`_screen`) are each refined by LM on the new row alone (the
     others held fixed), and the refinement of lowest loss is returned."""
@@ -1227,7 +1237,7 @@ def _insert_best(problem: Problem, rows: np.ndarray, position: int, resid: Any,
     return best_X
 
 
-def exchange(problem: Problem, X: np.ndarray, rng: np.random.Generator, run: _Run, *,
+def exchange(problem: Problem, X: np.ndarray, rng: np.random.Generator, run: Run, *,
              grow: bool, n_screen: int, top: int) -> np.ndarray:
     """A start for the next LM run that replaces one row of X by one fitted to the residual.
 
@@ -1250,7 +1260,7 @@ def exchange(problem: Problem, X: np.ndarray, rng: np.random.Generator, run: _Ru
         Current rows (host, on the √d-sphere).
     rng : numpy.random.Generator
         Stream of the random pool points.
-    run : _Run
+    run : Run
         Bookkeeping of the minimisation; the LM iterations count as pool iterations.
     grow : bool
         True for the grow move, False for the replace move.
@@ -1275,7 +1285,7 @@ def exchange(problem: Problem, X: np.ndarray, rng: np.random.Generator, run: _Ru
     return np.delete(grown, least_useful(problem, grown), axis=0)
 
 
-def build(problem: Problem, rng: np.random.Generator, run: _Run, m: int) -> np.ndarray:
+def build(problem: Problem, rng: np.random.Generator, run: Run, m: int) -> np.ndarray:
     """m rows built one at a time, each fitted to what the rows before it leave unexplained.
 
     Row k: the residual r = P⊥θ of rows 0..k−1 (θ for k = 0) gives candidates from its
@@ -1293,7 +1303,7 @@ def build(problem: Problem, rng: np.random.Generator, run: _Run, m: int) -> np.n
         The problem.
     rng : numpy.random.Generator
         Stream of the random points and of the moments' subspace iteration.
-    run : _Run
+    run : Run
         Bookkeeping of the minimisation; every LM iteration here is a pool iteration (counted
         against the budget, not offered as an answer).
     m : int
@@ -1360,7 +1370,7 @@ def wide_rows(m: int, d: int, p: int) -> int:
     return extra if m > 0 and p >= WIDE_RATIO * (m + extra) * d else 0
 
 
-def wide_start(problem: Problem, X0: np.ndarray, rng: np.random.Generator, run: _Run,
+def wide_start(problem: Problem, X0: np.ndarray, rng: np.random.Generator, run: Run,
                extra: int) -> np.ndarray:
     """X0's m rows with ``extra`` random rows, refined together by LM and pruned back to m.
 
@@ -1378,7 +1388,7 @@ def wide_start(problem: Problem, X0: np.ndarray, rng: np.random.Generator, run: 
         The m start rows (host, on the √d-sphere).
     rng : numpy.random.Generator
         Stream of the extra rows.
-    run : _Run
+    run : Run
         Bookkeeping of the minimisation.
     extra : int
         Number of extra rows (:func:`wide_rows`).
@@ -1528,7 +1538,7 @@ def minimise(problem: Problem, X0: np.ndarray, rng: np.random.Generator, *, tol:
     Outcome
         The best point of all walks, its loss, the stop reason and the counts.
     """
-    run = _Run(problem, tol, max_steps, callback, callback_every, to_user, max_sweeps,
+    run = Run(problem, tol, max_steps, callback, callback_every, to_user, max_sweeps,
                deadline)
     stop = None
     rounds = 0
@@ -1565,7 +1575,7 @@ def minimise(problem: Problem, X0: np.ndarray, rng: np.random.Generator, *, tol:
             else:
                 X = exchange(problem, walk_X, rng, run, grow=move == "grow",
                              n_screen=EXCHANGE_SCREEN, top=EXCHANGE_TOP)
-    except _Stop as exc:
+    except Stop as exc:
         stop = exc.reason
     return Outcome(run.best_X, run.best_loss, stop, run.steps, rounds, run.history,
                    problem.evaluations, problem.passes, run.pool_steps, problem.sweeps)

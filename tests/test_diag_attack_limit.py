@@ -185,3 +185,14 @@ def test_hessian_subcommand_reports(diag, capsys):
                       "--max-steps", "300", "--eps", "1e-5"]) == 0
     out = capsys.readouterr().out
     assert "seed 400: loss" in out and "λ_min" in out and "Gauss–Newton" in out
+
+
+@pytest.mark.parametrize("argv", [["cost", "--ds", "10,x"], ["cost", "--ratios", "-1.1"],
+                                  ["cost", "--smooth-kinks", "0"], ["cost", "--smooth-kinks", "nan"],
+                                  ["hessian", "--eps", "1e-5,"], ["basin", "--sigmas", "inf"]])
+def test_bad_arguments_are_a_one_line_usage_error(diag, argv, capsys):
+    with pytest.raises(SystemExit) as exit_:
+        diag.main(argv)
+    assert exit_.value.code == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert sum("error:" in line for line in err) == 1 and "error: argument --" in err[-1]

@@ -385,16 +385,16 @@ def test_the_deadline_stops_minimise_in_walks_and_inside_an_exchange(monkeypatch
 
     monkeypatch.setattr(varpro, "_screen", no_screen)
     for deadline, grow in [(Deadline.after(0.0), True), (Deadline.after(0.0), False)]:
-        run = varpro._Run(problem, 0.0, 10**6, None, 1, lambda X: X, deadline=deadline)
-        with pytest.raises(varpro._Stop, match="time_limit"):
+        run = varpro.Run(problem, 0.0, 10**6, None, 1, lambda X: X, deadline=deadline)
+        with pytest.raises(varpro.Stop, match="time_limit"):
             varpro.exchange(problem, start, np.random.default_rng(1), run, grow=grow,
                             n_screen=10, top=2)
     # a pool iteration (an exchange's LM) stops there too, where it used to run on
-    run = varpro._Run(problem, 0.0, 10**6, None, 1, lambda X: X, deadline=Deadline.after(0.0))
-    with pytest.raises(varpro._Stop, match="time_limit"):
+    run = varpro.Run(problem, 0.0, 10**6, None, 1, lambda X: X, deadline=Deadline.after(0.0))
+    with pytest.raises(varpro.Stop, match="time_limit"):
         run.iteration(start, 0.5, pool=True)
     # without a deadline the same exchange screens (and the stub says so)
-    run = varpro._Run(problem, 0.0, 10**6, None, 1, lambda X: X, deadline=NO_DEADLINE)
+    run = varpro.Run(problem, 0.0, 10**6, None, 1, lambda X: X, deadline=NO_DEADLINE)
     with pytest.raises(AssertionError, match="screened"):
         varpro.exchange(problem, start, np.random.default_rng(1), run, grow=False,
                         n_screen=10, top=2)
@@ -435,7 +435,7 @@ def test_build_recovers_an_easy_training_set_row_by_row():
     rf = RandomFeatures("relu+tanh", d, 3 * d * n, seed=1)
     theta = train_min_norm(rf, X, gaussian_labels(n, 1)).theta[:, None]
     problem = Problem(rf, theta, np, None)
-    run = varpro._Run(problem, 0.0, 10**6, None, 1, lambda Y: Y)
+    run = varpro.Run(problem, 0.0, 10**6, None, 1, lambda Y: Y)
     rows = varpro.build(problem, np.random.default_rng(0), run, n)
     assert rows.shape == (n, d)
     np.testing.assert_allclose(np.linalg.norm(rows, axis=1), np.sqrt(d), rtol=1e-12)
@@ -466,7 +466,7 @@ def test_wide_start_puts_a_row_on_every_training_point(seed):
     rf = RandomFeatures("relu", d, 10 * d * n, seed=seed, v_cache_bytes=2**26)
     theta = train_min_norm(rf, X, gaussian_labels(n, seed)).theta[:, None]
     problem = Problem(rf, theta, np, None)
-    run = varpro._Run(problem, 1e-10, 10**6, None, 1, lambda Y: Y)
+    run = varpro.Run(problem, 1e-10, 10**6, None, 1, lambda Y: Y)
     extra = varpro.wide_rows(n, d, rf.p)
     assert extra == 3
     rows = varpro.wide_start(problem, _random_rows(n, d, seed), np.random.default_rng(seed), run,
