@@ -77,7 +77,7 @@ from rftheory import varpro as vp
 from rftheory.activations import Activation, get_activation
 from rftheory.features import RandomFeatures
 from rftheory.metrics import rho
-from rftheory.reconstruct import _STREAM_CANDIDATES, reconstruct
+from rftheory.reconstruct import STREAM_CANDIDATES, reconstruct
 
 from bench_attack import rf_problem, success_interval  # benchmarks/ is on the path
 
@@ -276,7 +276,7 @@ def walks(args) -> None:
     for seed in range(args.first_seed, args.first_seed + args.seeds):
         P, X = problem(args.d, args.n, args.ratio, seed)
         a = weights(P, X)
-        rng = np.random.default_rng([seed, _STREAM_CANDIDATES])   # reconstruct's stream
+        rng = np.random.default_rng([seed, STREAM_CANDIDATES])   # reconstruct's stream
         X0 = vp.random_points(rng, args.n, args.d)
         c = time.process_time()
         run, stop, record = walk_search(P, X0, rng, max_steps=args.max_steps, hop=hop,

@@ -90,7 +90,8 @@ from .spectral_init import spectral_init
 from .varpro import (SOLVERS, hop_angle_for, Problem, default_max_sweeps, loss_passes, minimise,
                      random_points)
 
-__all__ = ["ReconstructionResult", "reconstruct", "memory", "STOP_REASONS", "METHODS"]
+__all__ = ["ReconstructionResult", "reconstruct", "memory", "STOP_REASONS", "METHODS",
+           "STREAM_CANDIDATES"]
 
 #: Possible values of :attr:`ReconstructionResult.stop_reason`.
 STOP_REASONS = ("tolerance", "stalled", "budget", "callback", "time_limit")
@@ -99,7 +100,7 @@ METHODS = ("varpro", "lbfgs")
 
 #: Stream tag of the random candidates: ``default_rng([seed, tag])`` never coincides with the
 #: streams of V's blocks (``[seed, b]``, b < 2**40) nor with rftheory.data's tags (2**40 + 1..4).
-_STREAM_CANDIDATES = 2**40 + 100
+STREAM_CANDIDATES = 2**40 + 100
 #: Whether ``method="varpro"`` without ``X_init`` starts its first walk from
 #: :func:`rftheory.spectral_init.spectral_init` (random features only). Off: measured on 6 seeds
 #: (paper_notes/attack.md, issue #26) it gave no gain at (100, 20), 10dn, relu+tanh (median 51
@@ -520,7 +521,7 @@ def reconstruct(features: FeatureMap, theta: Any, n_hat: int, *, method: str = "
     theta = xp.astype(theta, xp.float64)
     d = features.d
     init_rng = rng                    # what spectral_init draws from (its own stream of an integer)
-    rng = generator(rng, _STREAM_CANDIDATES)
+    rng = generator(rng, STREAM_CANDIDATES)
     if X_init is not None:
         check_data(X_init, d, "X_init")
         if X_init.shape[0] != n_hat:

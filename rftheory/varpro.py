@@ -932,8 +932,14 @@ def _model_decrease(lin: Linearisation, step: np.ndarray) -> float:
 
 
 class Stop(Exception):
-    """Raised inside a search to end it; ``reason`` is the :class:`Outcome`'s ``stop_reason``
-    ("tolerance", "budget", "callback" or "time_limit")."""
+    """Raised inside a search to end it.
+
+    Parameters
+    ----------
+    reason : str
+        Why: the :class:`Outcome`'s ``stop_reason`` ("tolerance", "budget", "callback" or
+        "time_limit"); kept as the attribute ``reason``.
+    """
 
     def __init__(self, reason: str) -> None:
         super().__init__(reason)
@@ -986,8 +992,27 @@ class Run:
 
     Every LM iteration of :func:`levenberg_marquardt` (and of :func:`exchange`,
     :func:`build`, :func:`wide_start`) reports to it through :meth:`iteration`, which raises
-    :class:`Stop` when the search must end. ``to_user`` maps the host rows to what the
-    callback receives.
+    :class:`Stop` when the search must end.
+
+    Parameters
+    ----------
+    problem : Problem
+        The problem searched (its sweep count is part of the budget).
+    tol : float
+        A loss at or below this ends the search ("tolerance").
+    max_steps : int
+        Budget of LM iterations, pool iterations included ("budget").
+    callback : callable or None
+        ``callback(steps, best_loss, best_X)`` every ``callback_every`` iterations; a true
+        return ends the search ("callback").
+    callback_every : int
+        Iterations between callbacks.
+    to_user : callable
+        Maps the best host rows to what the callback receives.
+    max_sweeps : float, default inf
+        Budget of sweeps over V ("budget").
+    deadline : Deadline, default NO_DEADLINE
+        Clock deadline ("time_limit").
     """
 
     def __init__(self, problem: Problem, tol: float, max_steps: int, callback: Any,

@@ -162,12 +162,20 @@ def _claim_modules() -> set[str]:
 
 
 def private_imports(path: Path, root: Path = ROOT) -> list[tuple[str, int]]:
-    """``from X import _name`` in ``path`` where X is another module of the package (relative or
-    absolute), as ``X._name`` with its line number; dunder names are not private."""
+    """Private names of another module of the package that ``path`` uses, as ``X._name`` with
+    the line number: ``from X import _name`` (X relative or absolute), and ``m._name`` where
+    ``m`` is a name bound to a package module (``import rftheory.varpro as m``, ``from rftheory
+    import varpro as m``, ``from . import varpro``). Dunder names are not private."""
     me = module_name(path, root)
     package = me if path.name == "__init__.py" else me.rpartition(".")[0]
-    out = []
-    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+    tree = ast.parse(path.read_text(), str(path))
+    out, modules = [], {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for a in node.names:
+                if _is_under(a.name, ("rftheory",)):    # binds the top name unless aliased
+                    modules[a.asname or "rftheory"] = a.name if a.asname else "rftheory"
+            continue
         if not isinstance(node, ast.ImportFrom):
             continue
         base = node.module or ""
@@ -178,12 +186,33 @@ def private_imports(path: Path, root: Path = ROOT) -> list[tuple[str, int]]:
             continue
         out += [(f"{base}.{a.name}", node.lineno) for a in node.names
                 if a.name.startswith("_") and not a.name.startswith("__")]
+        modules.update({a.asname or a.name: f"{base}.{a.name}" for a in node.names
+                        if f"{base}.{a.name}" != me})
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Attribute) and node.attr.startswith("_") \
+                and not node.attr.startswith("__"):
+            chain, value = [], node.value
+            while isinstance(value, ast.Attribute):
+                chain.insert(0, value.attr)
+                value = value.value
+            if isinstance(value, ast.Name) and value.id in modules:
+                name = ".".join([modules[value.id], *chain])
+                if name != me:
+                    out.append((f"{name}.{node.attr}", node.lineno))
     return out
 
 
 def test_no_private_name_crosses_modules():
-    offenders = [f"{p.relative_to(ROOT)}:{line}: imports private {name}"
+    offenders = [f"{p.relative_to(ROOT)}:{line}: uses private {name}"
                  for p in sorted(PACKAGE.rglob("*.py")) for name, line in private_imports(p)]
+    assert not offenders, "\n".join(offenders)
+
+
+def test_scripts_use_only_public_names():
+    # The benchmarks and verification scripts stand where a user's script stands.
+    scripts = sorted((ROOT / "benchmarks").rglob("*.py")) + sorted((ROOT / "verification").rglob("*.py"))
+    offenders = [f"{p.relative_to(ROOT)}:{line}: uses private {name}"
+                 for p in scripts for name, line in private_imports(p)]
     assert not offenders, "\n".join(offenders)
 
 
@@ -195,6 +224,10 @@ def test_no_private_name_crosses_modules():
     ("from .fake import _mine\n", []),               # its own module: not crossing
     ("from ..gram import solve_gram_checked as _solve\n", []),  # public name, local alias
     ("from numpy import _pytesttester\n", []),        # not the package's
+    ("from .. import varpro as vp\nvp._Run\n", ["rftheory.varpro._Run"]),
+    ("import rftheory.varpro\nrftheory.varpro._Stop\n", ["rftheory.varpro._Stop"]),
+    ("from . import fake\nfake._mine\n", []),       # itself
+    ("import numpy as np\nnp._core\n", []),          # not the package's
 ])
 def test_the_private_scan_sees_relative_and_absolute_imports(tmp_path, source, expected):
     path = tmp_path / "rftheory" / "claims" / "fake.py"

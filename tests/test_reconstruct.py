@@ -439,14 +439,14 @@ def test_budget_exhausted_in_the_first_pool_phase_returns_the_selected_rows():
     from rftheory.data import gaussian_labels, sphere_points
     from rftheory.features import RandomFeatures, train_min_norm
     from rftheory.projection import projection_loss
-    from rftheory.reconstruct import _STREAM_CANDIDATES, reconstruct
+    from rftheory.reconstruct import STREAM_CANDIDATES, reconstruct
     from rftheory.varpro import random_points
 
     d, n = 8, 4
     rf = RandomFeatures("relu+tanh", d=d, p=10 * d * n, seed=11)
     theta = train_min_norm(rf, sphere_points(n, d, 11), gaussian_labels(n, 11)).theta
     result = reconstruct(rf, theta, n, seed=3, max_steps=15, method="lbfgs")
-    start = random_points(np.random.default_rng([3, _STREAM_CANDIDATES]), n, d)
+    start = random_points(np.random.default_rng([3, STREAM_CANDIDATES]), n, d)
     assert result.stop_reason == "budget"
     assert not np.allclose(np.asarray(result.X_hat), start)
     assert result.loss < projection_loss(rf, start, theta, gradient=False).loss
