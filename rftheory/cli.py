@@ -12,7 +12,9 @@ One rule for what goes wrong, in every command:
   input rules (:mod:`rftheory.commands._rules`: one line, bounded length), and a numeric
   failure of numpy's linear algebra that reaches this far (``LinAlgError``) is one line too;
 * SIGINT (Ctrl-C) and SIGTERM stop the command cleanly — worker processes are stopped, a
-  sweep's finished cells stay stored — with one line and status 130 or 143 (128 + signal);
+  sweep's finished cells stay stored — with one line and status 130 or 143 (128 + signal),
+  also when the signal lands where Python cannot raise (a worker pool forking:
+  :func:`_interrupts_not_lost`);
 * a closed stdout (``rftheory … | head``) ends the command quietly, with status 141 as for a
   Unix tool killed by SIGPIPE.
 
@@ -28,6 +30,8 @@ import os
 import pkgutil
 import signal
 import sys
+import threading
+from contextlib import contextmanager
 from typing import Any, Iterator
 
 from . import commands
@@ -147,6 +151,44 @@ def _on_sigterm(signum: int, frame: Any) -> None:
     raise Interrupted(signum)
 
 
+#: Delay (s) before an interrupt that Python swallowed is sent again: enough to leave the C code
+#: that swallowed it (an at-fork hook runs for microseconds), nothing next to a person's wait.
+_REDELIVER_AFTER = 0.01
+
+
+@contextmanager
+def _interrupts_not_lost() -> Iterator[None]:
+    """While active, an interrupt that Python could not raise is sent to this process again.
+
+    A signal handler's exception (KeyboardInterrupt for SIGINT, :class:`Interrupted` for
+    SIGTERM) is raised at the next bytecode of the main thread. When that bytecode belongs to
+    code whose exceptions CPython reports as "unraisable" and drops — ``os.fork``'s at-fork
+    hooks (``logging``'s lock release, run whenever a ``fork`` pool starts its workers), a
+    ``__del__``, a weakref callback — the interrupt is printed as "Exception ignored" and the
+    command goes on. Here ``sys.unraisablehook`` catches such an interrupt and a helper thread
+    sends the same signal again after :data:`_REDELIVER_AFTER` seconds, when the main thread
+    is back in ordinary code (if it lands in such code again, the same happens again). Other
+    unraisable exceptions go to the previous hook.
+    """
+    previous, pid = sys.unraisablehook, os.getpid()
+
+    def hook(unraisable: Any) -> None:
+        exc = unraisable.exc_value
+        if isinstance(exc, KeyboardInterrupt) and os.getpid() == pid:
+            signum = exc.signum if isinstance(exc, Interrupted) else signal.SIGINT
+            timer = threading.Timer(_REDELIVER_AFTER, os.kill, (pid, signum))
+            timer.daemon = True
+            timer.start()
+            return
+        previous(unraisable)
+
+    sys.unraisablehook = hook
+    try:
+        yield
+    finally:
+        sys.unraisablehook = previous
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run the CLI; returns the process exit status."""
     try:
@@ -200,7 +242,8 @@ def _main(argv: list[str] | None) -> int:
     except ValueError:  # not the main thread (an embedding application): leave signals alone
         pass
     try:
-        status = int(args.handler(args) or 0)
+        with _interrupts_not_lost():
+            status = int(args.handler(args) or 0)
         sys.stdout.flush()  # a closed pipe shows here, not in the interpreter's final flush
         return status
     except BrokenPipeError:

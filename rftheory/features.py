@@ -243,10 +243,28 @@ class FeatureMap:
         One batched product gives the pre-activations of all blocks of a chunk, and φ (with φ′,
         sharing their common subexpressions, when ``derivative``) is evaluated once per chunk.
         """
-        yield from self._stream(X, check_data(X, self.d), derivative=derivative)
+        yield from self.unchecked_chunks(X, check_data(X, self.d), derivative=derivative)
 
-    def _stream(self, X: Any, xp: Any, *, derivative: bool = False) -> Iterator[FeatureChunk]:
-        """:meth:`chunks` of a checked X of namespace ``xp`` (no validation: for hot loops)."""
+    def unchecked_chunks(self, X: Any, xp: Any, *,
+                         derivative: bool = False) -> Iterator[FeatureChunk]:
+        """:meth:`chunks` without validating X: for hot loops that checked X once.
+
+        Parameters
+        ----------
+        X : array, shape (n, d)
+            Points, already checked (:func:`check_data` gave ``xp``); nothing
+            is checked here, so a wrong shape or dtype fails inside the product or, worse,
+            does not.
+        xp : namespace
+            The array namespace of X.
+        derivative : bool, default False
+            Also φ′ at the pre-activations.
+
+        Yields
+        ------
+        FeatureChunk
+            As :meth:`chunks`.
+        """
         act = self.activation
         on_gpu = is_cupy_namespace(xp)
         host = type(X) is np.ndarray  # numpy: matmul and the transpose without their wrappers

@@ -217,7 +217,7 @@ def projection_loss_checked(features: FeatureMap, X_hat: Any, theta2: Any, theta
             return xp.zeros(shape, dtype=dt, device=dev)
     G = BlockSum(zeros((n_hat, n_hat), dtype))
     c = BlockSum(zeros((n_hat, theta2.shape[1]), dtype))
-    for ch in features._stream(X_hat, xp, derivative=gradient and keep):
+    for ch in features.unchecked_chunks(X_hat, xp, derivative=gradient and keep):
         G.add(ch.first_block, matmul(ch.F, swap(ch.F)))
         c.add(ch.first_block, matmul(ch.F, ch.stacked(theta2)))
         if keep:  # Z is not needed again: keep V, φ and φ′ only
@@ -227,7 +227,7 @@ def projection_loss_checked(features: FeatureMap, X_hat: Any, theta2: Any, theta
     solved = solve_gram_checked(gram, rhs, namespace_of(gram, rhs), rcond)  # shapes: ours
     A = solved.solution  # (n̂, k)
     single = A.shape[1] == 1
-    chunks = kept if keep else features._stream(X_hat, xp, derivative=gradient)
+    chunks = kept if keep else features.unchecked_chunks(X_hat, xp, derivative=gradient)
     # Per-block ‖R_b‖² are added in block order, in float64 whatever the working dtype.
     resid_sq = BlockSum(zeros((), xp.float64))
     grad = BlockSum(zeros(X_hat.shape, dtype)) if gradient else None

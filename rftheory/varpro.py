@@ -530,7 +530,8 @@ class Problem:
             # them (the same arrays it would compute) instead of streaming X̂Vᵀ and φ again.
             stream, gram = last[2]
         else:
-            stream = self.features._stream(xp.asarray(X, device=dev), xp, derivative=True)
+            stream = self.features.unchecked_chunks(xp.asarray(X, device=dev), xp,
+                                                    derivative=True)
             gram = None
         A = to_host(res.coefficients, np.float64)
         A = A if A.ndim == 2 else A[:, None]

@@ -216,6 +216,52 @@ def test_scripts_use_only_public_names():
     assert not offenders, "\n".join(offenders)
 
 
+def private_members(files: list[Path]) -> list[str]:
+    """``obj._name`` (obj not ``self``, ``cls`` or ``super()``) in one file where ``_name`` is
+    a private function, class, method or ``self._name`` attribute defined only in other files
+    of ``files``: a private member of another module's object, used from outside it."""
+    trees = {p: ast.parse(p.read_text(), str(p)) for p in files}
+    defined: dict[str, set[Path]] = {}
+    for p, tree in trees.items():
+        for node in ast.walk(tree):
+            name = None
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                name = node.name
+            elif isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Store) \
+                    and isinstance(node.value, ast.Name) and node.value.id == "self":
+                name = node.attr
+            if name and name.startswith("_") and not name.startswith("__"):
+                defined.setdefault(name, set()).add(p)
+    out = []
+    for p, tree in trees.items():
+        for node in ast.walk(tree):
+            if not (isinstance(node, ast.Attribute) and node.attr.startswith("_")
+                    and not node.attr.startswith("__")):
+                continue
+            owner = node.value
+            if isinstance(owner, ast.Name) and owner.id in ("self", "cls") or \
+                    isinstance(owner, ast.Call) and getattr(owner.func, "id", "") == "super":
+                continue
+            where = defined.get(node.attr, set())
+            if where and p not in where:
+                out.append(f"{p.name}:{node.lineno}: {ast.unparse(node)} "
+                           f"(defined in {', '.join(sorted(w.name for w in where))})")
+    return out
+
+
+def test_no_private_member_crosses_modules():
+    offenders = private_members(sorted(PACKAGE.rglob("*.py")))
+    assert not offenders, "\n".join(offenders)
+
+
+def test_the_private_member_scan_sees_a_method_of_another_module(tmp_path):
+    (tmp_path / "a.py").write_text("class A:\n    def _hot(self):\n        self._cache = 1\n")
+    (tmp_path / "b.py").write_text("def f(a):\n    a._hot()\n    return a._cache, a.hot\n")
+    (tmp_path / "c.py").write_text("def _hot(x):\n    return x._hot()\n")  # its own name
+    found = private_members(sorted(tmp_path.glob("*.py")))
+    assert [line.split(":")[0:2] for line in found] == [["b.py", "2"], ["b.py", "3"]]
+
+
 @pytest.mark.parametrize("source, expected", [
     ("from ..gram import _solve_gram\n", ["rftheory.gram._solve_gram"]),
     ("from rftheory.projection import keep_budget, _projection_loss as f\n",
