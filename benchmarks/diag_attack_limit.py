@@ -84,10 +84,15 @@ from bench_attack import rf_problem, success_interval  # benchmarks/ is on the p
 GOOD_COS = 0.99   # a row "has found" a training point when its cosine to it exceeds this
 
 
+def host_problem(features, theta) -> vp.Problem:
+    """varpro's problem of (features, θ*) on the host, in float64."""
+    return vp.Problem(features, np.asarray(theta, dtype=np.float64).reshape(features.p, -1),
+                      np, None)
+
+
 def problem(d: int, n: int, ratio: float, seed: int, activation: str = "relu+tanh"):
     features, theta, X = rf_problem(activation, d, n, ratio, seed)
-    return vp.Problem(features, np.asarray(theta, dtype=np.float64).reshape(features.p, -1),
-                      np, None), np.asarray(X, dtype=np.float64)
+    return host_problem(features, theta), np.asarray(X, dtype=np.float64)
 
 
 def weights(P: vp.Problem, X: np.ndarray) -> np.ndarray:
@@ -367,8 +372,7 @@ def hessian(args) -> None:
     for seed in range(args.first_seed, args.first_seed + args.seeds):
         features, theta, X = rf_problem("relu+tanh", args.d, args.n, args.ratio, seed)
         res = reconstruct(features, theta, args.n, seed=seed, max_steps=args.max_steps)
-        P = vp.Problem(features, np.asarray(theta, dtype=np.float64).reshape(features.p, -1),
-                       np, None)
+        P = host_problem(features, theta)
         Xh = np.asarray(res.X_hat, dtype=np.float64)
         m, d = Xh.shape
         V = np.asarray(features.weights(np))
@@ -495,8 +499,7 @@ def smoothed_lm(features, theta, width: float):
                             features.p, seed=features.seed, v_cache_bytes=features.v_cache_bytes)
     if not np.array_equal(smooth.weights(np), features.weights(np)):
         raise AssertionError("the smoothed problem must have the same V")
-    th = np.asarray(theta, dtype=np.float64).reshape(features.p, -1)
-    sp_problem = vp.Problem(smooth, th, np, None)
+    sp_problem = host_problem(smooth, theta)
     plain = vp.levenberg_marquardt
 
     def lm(problem, X, run, free=None, pool=False):

@@ -76,12 +76,13 @@ def _wait_until(condition, timeout: float, what: str, proc: subprocess.Popen) ->
 
 
 @contextlib.contextmanager
-def _running(args: list[str], cwd: Path) -> Iterator[tuple[subprocess.Popen, str]]:
-    """``rftheory ARGS`` in a new session with a marker in its environment; whatever is left of
-    it is killed on the way out."""
+def _running(args: list[str], cwd: Path, *, via: tuple[str, ...] = ("-m", "rftheory.cli")
+             ) -> Iterator[tuple[subprocess.Popen, str]]:
+    """``rftheory ARGS`` (``python *via ARGS``) in a new session with a marker in its
+    environment; whatever is left of it is killed on the way out."""
     marker = uuid.uuid4().hex
     env = dict(os.environ, RFTHEORY_TEST_MARKER=marker)
-    proc = subprocess.Popen([sys.executable, "-m", "rftheory.cli", *args], cwd=cwd, env=env,
+    proc = subprocess.Popen([sys.executable, *via, *args], cwd=cwd, env=env,
                             start_new_session=True, stdout=subprocess.DEVNULL,
                             stderr=subprocess.PIPE)
     try:
@@ -249,20 +250,11 @@ sys.exit(cli.main(sys.argv[1:]))
 
 
 def test_sigterm_that_lands_inside_a_fork_still_stops_the_run(tmp_path):
-    marker = uuid.uuid4().hex
-    env = dict(os.environ, RFTHEORY_TEST_MARKER=marker)
-    proc = subprocess.Popen([sys.executable, "-c", _SIGTERM_IN_FORK, "demo", "--quick",
-                             "--out", str(tmp_path / "results")],
-                            cwd=tmp_path, env=env, start_new_session=True,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    try:
+    with _running(["demo", "--quick", "--out", str(tmp_path / "results")], tmp_path,
+                  via=("-c", _SIGTERM_IN_FORK)) as (proc, marker):
         _, err = proc.communicate(timeout=120)
-    finally:
-        if proc.poll() is None:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
-    lines = err.decode().strip().splitlines()
-    assert proc.returncode == 143, err.decode()
-    assert lines == ["rftheory demo: interrupted by SIGTERM"], lines   # no "Exception ignored"
-    _none_survive(proc, marker)
+        lines = err.decode().strip().splitlines()
+        assert proc.returncode == 143, err.decode()
+        assert lines == ["rftheory demo: interrupted by SIGTERM"], lines  # no "Exception ignored"
+        _none_survive(proc, marker)
     assert not (tmp_path / "results" / "law.json").exists()
