@@ -44,6 +44,13 @@ Subcommands:
   ``--smooth-kinks W`` measures a variant of the attack (not the default): every LM run on all
   rows is preceded by one on the same θ* and V with φ's ReLU kinks smoothed at width W
   (:func:`smooth_kinks`), its iterations counted against the same budget (:func:`smoothed_lm`).
+* ``screen`` — can an exchange find a missing training point behind bent rows? One training
+  point is left out (the one of smallest |a_i|, then the one of largest), the others turned by
+  about σ rad (how a failed search leaves them), and the missing point hidden among N − 1 random
+  points. Printed: its rank (0 = first) under the plain screen (the gain against the residual of
+  the bent rows, :func:`rftheory.varpro.fixed_rows_gain`) and under
+  :func:`rftheory.varpro.linearised_gain` (the bent rows linearised), and the linearised gain's
+  ratio of the missing point to the best random one.
 
 Usage::
 
@@ -57,6 +64,7 @@ Usage::
         --max-steps 100000 --jsonl runs.jsonl
     python benchmarks/diag_attack_limit.py cost --from runs.jsonl other.jsonl --plot cost.png
     python benchmarks/diag_attack_limit.py cost --ds 10 --seeds 12 --smooth-kinks 0.1
+    python benchmarks/diag_attack_limit.py screen --d 10 --n 10 --ratio 1.1 --seeds 6
 """
 
 from __future__ import annotations
@@ -334,6 +342,41 @@ def hard(args) -> None:
                 res[name] += rho(X, Xb, "abs") < 0.01
         print(f"ε = {eps:g}°: " + ", ".join(f"{k} {v}/{args.tries}" for k, v in res.items()),
               flush=True)
+
+
+# -- screen -----------------------------------------------------------------------------------
+
+def screen_ranks(P: vp.Problem, X: np.ndarray, miss: int, sigma: float, pool_size: int,
+                 rng: np.random.Generator) -> tuple[int, int, float]:
+    """(plain rank, linearised rank, linearised gain of the missing point / best random one)."""
+    rows = vp.retract(np.delete(X, miss, axis=0), sigma * rng.standard_normal((X.shape[0] - 1, X.shape[1])))
+    pool = np.concatenate([X[miss:miss + 1], vp.random_points(rng, pool_size - 1, X.shape[1])])
+    lin = vp.linearised_gain(P, rows, pool)
+    plain = vp.fixed_rows_gain(P, rows, pool)
+    return int(np.sum(plain > plain[0])), int(np.sum(lin > lin[0])), float(lin[0] / np.max(lin[1:]))
+
+
+def pool_size(text: str) -> int:
+    """argparse type of ``--pool``: an integer ≥ 2 (the missing point and one random point)."""
+    value = numbers(int, positive=True)(text)[0]
+    if value < 2:
+        raise argparse.ArgumentTypeError(f"at least 2 (the missing point and a random one), got {text!r}")
+    return value
+
+
+def screen(args) -> None:
+    print(f"# ({args.d}, {args.n}) {args.ratio:g}dn: one training point left out, the others turned "
+          f"by ~{args.sigma:g} rad, the missing one among {args.pool} points; rank 0 = first")
+    print("seed point  |a|/max  plain rank  linearised rank  linearised: missing/best random")
+    for seed in range(args.first_seed, args.first_seed + args.seeds):
+        P, X = problem(args.d, args.n, args.ratio, seed)
+        if not P.small:
+            raise SystemExit("screen: the linearised gain needs the small-problem path (p·d ≤ 2**20)")
+        a = weights(P, X)
+        rng = np.random.default_rng(seed)
+        for miss in (int(np.argmin(a)), int(np.argmax(a))):
+            plain, lin, ratio = screen_ranks(P, X, miss, args.sigma, args.pool, rng)
+            print(f"{seed:4d} {miss:5d} {a[miss]:8.2f} {plain:11d} {lin:16d} {ratio:33.2f}", flush=True)
 
 
 # -- cost -------------------------------------------------------------------------------------
@@ -722,6 +765,16 @@ def main(argv: list[str] | None = None) -> int:
     h.add_argument("--max-steps", type=int, default=20000)
     h.add_argument("--eps", type=numbers(float, positive=True), default="1e-5,1e-6,1e-4",
                    help="difference steps; the first one's eigenvectors are scanned")
+    sc = sub.add_parser("screen")
+    sc.add_argument("--d", type=int, default=10)
+    sc.add_argument("--n", type=int, default=10)
+    sc.add_argument("--ratio", type=float, default=1.1)
+    sc.add_argument("--seeds", type=int, default=6)
+    sc.add_argument("--first-seed", type=int, default=0)
+    sc.add_argument("--sigma", type=lambda t: numbers(float, positive=True)(t)[0], default=0.035,
+                    help="turn of the kept rows, rad (default %(default)s: ~2°)")
+    sc.add_argument("--pool", type=pool_size, default=1000,
+                    help="points screened, the missing one included (default %(default)s)")
     for name in ("basin", "walks", "hard"):
         s = sub.add_parser(name)
         s.add_argument("--d", type=int, default=10)
@@ -747,7 +800,8 @@ def main(argv: list[str] | None = None) -> int:
             s.add_argument("--eps", type=numbers(float), default="0,1,2,4")
             s.add_argument("--max-steps", type=int, default=3000)
     args = ap.parse_args(argv)
-    {"basin": basin, "walks": walks, "hard": hard, "cost": cost, "hessian": hessian}[args.cmd](args)
+    {"basin": basin, "walks": walks, "hard": hard, "cost": cost, "hessian": hessian,
+     "screen": screen}[args.cmd](args)
     return 0
 
 

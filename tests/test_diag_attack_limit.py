@@ -187,9 +187,21 @@ def test_hessian_subcommand_reports(diag, capsys):
     assert "seed 400: loss" in out and "λ_min" in out and "Gauss–Newton" in out
 
 
+def test_screen_subcommand_ranks_the_missing_point(diag, capsys):
+    # (10, 10), 1.1·dn, seed 4: the smallest-|a| point is ranked hundreds deep by the plain
+    # screen and first by the linearised one (the numbers of paper_notes/attack.md)
+    assert diag.main(["screen", "--seeds", "1", "--first-seed", "4"]) == 0
+    rows = [line.split() for line in capsys.readouterr().out.splitlines()[2:]]
+    assert len(rows) == 2 and all(r[0] == "4" for r in rows)
+    smallest = rows[0]
+    assert float(smallest[2]) < 0.1 and int(smallest[3]) > 100 and int(smallest[4]) == 0
+    assert float(smallest[5]) > 1.2
+
+
 @pytest.mark.parametrize("argv", [["cost", "--ds", "10,x"], ["cost", "--ratios", "-1.1"],
                                   ["cost", "--smooth-kinks", "0"], ["cost", "--smooth-kinks", "nan"],
-                                  ["hessian", "--eps", "1e-5,"], ["basin", "--sigmas", "inf"]])
+                                  ["hessian", "--eps", "1e-5,"], ["basin", "--sigmas", "inf"],
+                                  ["screen", "--pool", "1"], ["screen", "--sigma", "-0.1"]])
 def test_bad_arguments_are_a_one_line_usage_error(diag, argv, capsys):
     with pytest.raises(SystemExit) as exit_:
         diag.main(argv)

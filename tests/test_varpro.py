@@ -15,7 +15,7 @@ from rftheory.varpro import Problem, _tangent, least_useful, retract
 
 def _model(d=6, n=4, ratio=3, k=1, seed=3, activation="relu+tanh"):
     X = sphere_points(n, d, seed)
-    rf = RandomFeatures(activation, d, ratio * d * n, seed=seed, v_cache_bytes=2**26)
+    rf = RandomFeatures(activation, d, round(ratio * d * n), seed=seed, v_cache_bytes=2**26)
     Y = gaussian_labels(n, seed) if k == 1 else \
         np.random.default_rng([seed, 9]).standard_normal((n, k))
     theta = train_min_norm(rf, X, Y).theta
@@ -565,3 +565,133 @@ def test_pruning_merges_a_close_pair_before_leave_one_out():
     pruned = np.delete(wide, varpro._prune_one(problem, wide), axis=0)
     pruned = np.delete(pruned, varpro._prune_one(problem, pruned), axis=0)
     assert np.all(np.abs(pruned @ X.T).max(axis=0) / d > 0.999)    # every point kept
+
+
+# -- the linearised exchange (issue #26, near the counting limit) -----------------------------
+def _finite_difference_span_gain(rf, theta, rows, pool, h=1e-6):
+    """linearised_gain built independently: the rows' motions by central differences of
+    φ(Vx) along a random basis of each tangent space, the projection by least squares."""
+    V = rf.weights()
+    act = get_activation(rf.activation)
+    rng = np.random.default_rng(5)
+    cols = []
+    for x in rows:
+        cols.append(act(V @ x))
+        T = rng.standard_normal((x.size, x.size - 1))
+        T -= np.outer(x, x @ T) / (x @ x)                          # into x's tangent space
+        for t in np.linalg.qr(T)[0].T:
+            cols.append((act(V @ (x + h * t)) - act(V @ (x - h * t))) / (2 * h))
+    M = np.column_stack(cols)
+
+    def perp(y):
+        return y - M @ np.linalg.lstsq(M, y, rcond=None)[0]
+
+    r = perp(theta)
+    out = []
+    for c in pool:
+        f = perp(act(V @ c))
+        out.append(float(np.sum((f @ r) ** 2) / (f @ f)))
+    return np.array(out)
+
+
+def test_linearised_gain_matches_a_finite_difference_construction():
+    from rftheory import varpro
+
+    rf, X, theta = _model(d=6, n=4, ratio=1.5, seed=2)              # p = 36, q·d = 18 or 24
+    problem = Problem(rf, theta, np, None)
+    assert problem.small
+    pool = _random_rows(40, 6, 9)
+    for rows in (_random_rows(3, 6, 4), _random_rows(4, 6, 6)):
+        got = varpro.linearised_gain(problem, rows, pool)
+        ref = _finite_difference_span_gain(rf, theta, rows, pool)
+        # central differences: O(h²) truncation and O(eps/h) rounding in the columns, ~1e-10;
+        # the projection multiplies that by the condition of the span (~1e2 here)
+        assert np.allclose(got, ref, rtol=1e-5, atol=1e-7 * float(np.sum(theta**2)))
+        r_sq = float(np.sum(theta**2))                               # ‖P⊥θ‖² ≤ ‖θ‖²
+        assert (got >= 0).all() and (got <= r_sq * (1 + 1e-12)).all()
+    # a pool point on a kept row lies inside the span to rounding: it explains nothing (its
+    # projected features are rounding noise, whose direction would give a random gain)
+    assert varpro.linearised_gain(problem, rows, rows[:1])[0] == 0.0
+
+
+def test_linearised_screen_finds_the_missing_point_behind_bent_rows():
+    # (10, 10), p = 1.1·dn: nine training points turned by ~2° (how a search near the counting
+    # limit leaves them), the tenth — the one of smallest weight |a_i| — hidden among 999
+    # random points. Against the residual of the nine, the plain screen ranks it 395th; with the
+    # nine rows linearised it comes first, by a factor 1.65 over the runner-up (measured; the
+    # assertion allows 1.2: no rounding of any machine moves a gain by 20 %).
+    from rftheory import varpro
+
+    d, n = 10, 10
+    X = sphere_points(n, d, 4)
+    rf = RandomFeatures("relu+tanh", d, 110, seed=4)
+    theta = train_min_norm(rf, X, gaussian_labels(n, 4)).theta[:, None]
+    problem = Problem(rf, theta, np, None)
+    a = np.abs(np.asarray(problem.evaluate(X).coefficients)).ravel()
+    miss = int(np.argmin(a))
+    rng = np.random.default_rng(4)
+    rows = retract(np.delete(X, miss, axis=0), 0.035 * rng.standard_normal((n - 1, d)))
+    pool = np.concatenate([X[miss:miss + 1], varpro.random_points(rng, 999, d)])
+    assert varpro.linearised_applies(problem, n - 1)
+    lin = varpro.linearised_gain(problem, rows, pool)
+    assert lin[0] > 1.2 * np.max(lin[1:])
+    plain = varpro.fixed_rows_gain(problem, rows, pool)
+    assert np.sum(plain > plain[0]) > 100
+
+
+def test_linearised_screen_applies_by_size_on_both_sides():
+    from rftheory import varpro
+
+    rf, X, theta = _model(d=6, n=4, ratio=1.5)                      # p = 36
+    problem = Problem(rf, theta, np, None)
+    assert varpro.LINEARISED_RATIO == 2.0
+    assert varpro.linearised_applies(problem, 4)                     # 24 < 36 < 48
+    assert not varpro.linearised_applies(problem, 3)                 # 36 = 2·18: at the ratio
+    assert not varpro.linearised_applies(problem, 2)                 # 36 ≥ 2·12: far above
+    assert not varpro.linearised_applies(problem, 6)                 # 36 ≤ 6·6: no room left
+    problem.small = False                                            # streamed problems: never
+    assert not varpro.linearised_applies(problem, 4)
+    # many rows in a small dimension (V still small): beyond the dense LM step's size, where the
+    # screen's QR would cost 2p(q·d)² flops and its basis p·q·d floats, the old exchange
+    many = Problem(RandomFeatures("relu+tanh", 4, 6000, seed=1), np.ones((6000, 1)), np, None)
+    assert many.small and 4000 < 6000 < 8000 and not varpro.linearised_applies(many, 1000)
+    assert not varpro.linearised_applies(many, 64)                   # p ≥ 2·q·d: far above
+    # from BUILD_DIMENSION on, where a random pool is far from every point: the old exchange
+    for d, applies in [(31, True), (32, False)]:
+        rf = RandomFeatures("relu+tanh", d, round(1.5 * d * 2), seed=1)
+        wide = Problem(rf, np.ones((rf.p, 1)), np, None)
+        assert wide.small and varpro.linearised_applies(wide, 2) is applies
+
+
+@pytest.mark.parametrize("grow", [False, True])
+def test_exchange_inserts_the_best_linearised_point_where_it_applies(monkeypatch, grow):
+    from rftheory import varpro
+
+    rf, X, theta = _model(d=6, n=4, ratio=1.5)                      # p = 36: applies to 4 rows
+    problem = Problem(rf, theta, np, None)
+    start = _random_rows(4, 6, 3)
+    run = varpro.Run(problem, 0.0, 10**6, None, 1, lambda X: X)
+    seen = []
+
+    def old_screen(*args, **kwargs):
+        seen.append(1)
+        raise ZeroDivisionError("the plain screen")
+
+    monkeypatch.setattr(varpro, "_screen", old_screen)
+    if not grow:
+        j = least_useful(problem, start)
+        rows = np.delete(start, j, axis=0)
+        assert not varpro.linearised_applies(problem, 3)             # 3 kept rows: the old move
+        with pytest.raises(ZeroDivisionError):
+            varpro.exchange(problem, start, np.random.default_rng(1), run, grow=False,
+                            n_screen=20, top=2)
+        assert seen == [1]
+        return
+    monkeypatch.setattr(varpro, "levenberg_marquardt", lambda problem, X, run, **kw: (X, 0.0))
+    pool = varpro.random_points(np.random.default_rng(1), 20, 6)
+    best = pool[int(np.argmax(varpro.linearised_gain(problem, start, pool)))]
+    out = varpro.exchange(problem, start, np.random.default_rng(1), run, grow=True,
+                          n_screen=20, top=2)
+    grown = np.concatenate([start, best[None, :]])
+    assert seen == [] and out.shape == start.shape
+    assert np.array_equal(out, np.delete(grown, least_useful(problem, grown), axis=0))
