@@ -1278,6 +1278,11 @@ def linearised_gain(problem: Problem, rows: np.ndarray, pool: np.ndarray,
     ndarray, shape (s,)
         The gains, each at most ‖r‖².
 
+    Raises
+    ------
+    ValueError
+        If the problem streams V (not ``problem.small``).
+
     Notes
     -----
     Cost: one product for the rows (features and derivatives, p·q·d), a thin QR of the p × q·d
@@ -1300,6 +1305,9 @@ def linearised_gain(problem: Problem, rows: np.ndarray, pool: np.ndarray,
     >>> int(np.argmax(linearised_gain(problem, X[1:], pool)))   # the missing point first
     0
     """
+    if not problem.small:
+        raise ValueError("linearised_gain needs the small-problem path (a numpy θ and p·d ≤ "
+                         f"{SMALL_WEIGHTS}); this problem streams V")
     V = problem._small_weights()[0]
     act = problem.features.activation
     F, D = act.value_and_derivative(rows @ V.T)                  # (q, p) each

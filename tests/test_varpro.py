@@ -651,6 +651,8 @@ def test_linearised_screen_applies_by_size_on_both_sides():
     assert not varpro.linearised_applies(problem, 6)                 # 36 ≤ 6·6: no room left
     problem.small = False                                            # streamed problems: never
     assert not varpro.linearised_applies(problem, 4)
+    with pytest.raises(ValueError, match="small-problem path"):
+        varpro.linearised_gain(problem, X[:2], X[2:])
     # many rows in a small dimension (V still small): beyond the dense LM step's size, where the
     # screen's QR would cost 2p(q·d)² flops and its basis p·q·d floats, the old exchange
     many = Problem(RandomFeatures("relu+tanh", 4, 6000, seed=1), np.ones((6000, 1)), np, None)
