@@ -83,6 +83,7 @@ import sympy as sp
 
 from rftheory import varpro as vp
 from rftheory.activations import Activation, get_activation
+from rftheory.collisions import tangent_basis
 from rftheory.features import RandomFeatures
 from rftheory.metrics import rho
 from rftheory.reconstruct import STREAM_CANDIDATES, reconstruct
@@ -389,7 +390,7 @@ def tangent_hessian(P: vp.Problem, X: np.ndarray, eps: float) -> tuple:
     tangent space at row i: the gradient exact, the Hessian by central differences of it with
     step ``eps`` (symmetrised). Cost: 2·m(d − 1) + 1 gradient evaluations."""
     m, d = X.shape
-    bases = [np.linalg.svd(X[i][None, :])[2][1:].T for i in range(m)]   # (d, d − 1) each
+    bases = [tangent_basis(X[i]) for i in range(m)]                     # (d, d − 1) each
 
     def grad(c: np.ndarray) -> np.ndarray:
         Y = X + np.stack([bases[i] @ ci for i, ci in enumerate(c.reshape(m, d - 1))])

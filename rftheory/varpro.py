@@ -103,8 +103,8 @@ the random stream.
 training points of large weight |a_i| found, each row 1–6° off, and those of small weight
 missing: the bent rows make up for them. Against the residual of such rows a missing point is
 nearly invisible (the plain screen ranked the smallest-weight point up to 394th of 1000 at
-(10, 10), 1.1·dn, with the others 2° off, and up to 952nd with them 4° off), because what it adds is mostly what small motions of the bent rows add too.
-With the kept rows linearised — their features and tangent derivatives, q·d directions,
+(10, 10), 1.1·dn, with the others 2° off, and up to 952nd with them 4° off), because what it
+adds is mostly what small motions of the bent rows add too. With the kept rows linearised — their features and tangent derivatives, q·d directions,
 projected out of θ and of every pool point's features — it ranks first (12 of 12 cases, by a
 factor 1.3–2.3 over the runner-up). So where the problem is small, d < BUILD_DIMENSION (a
 random pool has a point near the missing one) and p < LINEARISED_RATIO·q·d, the exchanges take
@@ -1330,6 +1330,13 @@ def linearised_gain(problem: Problem, rows: np.ndarray, pool: np.ndarray,
     return np.concatenate(gains)
 
 
+def _linearised_pick(problem: Problem, rows: np.ndarray, rng: np.random.Generator,
+                     n_screen: int) -> np.ndarray:
+    """The best of ``n_screen`` random points by :func:`linearised_gain` against ``rows``."""
+    pool = random_points(rng, n_screen, rows.shape[1])
+    return pool[int(np.argmax(linearised_gain(problem, rows, pool)))]
+
+
 def fixed_rows_gain(problem: Problem, rows: np.ndarray, pool: np.ndarray) -> np.ndarray:
     """Gain of adding each pool point to ``rows`` held fixed: ⟨φ(c), r⟩²/‖P⊥φ(c)‖², r = P⊥θ,
     P⊥ the projector off the rows' features (the exchanges' screen where
@@ -1480,13 +1487,10 @@ def exchange(problem: Problem, X: np.ndarray, rng: np.random.Generator, run: Run
         rows = np.delete(X, j, axis=0)
         if linearised_applies(problem, m - 1):
             run.check_deadline()
-            pool = random_points(rng, n_screen, X.shape[1])
-            return np.insert(rows, j, pool[int(np.argmax(linearised_gain(problem, rows, pool)))],
-                             axis=0)
+            return np.insert(rows, j, _linearised_pick(problem, rows, rng, n_screen), axis=0)
         return _fit_new_row(problem, rows, j, rng, run, n_screen, top)
     if linearised_applies(problem, m):
-        pool = random_points(rng, n_screen, X.shape[1])
-        grown = np.insert(X, m, pool[int(np.argmax(linearised_gain(problem, X, pool)))], axis=0)
+        grown = np.insert(X, m, _linearised_pick(problem, X, rng, n_screen), axis=0)
     else:
         grown = _fit_new_row(problem, X, m, rng, run, n_screen, top)
     grown, _ = levenberg_marquardt(problem, grown, run, pool=True)
