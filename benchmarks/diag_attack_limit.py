@@ -83,7 +83,7 @@ import sympy as sp
 
 from rftheory import varpro as vp
 from rftheory.activations import Activation, get_activation
-from rftheory.collisions import tangent_basis
+from rftheory.data import tangent_basis
 from rftheory.features import RandomFeatures
 from rftheory.metrics import rho
 from rftheory.reconstruct import STREAM_CANDIDATES, reconstruct

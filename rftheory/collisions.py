@@ -69,12 +69,12 @@ from dataclasses import dataclass, field
 from typing import Any, Iterator, Sequence
 
 import numpy as np
-import scipy.linalg
 import scipy.optimize
 from array_api_compat import array_namespace, device as array_device
 from threadpoolctl import threadpool_limits
 
 from .backend import to_host
+from .data import tangent_basis
 from .activations import Activation
 from .errors import RFTheoryError, ShapeError
 from .features import FeatureMap
@@ -88,7 +88,6 @@ __all__ = [
     "collision_types",
     "collision_assignments",
     "zero_threshold",
-    "tangent_basis",
     "kink_radius",
     "max_region_radius",
     "CollisionLimit",
@@ -311,31 +310,6 @@ def zero_threshold(collision: Collision, d: int) -> int:
 # ---------------------------------------------------------------------------------------------
 # Geometry helpers
 # ---------------------------------------------------------------------------------------------
-
-def tangent_basis(x: Any) -> np.ndarray:
-    """Orthonormal basis (d, d−1) of the tangent space x⊥ of the sphere at x (host float64).
-
-    Parameters
-    ----------
-    x : array_like
-        A non-zero point, shape (d,).
-
-    Returns
-    -------
-    numpy.ndarray, shape (d, d − 1)
-        Orthonormal columns, each orthogonal to x.
-
-    Examples
-    --------
-    >>> B = tangent_basis(np.array([0.0, 0.0, 3.0]))
-    >>> B.shape, bool(np.allclose(B.T @ B, np.eye(2))), bool(np.allclose(B[2], 0))
-    ((3, 2), True, True)
-    """
-    x = np.asarray(to_host(x), dtype=np.float64)
-    if x.ndim != 1 or not np.any(x):
-        raise ShapeError("x must be a non-zero vector")
-    return scipy.linalg.null_space(x[None, :])
-
 
 def kink_radius(features: FeatureMap, X: Any) -> float:
     """Largest δ such that no pre-activation v_kᵀx̂ crosses a kink of φ for ‖x̂ − x‖ ≤ δ√d.

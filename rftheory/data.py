@@ -31,7 +31,7 @@ from typing import Any
 
 import numpy as np
 
-from .backend import namespace_of
+from .backend import namespace_of, to_host
 from .deprecation import deprecated_alias, keyword_only_after
 from .errors import DataNotFoundError, RFTheoryError, ShapeError
 from .seeding import RNGLike, generator, rng_or_seed
@@ -44,6 +44,7 @@ __all__ = [
     "gaussian_labels",
     "sign_labels",
     "to_sphere",
+    "tangent_basis",
     "dataset_dimension",
     "digits_data",
     "cifar10_data",
@@ -231,6 +232,56 @@ def to_sphere(X: Any, d: int | None = None, *, centre: bool = False,
                          + ": it has no direction on the sphere")
     out = X * (math.sqrt(d) / norms)
     return (out, norms) if return_norms else out
+
+
+def tangent_basis(x: Any) -> np.ndarray:
+    """Orthonormal basis (d, d − 1) of the tangent space x⊥ of the sphere at x (host float64).
+
+    The columns of the Householder reflection H = I − 2wwᵀ/‖w‖² that maps ±e₁ to x/‖x‖, less
+    its first: a fixed, deterministic basis, continuous in x away from the sign switch of
+    x₁ (the sign is chosen so that w never cancels).
+
+    Parameters
+    ----------
+    x : array_like, shape (d,)
+        A non-zero point (any namespace; it is brought to the host).
+
+    Returns
+    -------
+    numpy.ndarray, shape (d, d − 1)
+        Orthonormal columns, each orthogonal to x.
+
+    Raises
+    ------
+    ShapeError
+        If x is not a non-zero vector.
+
+    Notes
+    -----
+    Cost O(d²) (one outer product), no factorisation. A point whose squared norm under- or
+    overflows is rescaled by its largest entry first. Accuracy: H is orthogonal to a few ulps
+    (a Householder reflection with the non-cancelling sign), so BᵀB = I and Bᵀx = 0 hold to a
+    small multiple of eps·√d (tested against ``scipy.linalg.null_space``, whose basis differs
+    by a rotation of x⊥ but spans the same space: BBᵀ = I − xxᵀ/‖x‖²).
+
+    Examples
+    --------
+    >>> B = tangent_basis(np.array([0.0, 0.0, 3.0]))
+    >>> B.shape, bool(np.allclose(B.T @ B, np.eye(2))), bool(np.allclose(B[2], 0))
+    ((3, 2), True, True)
+    """
+    x = np.asarray(to_host(x), dtype=np.float64)
+    if x.ndim != 1 or not np.any(x):
+        raise ShapeError("x must be a non-zero vector")
+    norm = np.linalg.norm(x)
+    if not 0.0 < norm < math.inf:                    # x·x under- or overflowed: rescale first
+        x = x / np.max(np.abs(x))
+        norm = np.linalg.norm(x)
+    u = x / norm
+    w = u.copy()
+    w[0] += 1.0 if u[0] >= 0.0 else -1.0            # H = I − 2wwᵀ/‖w‖² maps ±e₁ to u
+    H = np.eye(x.shape[0]) - (2.0 / float(w @ w)) * np.outer(w, w)
+    return H[:, 1:]
 
 
 def sphere_points(n: int, d: int, rng: RNGLike = 0, *, seed: int | None = None) -> np.ndarray:

@@ -167,7 +167,7 @@ from .blocksum import SUM_GROUP
 from .features import BLOCK_ROWS, BlockSum, FeatureChunk, FeatureMap, check_data
 from .gram import GramSolution, solve_gram, solve_gram_checked as _solve_gram
 from .backend import namespace_of, to_host
-from .data import to_sphere
+from .data import tangent_basis, to_sphere
 from .deadline import NO_DEADLINE, TIME_LIMIT_REACHED, Deadline
 from .errors import RFTheoryError
 from .projection import (ProjectionLoss, keep_budget as _keep_budget, projection_loss,
@@ -1210,16 +1210,6 @@ def _screen(problem: Problem, rows: np.ndarray, target: Any, pool: np.ndarray,
     return np.concatenate(gains)
 
 
-def _tangent_basis(x: np.ndarray) -> np.ndarray:
-    """An orthonormal basis (d, d − 1) of the tangent space x^⊥ (a Householder reflection's columns)."""
-    d = x.shape[0]
-    u = x / np.linalg.norm(x)
-    w = u.copy()
-    w[0] += 1.0 if u[0] >= 0.0 else -1.0            # H = I − 2wwᵀ/‖w‖² maps ±e₁ to u
-    H = np.eye(d) - (2.0 / float(w @ w)) * np.outer(w, w)
-    return H[:, 1:]
-
-
 def linearised_applies(problem: Problem, q: int) -> bool:
     """Whether the exchanges screen with :func:`linearised_gain` for q kept rows.
 
@@ -1311,7 +1301,7 @@ def linearised_gain(problem: Problem, rows: np.ndarray, pool: np.ndarray,
     V = problem._small_weights()[0]
     act = problem.features.activation
     F, D = act.value_and_derivative(rows @ V.T)                  # (q, p) each
-    span = [F.T] + [(D[i][:, None] * V) @ _tangent_basis(rows[i]) for i in range(rows.shape[0])]
+    span = [F.T] + [(D[i][:, None] * V) @ tangent_basis(rows[i]) for i in range(rows.shape[0])]
     Q = np.linalg.qr(np.hstack(span))[0]                         # (p, q·d), orthonormal
     theta = np.asarray(problem.theta, dtype=np.float64)
     r = theta - Q @ (Q.T @ theta)                                # (p, k)

@@ -11,7 +11,8 @@ import scipy.linalg
 from rftheory.collisions import (Collision, collision_assignments, collision_limit,
                                  collision_region_minimum, collision_types, kink_radius,
                                  limit_configuration, max_region_radius, min_collision_limit,
-                                 tangent_basis, zero_threshold)
+                                 zero_threshold)
+from rftheory.data import tangent_basis
 from rftheory.errors import RFTheoryError, ShapeError
 from rftheory.features import RandomFeatures, train_min_norm
 from rftheory.projection import projection_loss

@@ -2,9 +2,11 @@ import pickle
 
 import numpy as np
 import pytest
+import scipy.linalg
 
 from rftheory.data import (DataNotFoundError, cifar10_data, dataset_dimension, digits_data,
-                           gaussian_labels, load_dataset, sign_labels, sphere_points, to_sphere)
+                           gaussian_labels, load_dataset, sign_labels, sphere_points,
+                           tangent_basis, to_sphere)
 from rftheory.errors import RFTheoryError, ShapeError
 from rftheory.features import RandomFeatures
 
@@ -20,6 +22,32 @@ def test_sphere_data_norms_seeds_and_isotropy():
     # Uniform on the √d-sphere: E[x xᵀ] = I. With 2000 points each entry of the empirical second
     # moment has standard deviation ≈ √(2/2000) ≈ 0.03; 0.15 is 5 sigma.
     np.testing.assert_allclose(X.T @ X / 2000, np.eye(10), atol=0.15)
+
+
+@pytest.mark.parametrize("x", [[0.0, 0.0, 3.0], [-2.0, 1.0, 0.5], [1e-300, 0.0], [0.0, -1e300],
+                               list(np.random.default_rng(0).standard_normal(80)),
+                               [-1.0] + [0.0] * 9])
+def test_tangent_basis_against_scipy_null_space(x):
+    x = np.array(x)
+    d = x.size
+    B = tangent_basis(x)
+    assert B.shape == (d, d - 1) and B.dtype == np.float64
+    # A Householder reflection is orthogonal to a few ulps: entries of BᵀB − I and of Bᵀu are
+    # sums of d products of numbers ≤ 1, each rounded once: |error| ≤ ~2d·eps.
+    tol = 4 * d * np.finfo(float).eps
+    np.testing.assert_allclose(B.T @ B, np.eye(d - 1), rtol=0, atol=tol)
+    u = x / np.max(np.abs(x))
+    u /= np.linalg.norm(u)                     # (x·x itself under/overflows at 1e∓300)
+    np.testing.assert_allclose(u @ B, 0.0, rtol=0, atol=tol)
+    # The same space as scipy's SVD-based null space (an independent construction).
+    N = scipy.linalg.null_space(u[None, :])
+    np.testing.assert_allclose(B @ B.T, N @ N.T, rtol=0, atol=tol)
+
+
+@pytest.mark.parametrize("x", [[0.0, 0.0], [[1.0, 2.0]], 3.0])
+def test_tangent_basis_refuses_a_zero_or_non_vector(x):
+    with pytest.raises(ShapeError, match="non-zero vector"):
+        tangent_basis(np.array(x))
 
 
 def test_to_sphere_rows_points_centring_and_zero_rows():
