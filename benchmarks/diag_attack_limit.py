@@ -87,6 +87,7 @@ from rftheory.data import tangent_basis
 from rftheory.features import RandomFeatures
 from rftheory.metrics import rho
 from rftheory.reconstruct import STREAM_CANDIDATES, reconstruct
+from rftheory.spectral_init import residual_directions
 
 from bench_attack import rf_problem, success_interval  # benchmarks/ is on the path
 
@@ -348,13 +349,21 @@ def hard(args) -> None:
 # -- screen -----------------------------------------------------------------------------------
 
 def screen_ranks(P: vp.Problem, X: np.ndarray, miss: int, sigma: float, pool_size: int,
-                 rng: np.random.Generator) -> tuple[int, int, float]:
-    """(plain rank, linearised rank, linearised gain of the missing point / best random one)."""
+                 rng: np.random.Generator, moments: bool = False) -> tuple:
+    """(plain rank, linearised rank, linearised gain of the missing point / best random one),
+    and with ``moments`` the largest |cos| with the missing point of the plain and of the
+    linearised residual's moment directions (``spectral_init.residual_directions``, k = 3)."""
     rows = vp.retract(np.delete(X, miss, axis=0), sigma * rng.standard_normal((X.shape[0] - 1, X.shape[1])))
     pool = np.concatenate([X[miss:miss + 1], vp.random_points(rng, pool_size - 1, X.shape[1])])
     lin = vp.linearised_gain(P, rows, pool)
     plain = vp.fixed_rows_gain(P, rows, pool)
-    return int(np.sum(plain > plain[0])), int(np.sum(lin > lin[0])), float(lin[0] / np.max(lin[1:]))
+    out = (int(np.sum(plain > plain[0])), int(np.sum(lin > lin[0])), float(lin[0] / np.max(lin[1:])))
+    if moments:
+        u = X[miss] / np.linalg.norm(X[miss])
+        for r in (vp.fixed_rows_residual(P, rows), vp.linearised_residual(P, rows)):
+            points, _ = residual_directions(P.features, r, k=min(3, X.shape[1]), rng=0)
+            out += (float(np.max(np.abs(points @ u)) / np.sqrt(X.shape[1])),)
+    return out
 
 
 def pool_size(text: str) -> int:
@@ -368,7 +377,8 @@ def pool_size(text: str) -> int:
 def screen(args) -> None:
     print(f"# ({args.d}, {args.n}) {args.ratio:g}dn: one training point left out, the others turned "
           f"by ~{args.sigma:g} rad, the missing one among {args.pool} points; rank 0 = first")
-    print("seed point  |a|/max  plain rank  linearised rank  linearised: missing/best random")
+    print("seed point  |a|/max  plain rank  linearised rank  linearised: missing/best random"
+          + ("  moments |cos|: plain  linearised" if args.moments else ""))
     for seed in range(args.first_seed, args.first_seed + args.seeds):
         P, X = problem(args.d, args.n, args.ratio, seed)
         if not P.small:
@@ -376,8 +386,10 @@ def screen(args) -> None:
         a = weights(P, X)
         rng = np.random.default_rng(seed)
         for miss in (int(np.argmin(a)), int(np.argmax(a))):
-            plain, lin, ratio = screen_ranks(P, X, miss, args.sigma, args.pool, rng)
-            print(f"{seed:4d} {miss:5d} {a[miss]:8.2f} {plain:11d} {lin:16d} {ratio:33.2f}", flush=True)
+            plain, lin, ratio, *cos = screen_ranks(P, X, miss, args.sigma, args.pool, rng,
+                                                   args.moments)
+            print(f"{seed:4d} {miss:5d} {a[miss]:8.2f} {plain:11d} {lin:16d} {ratio:33.2f}"
+                  + "".join(f"{c:17.2f}" for c in cos), flush=True)
 
 
 # -- cost -------------------------------------------------------------------------------------
@@ -776,6 +788,9 @@ def main(argv: list[str] | None = None) -> int:
                     help="turn of the kept rows, rad (default %(default)s: ~2°)")
     sc.add_argument("--pool", type=pool_size, default=1000,
                     help="points screened, the missing one included (default %(default)s)")
+    sc.add_argument("--moments", action="store_true",
+                    help="also the largest |cos| with the missing point of the plain and the linearised "
+                         "residual's moment directions")
     for name in ("basin", "walks", "hard"):
         s = sub.add_parser(name)
         s.add_argument("--d", type=int, default=10)

@@ -179,7 +179,7 @@ __all__ = ["HOP_ANGLE", "HOP_DIMENSION", "HOP_ANGLE_MAX", "hop_angle_for", "STAL
            "Run", "Stop", "levenberg_marquardt", "minimise", "build", "wide_rows", "wide_start",
            "WIDE_EXTRA", "WIDE_RATIO", "WIDE_MERGE_COS", "loss_passes", "default_max_sweeps",
            "memory", "LINEARISED_RATIO", "INSIDE_SPAN", "linearised_applies", "linearised_gain",
-           "fixed_rows_gain"]
+           "linearised_residual", "fixed_rows_gain", "fixed_rows_residual"]
 
 #: Scale σ of the basin-hopping perturbation x̂ ← √d(x̂ + σ‖x̂‖g/√d)/‖·‖, g ~ N(0, I_d), at
 #: d ≤ HOP_DIMENSION: it turns x̂ by atan(σ) ≈ 0.29 rad. Above that dimension the scale grows as
@@ -1240,6 +1240,53 @@ def linearised_applies(problem: Problem, q: int) -> bool:
             and (qd <= DENSE_MAX_UNKNOWNS or problem.p * qd * qd <= DENSE_FLOPS))
 
 
+def _linearised(problem: Problem, rows: np.ndarray, caller: str) -> tuple[np.ndarray, np.ndarray]:
+    """(r, Q): Q an orthonormal basis (p, q·d) of the span S of the rows' features and tangent
+    motions, r = P⊥θ (p, k) off it. One product, counted."""
+    if not problem.small:
+        raise ValueError(f"{caller} needs the small-problem path (a numpy θ and p·d ≤ "
+                         f"{SMALL_WEIGHTS}); this problem streams V")
+    V = problem._small_weights()[0]
+    act = problem.features.activation
+    F, D = act.value_and_derivative(rows @ V.T)                  # (q, p) each
+    span = [F.T] + [(D[i][:, None] * V) @ tangent_basis(rows[i]) for i in range(rows.shape[0])]
+    Q = np.linalg.qr(np.hstack(span))[0]                         # (p, q·d), orthonormal
+    theta = np.asarray(problem.theta, dtype=np.float64)
+    r = theta - Q @ (Q.T @ theta)                                # (p, k)
+    problem._count(1)
+    return r, Q
+
+
+def linearised_residual(problem: Problem, rows: np.ndarray) -> np.ndarray:
+    """r = P⊥θ with P⊥ the projector off the rows' features *and* their first-order motions.
+
+    The residual that :func:`linearised_gain` scores pool points against (see there for S).
+
+    Parameters
+    ----------
+    problem : Problem
+        On the small-problem path (``problem.small``).
+    rows : ndarray, shape (q, d)
+        The kept rows, with q·d < p.
+
+    Returns
+    -------
+    ndarray, shape (p, k)
+        The residual (host float64).
+
+    Raises
+    ------
+    ValueError
+        If the problem streams V (not ``problem.small``).
+
+    Notes
+    -----
+    Cost: one product for the rows' features and derivatives and a thin QR of the p × q·d
+    matrix of S (2p(q·d)² flops); memory the p × q·d basis.
+    """
+    return _linearised(problem, rows, "linearised_residual")[0]
+
+
 def linearised_gain(problem: Problem, rows: np.ndarray, pool: np.ndarray,
                     batch: int = SCREEN_BATCH) -> np.ndarray:
     """Gain of adding each pool point to ``rows`` when the rows themselves may still move.
@@ -1295,17 +1342,9 @@ def linearised_gain(problem: Problem, rows: np.ndarray, pool: np.ndarray,
     >>> int(np.argmax(linearised_gain(problem, X[1:], pool)))   # the missing point first
     0
     """
-    if not problem.small:
-        raise ValueError("linearised_gain needs the small-problem path (a numpy θ and p·d ≤ "
-                         f"{SMALL_WEIGHTS}); this problem streams V")
+    r, Q = _linearised(problem, rows, "linearised_gain")
     V = problem._small_weights()[0]
     act = problem.features.activation
-    F, D = act.value_and_derivative(rows @ V.T)                  # (q, p) each
-    span = [F.T] + [(D[i][:, None] * V) @ tangent_basis(rows[i]) for i in range(rows.shape[0])]
-    Q = np.linalg.qr(np.hstack(span))[0]                         # (p, q·d), orthonormal
-    theta = np.asarray(problem.theta, dtype=np.float64)
-    r = theta - Q @ (Q.T @ theta)                                # (p, k)
-    problem._count(1)
     gains = []
     for start in range(0, pool.shape[0], batch):
         Fc = np.asarray(act(pool[start:start + batch] @ V.T))   # (N, p)
@@ -1347,6 +1386,26 @@ def fixed_rows_gain(problem: Problem, rows: np.ndarray, pool: np.ndarray) -> np.
         The gains.
     """
     return _screen(problem, rows, _residual(problem, rows), pool)
+
+
+def fixed_rows_residual(problem: Problem, rows: np.ndarray) -> Any:
+    """r = P⊥θ, P⊥ the projector off the rows' features alone (rows held fixed): what
+    :func:`fixed_rows_gain` scores pool points against; :func:`linearised_residual` is its
+    counterpart with the rows' motions projected out too.
+
+    Parameters
+    ----------
+    problem : Problem
+        The problem (one loss evaluation and one product, counted).
+    rows : ndarray, shape (q, d)
+        The kept rows (host); θ itself for q = 0.
+
+    Returns
+    -------
+    array, shape (p, k)
+        The residual, in the problem's namespace.
+    """
+    return _residual(problem, rows)
 
 
 def least_useful(problem: Problem, X: np.ndarray) -> int:

@@ -198,6 +198,23 @@ def test_screen_subcommand_ranks_the_missing_point(diag, capsys):
     assert float(smallest[5]) > 1.2
 
 
+def test_screen_moments_compares_the_two_residuals_moment_directions(diag, capsys):
+    # (40, 8), 1.25·dn, seed 0, rows turned by ~2° (paper_notes/attack.md, stop 56): the point
+    # of largest weight is pointed at by the plain residual's moments (|cos| 0.90) better than
+    # by the linearised one's (0.68); the one of tiny weight (|a| 0.01) only by the linearised
+    # residual's (0.46 against 0.11). Gaps of 0.2 and more: statistics, not rounding.
+    assert diag.main(["screen", "--d", "40", "--n", "8", "--ratio", "1.25", "--seeds", "1",
+                      "--pool", "50", "--moments"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert "moments |cos|: plain  linearised" in lines[1]
+    rows = [line.split() for line in lines[2:]]
+    assert len(rows) == 2 and all(len(r) == 8 for r in rows)
+    smallest, largest = ([float(v) for v in r[2:]] for r in rows)
+    assert smallest[0] < 0.05 and largest[0] == 1.0
+    assert smallest[5] > smallest[4] + 0.2 and largest[4] > largest[5] + 0.1
+    assert largest[4] > 0.85
+
+
 @pytest.mark.parametrize("argv", [["cost", "--ds", "10,x"], ["cost", "--ratios", "-1.1"],
                                   ["cost", "--smooth-kinks", "0"], ["cost", "--smooth-kinks", "nan"],
                                   ["hessian", "--eps", "1e-5,"], ["basin", "--sigmas", "inf"],

@@ -568,9 +568,10 @@ def test_pruning_merges_a_close_pair_before_leave_one_out():
 
 
 # -- the linearised exchange (issue #26, near the counting limit) -----------------------------
-def _finite_difference_span_gain(rf, theta, rows, pool, h=1e-6):
-    """linearised_gain built independently: the rows' motions by central differences of
-    φ(Vx) along a random basis of each tangent space, the projection by least squares."""
+def _finite_difference_span(rf, rows, h=1e-6):
+    """The span S of linearised_gain built independently: the rows' features and their motions
+    by central differences of φ(Vx) along a random basis of each tangent space; returns
+    y ↦ y − (its least-squares fit by S's columns)."""
     V = rf.weights()
     act = get_activation(rf.activation)
     rng = np.random.default_rng(5)
@@ -586,6 +587,14 @@ def _finite_difference_span_gain(rf, theta, rows, pool, h=1e-6):
     def perp(y):
         return y - M @ np.linalg.lstsq(M, y, rcond=None)[0]
 
+    return perp
+
+
+def _finite_difference_span_gain(rf, theta, rows, pool, h=1e-6):
+    """linearised_gain built independently (:func:`_finite_difference_span`)."""
+    perp = _finite_difference_span(rf, rows, h)
+    act = get_activation(rf.activation)
+    V = rf.weights()
     r = perp(theta)
     out = []
     for c in pool:
@@ -612,6 +621,31 @@ def test_linearised_gain_matches_a_finite_difference_construction():
     # a pool point on a kept row lies inside the span to rounding: it explains nothing (its
     # projected features are rounding noise, whose direction would give a random gain)
     assert varpro.linearised_gain(problem, rows, rows[:1])[0] == 0.0
+
+
+def test_linearised_and_fixed_rows_residuals_match_least_squares():
+    from rftheory import varpro
+
+    rf, X, theta = _model(d=6, n=4, ratio=1.5, seed=2)
+    problem = Problem(rf, theta, np, None)
+    rows = _random_rows(3, 6, 4)
+    scale = float(np.linalg.norm(theta))
+    # against the finite-difference span: O(1e-10) column errors times its condition (~1e2)
+    lin = varpro.linearised_residual(problem, rows)
+    assert lin.shape == theta.shape
+    np.testing.assert_allclose(lin, _finite_difference_span(rf, rows)(theta), rtol=0,
+                               atol=1e-6 * scale)
+    # rows held fixed: the least-squares residual of θ on the rows' features (Φ̂ᵀ, p × q,
+    # condition ~1e1: rounding ~1e-14 relative)
+    F = get_activation(rf.activation)(rows @ rf.weights().T).T
+    ref = theta - F @ np.linalg.lstsq(F, theta, rcond=None)[0]
+    np.testing.assert_allclose(np.asarray(varpro.fixed_rows_residual(problem, rows)), ref,
+                               rtol=0, atol=1e-10 * scale)
+    # the motions explain part of what the features leave: the linearised residual is shorter
+    assert np.linalg.norm(lin) < np.linalg.norm(ref)
+    problem.small = False                                            # a streamed problem
+    with pytest.raises(ValueError, match="linearised_residual needs the small-problem path"):
+        varpro.linearised_residual(problem, rows)
 
 
 def test_linearised_screen_finds_the_missing_point_behind_bent_rows():
