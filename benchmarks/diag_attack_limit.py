@@ -50,7 +50,14 @@ Subcommands:
   points. Printed: its rank (0 = first) under the plain screen (the gain against the residual of
   the bent rows, :func:`rftheory.varpro.fixed_rows_gain`) and under
   :func:`rftheory.varpro.linearised_gain` (the bent rows linearised), and the linearised gain's
-  ratio of the missing point to the best random one.
+  ratio of the missing point to the best random one. ``--moments``: also how well the moment
+  directions of the plain and of the linearised residual
+  (:func:`rftheory.spectral_init.residual_directions`) point at the missing point (largest |cos|).
+* ``weights`` — which seeds fail? For the runs of ``cost --jsonl`` files, each seed's problem is
+  rebuilt and its dual weights |a_i|/max|a| at the training points computed; per case the
+  smallest of them is compared between the seeds recovered within the budget and the others
+  (medians, quartiles, the two-sided Mann–Whitney U test, and the success rate below and above
+  the case's median).
 
 Usage::
 
@@ -65,6 +72,8 @@ Usage::
     python benchmarks/diag_attack_limit.py cost --from runs.jsonl other.jsonl --plot cost.png
     python benchmarks/diag_attack_limit.py cost --ds 10 --seeds 12 --smooth-kinks 0.1
     python benchmarks/diag_attack_limit.py screen --d 10 --n 10 --ratio 1.1 --seeds 6
+    python benchmarks/diag_attack_limit.py screen --d 80 --n 8 --ratio 1.25 --seeds 6 --moments
+    python benchmarks/diag_attack_limit.py weights --from runs.jsonl other.jsonl
 """
 
 from __future__ import annotations
@@ -700,13 +709,29 @@ def cost_figure(rows: list[dict], path: str) -> None:
         plt.close(fig)
 
 
+def read_runs(paths: list[str]) -> list[dict]:
+    """The rows of ``cost --jsonl`` files (plain or gzipped), in order."""
+    rows: list[dict] = []
+    for path in paths:
+        opener = gzip.open if path.endswith(".gz") else open
+        with opener(path, "rt", encoding="utf-8") as fh:
+            rows += [json.loads(line) for line in fh if line.strip()]
+    return rows
+
+
+def run_file(text: str) -> str:
+    """argparse type of ``--from``: a readable file."""
+    try:
+        with open(text, "rb"):
+            return text
+    except OSError as exc:
+        raise argparse.ArgumentTypeError(f"cannot read {text!r}: {exc.strerror}") from None
+
+
 def cost(args) -> None:
     rows: list[dict] = []
     if args.from_:
-        for path in args.from_:
-            opener = gzip.open if path.endswith(".gz") else open
-            with opener(path, "rt", encoding="utf-8") as fh:
-                rows += [json.loads(line) for line in fh if line.strip()]
+        rows = read_runs(args.from_)
     else:
         out = open(args.jsonl, "a", encoding="utf-8") if args.jsonl else None
         try:
@@ -730,6 +755,58 @@ def cost(args) -> None:
         print(line, flush=True)
     if args.plot:
         cost_figure(rows, args.plot)
+
+
+# -- weights ----------------------------------------------------------------------------------
+
+def smallest_weights(rows: list[dict], budget: int) -> dict:
+    """{(activation, d, n, p/(dn)): (min |a|/max|a| of the recovered seeds, of the others)}.
+
+    A seed counts as recovered when its run succeeded within ``budget`` iterations; a seed run
+    more than once counts by its last row.
+    """
+    last = {}
+    for r in rows:
+        key = (r.get("activation", "relu+tanh"), int(r["d"]), int(r["n"]), float(r["ratio"]))
+        last[key + (int(r["seed"]),)] = bool(r["success"]) and int(r["steps"]) <= budget
+    groups: dict = {}
+    for (act, d, n, ratio, seed), ok in sorted(last.items()):
+        P, X = problem(d, n, ratio, seed, act)
+        groups.setdefault((act, d, n, ratio), ([], []))[0 if ok else 1].append(
+            float(np.min(weights(P, X))))
+    return groups
+
+
+def weights_table(groups: dict, budget: int) -> list[str]:
+    """One line per case: the smallest weight of recovered against failed seeds."""
+    from scipy.stats import mannwhitneyu
+
+    def quartiles(v):
+        return (f"{np.median(v):.3f} [{np.quantile(v, 0.25):.3f}, {np.quantile(v, 0.75):.3f}]"
+                if v else "–")
+
+    lines = [f"# smallest |a_i|/max|a| per seed (median [quartiles]); recovered: within {budget} "
+             "iterations; p: two-sided Mann–Whitney U",
+             "activation  (d, n)  p/(dn)  recovered  recovered: min|a|     failed: min|a|"
+             "        p        rate, min|a| ≤ median / > median"]
+    for (act, d, n, ratio), (ok, bad) in groups.items():
+        both = ok + bad
+        pval = (f"{mannwhitneyu(ok, bad, alternative='two-sided').pvalue:.1e}"
+                if ok and bad else "–")
+        median = float(np.median(both))
+        low = [w <= median for w in both]
+        won = [True] * len(ok) + [False] * len(bad)
+        below = [s for s, lo in zip(won, low) if lo]
+        above = [s for s, lo in zip(won, low) if not lo]
+        lines.append(f"{act}  ({d}, {n})  {ratio:g}  {len(ok)}/{len(both)}  {quartiles(ok)}  "
+                     f"{quartiles(bad)}  {pval}  {sum(below)}/{len(below)} / "
+                     f"{sum(above)}/{len(above)}")
+    return lines
+
+
+def weights_cmd(args) -> None:
+    for line in weights_table(smallest_weights(read_runs(args.from_), args.budget), args.budget):
+        print(line, flush=True)
 
 
 def numbers(kind, *, positive: bool = False):
@@ -765,7 +842,7 @@ def main(argv: list[str] | None = None) -> int:
                    help="measure the variant that precedes every LM run by one with φ's ReLU "
                         "kinks smoothed at width W (not the default attack)")
     c.add_argument("--jsonl", default=None, help="append one JSON line per run to this file")
-    c.add_argument("--from", dest="from_", nargs="+", default=None, metavar="FILE",
+    c.add_argument("--from", dest="from_", nargs="+", type=run_file, default=None, metavar="FILE",
                    help="only analyse these --jsonl files (pooled; .gz ones gunzipped)")
     c.add_argument("--plot", default=None, metavar="PNG",
                    help="draw 1/λ against d, one line per p/(dn), into this file")
@@ -791,6 +868,13 @@ def main(argv: list[str] | None = None) -> int:
     sc.add_argument("--moments", action="store_true",
                     help="also the largest |cos| with the missing point of the plain and the linearised "
                          "residual's moment directions")
+    w = sub.add_parser("weights")
+    w.add_argument("--from", dest="from_", nargs="+", type=run_file, required=True, metavar="FILE",
+                   help="JSONL files of cost --jsonl (plain or gzipped)")
+    w.add_argument("--budget", type=lambda t: numbers(int, positive=True)(t)[0],
+                   default=DEFAULT_BUDGET,
+                   help="a seed is recovered if it succeeded within this many iterations "
+                        "(default %(default)s, the attack's)")
     for name in ("basin", "walks", "hard"):
         s = sub.add_parser(name)
         s.add_argument("--d", type=int, default=10)
@@ -817,7 +901,7 @@ def main(argv: list[str] | None = None) -> int:
             s.add_argument("--max-steps", type=int, default=3000)
     args = ap.parse_args(argv)
     {"basin": basin, "walks": walks, "hard": hard, "cost": cost, "hessian": hessian,
-     "screen": screen}[args.cmd](args)
+     "screen": screen, "weights": weights_cmd}[args.cmd](args)
     return 0
 
 

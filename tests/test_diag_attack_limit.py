@@ -5,6 +5,7 @@ import json
 import math
 from pathlib import Path
 
+import numpy as np
 import pytest
 from scipy.stats import poisson
 
@@ -213,6 +214,38 @@ def test_screen_moments_compares_the_two_residuals_moment_directions(diag, capsy
     assert smallest[0] < 0.05 and largest[0] == 1.0
     assert smallest[5] > smallest[4] + 0.2 and largest[4] > largest[5] + 0.1
     assert largest[4] > 0.85
+
+
+def test_weights_subcommand_splits_seeds_by_their_smallest_weight(diag, tmp_path, capsys):
+    # four runs of (4, 3) at 1.5·dn: seeds 0, 1 recovered, seed 2 not, seed 3 recovered but
+    # after the budget (a failure within it); seed 1 run twice, its last row counts
+    runs = [dict(d=4, n=3, ratio=1.5, seed=0, success=True, steps=100),
+            dict(d=4, n=3, ratio=1.5, seed=1, success=False, steps=20000),
+            dict(d=4, n=3, ratio=1.5, seed=1, success=True, steps=300),
+            dict(d=4, n=3, ratio=1.5, seed=2, success=False, steps=20000),
+            dict(d=4, n=3, ratio=1.5, seed=3, success=True, steps=25000)]
+    path = tmp_path / "runs.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in runs))
+    assert diag.main(["weights", "--from", str(path)]) == 0
+    line = capsys.readouterr().out.splitlines()[-1]
+    smallest = {}
+    for seed in range(4):
+        P, X = diag.problem(4, 3, 1.5, seed)
+        smallest[seed] = float(np.min(diag.weights(P, X)))
+    ok, bad = [smallest[0], smallest[1]], [smallest[2], smallest[3]]
+    assert line.startswith("relu+tanh  (4, 3)  1.5  2/4  ")
+    assert f"{np.median(ok):.3f} [" in line and f"{np.median(bad):.3f} [" in line
+    # with a budget above seed 3's iterations it counts as recovered
+    assert diag.main(["weights", "--from", str(path), "--budget", "30000"]) == 0
+    assert "  3/4  " in capsys.readouterr().out.splitlines()[-1]
+
+
+def test_weights_subcommand_refuses_an_unreadable_file(diag, tmp_path, capsys):
+    with pytest.raises(SystemExit) as exit_:
+        diag.main(["weights", "--from", str(tmp_path / "missing.jsonl")])
+    assert exit_.value.code == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert "error: argument --from: cannot read" in err[-1]
 
 
 @pytest.mark.parametrize("argv", [["cost", "--ds", "10,x"], ["cost", "--ratios", "-1.1"],
