@@ -709,13 +709,46 @@ def cost_figure(rows: list[dict], path: str) -> None:
         plt.close(fig)
 
 
-def read_runs(paths: list[str]) -> list[dict]:
-    """The rows of ``cost --jsonl`` files (plain or gzipped), in order."""
+class RunFileError(ValueError):
+    """A ``--from`` file that is not a file of ``cost --jsonl`` runs (one line: where, what)."""
+
+
+#: Fields of a ``cost --jsonl`` row that ``cost --from`` and ``weights`` read, and their types.
+RUN_FIELDS = {"d": int, "n": int, "ratio": (int, float), "seed": int, "steps": int,
+              "success": bool, "budget": int, "cpu": (int, float), "activation": str}
+
+
+def read_runs(paths: list[str], fields: tuple[str, ...] = tuple(RUN_FIELDS)) -> list[dict]:
+    """The rows of ``cost --jsonl`` files (plain or gzipped), in order.
+
+    Raises RunFileError (one line: file, line and what is wrong) for a line that is not a JSON
+    object with ``fields`` of the types in RUN_FIELDS; ``activation`` may be missing
+    (relu+tanh).
+    """
     rows: list[dict] = []
     for path in paths:
         opener = gzip.open if path.endswith(".gz") else open
-        with opener(path, "rt", encoding="utf-8") as fh:
-            rows += [json.loads(line) for line in fh if line.strip()]
+        try:
+            with opener(path, "rt", encoding="utf-8") as fh:
+                lines = [(k, line) for k, line in enumerate(fh, 1) if line.strip()]
+        except (OSError, UnicodeDecodeError, EOFError) as exc:
+            raise RunFileError(f"{path}: not a readable JSONL file ({exc})") from None
+        for k, line in lines:
+            try:
+                row = json.loads(line)
+            except json.JSONDecodeError as exc:
+                raise RunFileError(f"{path}:{k}: not JSON ({exc.msg})") from None
+            if not isinstance(row, dict):
+                raise RunFileError(f"{path}:{k}: a run is a JSON object")
+            row.setdefault("activation", "relu+tanh")
+            for name in fields:
+                kind = RUN_FIELDS[name]
+                value = row.get(name)
+                if value is None or not isinstance(value, kind) or (
+                        kind is not bool and isinstance(value, bool)):
+                    raise RunFileError(f"{path}:{k}: field {name!r} missing or not "
+                                     f"{getattr(kind, '__name__', 'a number')}")
+            rows.append(row)
     return rows
 
 
@@ -805,7 +838,8 @@ def weights_table(groups: dict, budget: int) -> list[str]:
 
 
 def weights_cmd(args) -> None:
-    for line in weights_table(smallest_weights(read_runs(args.from_), args.budget), args.budget):
+    rows = read_runs(args.from_, ("d", "n", "ratio", "seed", "steps", "success", "activation"))
+    for line in weights_table(smallest_weights(rows, args.budget), args.budget):
         print(line, flush=True)
 
 
@@ -900,6 +934,13 @@ def main(argv: list[str] | None = None) -> int:
             s.add_argument("--eps", type=numbers(float), default="0,1,2,4")
             s.add_argument("--max-steps", type=int, default=3000)
     args = ap.parse_args(argv)
+    try:
+        return _dispatch(args)
+    except RunFileError as exc:
+        ap.error(str(exc))                                   # one line, exit 2
+
+
+def _dispatch(args) -> int:
     {"basin": basin, "walks": walks, "hard": hard, "cost": cost, "hessian": hessian,
      "screen": screen, "weights": weights_cmd}[args.cmd](args)
     return 0

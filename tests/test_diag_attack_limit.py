@@ -263,6 +263,26 @@ def test_weights_subcommand_refuses_an_unreadable_file(diag, tmp_path, capsys):
     assert "error: argument --from: cannot read" in err[-1]
 
 
+@pytest.mark.parametrize("content, message", [
+    ('{"d": 10\n', "runs.jsonl:1: not JSON"),
+    ('[1, 2]\n', "runs.jsonl:1: a run is a JSON object"),
+    ('{"d": 10, "n": 10, "ratio": 1.1, "seed": 0, "steps": 5, "success": "yes"}\n',
+     "runs.jsonl:1: field 'success' missing or not bool"),
+    ('\n{"d": 10, "n": 10, "ratio": 1.1, "steps": 5, "success": true}\n',
+     "runs.jsonl:2: field 'seed' missing or not int"),
+])
+@pytest.mark.parametrize("command", ["weights", "cost"])
+def test_a_malformed_run_file_is_a_one_line_error(diag, tmp_path, capsys, content, message,
+                                                  command):
+    path = tmp_path / "runs.jsonl"
+    path.write_text(content)
+    with pytest.raises(SystemExit) as exit_:
+        diag.main([command, "--from", str(path)])
+    assert exit_.value.code == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert sum("error:" in line for line in err) == 1 and message in err[-1]
+
+
 @pytest.mark.parametrize("argv", [["cost", "--ds", "10,x"], ["cost", "--ratios", "-1.1"],
                                   ["cost", "--smooth-kinks", "0"], ["cost", "--smooth-kinks", "nan"],
                                   ["hessian", "--eps", "1e-5,"], ["basin", "--sigmas", "inf"],
