@@ -13,12 +13,23 @@ Subcommands:
   spaces: its smallest eigenvalue relative to the mean damping scale s_i and its condition
   number.
 * ``walks`` — the default outer search (a replica of :func:`rftheory.varpro.minimise`'s loop with
-  a record of every LM run; same random stream as ``reconstruct(..., seed=s)``, so the same
-  outcome), then per walk: its best loss, how many of its rows lie within cos > 0.99 of a
+  a record of every LM run: the hop angle :func:`rftheory.varpro.hop_angle_for` of d, fresh
+  walks built by :func:`rftheory.varpro.build` from d = BUILD_DIMENSION on, the same random
+  stream as ``reconstruct(..., seed=s)``, so the same outcome below the wide-start size
+  p < 6·dn), then per walk: its best loss, how many of its rows lie within cos > 0.99 of a
   training point and which ones; and, per training point, its weight |a_i| (the training set's
   own coefficients, θ* = Φᵀa, relative to the largest) and the number of walks that found it.
-  ``--hop`` swaps the perturbation for a variant (see HOPS) to measure it; ``--consensus``
-  starts each fresh walk from the rows that recur in the earlier walks' bests.
+  ``--hop`` swaps the perturbation for a variant (see HOPS) to measure it — among them
+  ``landscape`` (after the hop, one LM run on a random m·d of the p equations: a hop of the
+  landscape too) and ``free-radius`` (after the hop, a few LM iterations with the rows off the
+  sphere, held near it by a penalty: a continuation in the sphere constraint); the iterations
+  of their extra LM runs count against the budget. ``--consensus`` starts each fresh walk from
+  the rows that recur in the earlier walks' bests.
+* ``continuation`` — a continuation in the number of equations: the p equations in a random
+  order, LM from random rows on the first ``--start``·dn of them (below the count: a manifold of
+  zeros through the training set), then one more equation at a time, each stage from the last
+  one's point. Printed per try: the first q whose stage no longer ends at a zero (loss > 1e-16),
+  and the loss and ρ at the end (all p equations).
 * ``hard`` — the training points that no walk finds are those of smallest |a_i|. This puts the
   others at the truth turned by ε degrees, draws the k smallest-|a| rows at random, and runs LM on
   those k rows alone, then on all rows: how often does that recover the data, against ε?
@@ -65,6 +76,8 @@ Usage::
     python benchmarks/diag_attack_limit.py walks --d 10 --n 10 --ratio 1.1 --seeds 2 --first-seed 1
     python benchmarks/diag_attack_limit.py walks --hop angle0.2 --seeds 8 --quiet
     python benchmarks/diag_attack_limit.py walks --consensus --seeds 8 --quiet
+    python benchmarks/diag_attack_limit.py walks --hop landscape --seeds 24 --first-seed 1600 --quiet
+    python benchmarks/diag_attack_limit.py continuation --ratios 1.1,1.5 --seeds 6 --tries 2
     python benchmarks/diag_attack_limit.py hard --seed 2 --k 3 --eps 0,1,2,4
     python benchmarks/diag_attack_limit.py hessian --d 10 --n 10 --ratio 1.1 --seeds 6 --first-seed 400
     python benchmarks/diag_attack_limit.py cost --ds 4,6,8,10 --ratios 1.1 --seeds 8 \
@@ -93,7 +106,7 @@ import sympy as sp
 from rftheory import varpro as vp
 from rftheory.activations import Activation, get_activation
 from rftheory.data import tangent_basis
-from rftheory.features import RandomFeatures
+from rftheory.features import DenseFeatures, RandomFeatures
 from rftheory.metrics import rho
 from rftheory.reconstruct import STREAM_CANDIDATES, reconstruct
 from rftheory.spectral_init import residual_directions
@@ -101,6 +114,7 @@ from rftheory.spectral_init import residual_directions
 from bench_attack import rf_problem, success_interval  # benchmarks/ is on the path
 
 GOOD_COS = 0.99   # a row "has found" a training point when its cosine to it exceeds this
+STREAM_CONTINUATION = 2**40 + 2601   # the continuation's tries (an order and a start each)
 
 
 def host_problem(features, theta) -> vp.Problem:
@@ -176,29 +190,29 @@ def basin(args) -> None:
 
 # -- walks ------------------------------------------------------------------------------------
 
-def hop_default(P, walk_X, rng, m, d):
-    return vp.retract(walk_X, vp.HOP_ANGLE * rng.standard_normal((m, d)))
+def hop_default(P, walk_X, rng, m, d, run):
+    return vp.retract(walk_X, vp.hop_angle_for(d) * rng.standard_normal((m, d)))
 
 
 def hop_angle(angle):
-    def hop(P, walk_X, rng, m, d):
+    def hop(P, walk_X, rng, m, d, run):
         return vp.retract(walk_X, angle * rng.standard_normal((m, d)))
     return hop
 
 
-def hop_log_uniform(P, walk_X, rng, m, d):
+def hop_log_uniform(P, walk_X, rng, m, d, run):
     """Every row turned by one angle drawn log-uniformly in [0.05, 0.5] rad."""
     angle = math.exp(rng.uniform(math.log(0.05), math.log(0.5)))
     return vp.retract(walk_X, angle * rng.standard_normal((m, d)))
 
 
-def hop_mixed(P, walk_X, rng, m, d):
+def hop_mixed(P, walk_X, rng, m, d, run):
     """Every row turned by 0.1, 0.2 or 0.3 rad (one of them, uniformly)."""
     angle = [0.1, 0.2, 0.3][rng.integers(3)]
     return vp.retract(walk_X, angle * rng.standard_normal((m, d)))
 
 
-def hop_subset(P, walk_X, rng, m, d):
+def hop_subset(P, walk_X, rng, m, d, run):
     """A random subset of 1..m rows turned by HOP_ANGLE, the others kept."""
     k = int(rng.integers(1, m + 1))
     rows = rng.choice(m, k, replace=False)
@@ -210,7 +224,7 @@ def hop_subset(P, walk_X, rng, m, d):
 def hop_small_a(redraw: bool):
     """The j ≤ ⌈m/2⌉ rows of smallest |a| redrawn at random (``redraw``) or turned by 0.6 rad,
     the others turned by 0.1 rad (``redraw``) or 0.15 rad."""
-    def hop(P, walk_X, rng, m, d):
+    def hop(P, walk_X, rng, m, d, run):
         w = weights(P, walk_X)
         j = int(rng.integers(1, (m + 1) // 2 + 1))
         rows = np.argsort(w, kind="stable")[:j]
@@ -224,9 +238,109 @@ def hop_small_a(redraw: bool):
     return hop
 
 
+def subset_problem(P: vp.Problem, rows: np.ndarray) -> vp.Problem:
+    """The problem of the equations ``rows`` of P alone: θ*[rows] on the features of V[rows]."""
+    V = np.asarray(P.features.weights(np, np.float64))
+    feats = DenseFeatures(P.features.activation, np.ascontiguousarray(V[rows]))
+    return vp.Problem(feats, np.ascontiguousarray(np.asarray(P.theta)[rows]), np, None)
+
+
+def side_lm(P_sub: vp.Problem, X: np.ndarray, max_steps: int, *,
+            rounds: int = 1) -> tuple[np.ndarray, int]:
+    """Up to ``rounds`` LM runs on ``P_sub`` from X (the next one only while the last lowered
+    the loss by more than IMPROVEMENT), at most ``max_steps`` iterations in all. Returns the
+    best point and the iterations spent. A loss of 0 on P_sub does not stop anything (tol 0)."""
+    sub = vp.Run(P_sub, 0.0, max(1, max_steps), None, 10**9, lambda x: x)
+    last = math.inf
+    try:
+        for _ in range(rounds):
+            X, loss = vp.levenberg_marquardt(P_sub, X, sub)
+            if not loss < vp.IMPROVEMENT * last:
+                break
+            last = loss
+    except vp.Stop:
+        pass
+    return (sub.best_X if sub.best_X is not None else X), sub.steps
+
+
+def charge(run: vp.Run, steps: int, X: np.ndarray) -> np.ndarray:
+    """Count ``steps`` iterations of a side run against ``run``'s budget; raise Stop("budget")
+    once it is spent (as an iteration of the search itself would), else return X."""
+    run.steps += steps
+    if run.steps >= run.max_steps:
+        raise vp.Stop("budget")
+    return X
+
+
+def hop_landscape(P, walk_X, rng, m, d, run):
+    """The default hop, then one LM run on a random subset of m·d of the p equations (the
+    fewest that keep the training set an isolated zero): a hop of the landscape as well as of
+    the point. Its iterations count against the budget."""
+    X = hop_default(P, walk_X, rng, m, d, run)
+    rows = np.sort(rng.choice(P.p, min(P.p, m * d), replace=False))
+    X, steps = side_lm(subset_problem(P, rows), X, run.max_steps - run.steps)
+    return charge(run, steps, X)
+
+
+def free_radius_residual(P: vp.Problem, Y: np.ndarray, mu: float):
+    """Residual and (Kaufman) Jacobian of the projection loss with the rows *off* the sphere,
+    plus the penalty √μ(‖y_i‖²/d − 1): [P⊥θ/‖θ‖; √μ(‖y‖²/d − 1)] and its derivative in Y
+    (row-major), J = −P⊥B/‖θ‖ with B's block i = a_i φ′(V y_i) ⊙ V. Dense (diagnostic sizes)."""
+    V = np.asarray(P.features.weights(np, np.float64))
+    theta = np.asarray(P.theta, dtype=np.float64)[:, 0]
+    m, d = Y.shape
+    Z = V @ Y.T                                             # p × m
+    f, df = P.features.activation.value_and_derivative(Z)
+    Q, R = np.linalg.qr(f)
+    c = Q.T @ theta
+    a = np.linalg.solve(R, c)
+    scale = np.linalg.norm(theta)
+    r = (theta - Q @ c) / scale
+    B = (df * a)[:, :, None] * V[:, None, :]                # p × m × d
+    B = B.reshape(len(theta), m * d)
+    J = -(B - Q @ (Q.T @ B)) / scale
+    root = math.sqrt(mu)
+    pen = root * (np.sum(Y * Y, axis=1) / d - 1.0)
+    Jp = np.zeros((m, m * d))
+    for i in range(m):
+        Jp[i, i * d:(i + 1) * d] = 2.0 * root * Y[i] / d
+    return np.concatenate([r, pen]), np.vstack([J, Jp])
+
+
+FREE_RADIUS_ITERATIONS = 20
+
+
+def hop_free_radius(P, walk_X, rng, m, d, run):
+    """The default hop, then a continuation in the sphere constraint: up to
+    FREE_RADIUS_ITERATIONS Levenberg–Marquardt iterations (MINPACK, ``scipy.optimize.
+    least_squares(method="lm")``) with the rows free to leave the sphere, held near it by the
+    penalty μ(‖y‖²/d − 1)², μ = the walk's best loss (so a row may change its radius by O(1)
+    where that buys a comparable drop of the loss); the rows are then put back on the sphere.
+    Its Jacobian evaluations count against the budget as iterations."""
+    from scipy.optimize import least_squares
+
+    X = hop_default(P, walk_X, rng, m, d, run)
+    mu = P.loss(walk_X)
+    cache = {}
+
+    def both(y):
+        key = y.tobytes()
+        if key not in cache:
+            cache.clear()
+            cache[key] = free_radius_residual(P, y.reshape(m, d), mu)
+        return cache[key]
+
+    method = "lm" if P.p + m >= m * d else "trf"
+    sol = least_squares(lambda y: both(y)[0], X.ravel(), jac=lambda y: both(y)[1], method=method,
+                        max_nfev=max(1, min(FREE_RADIUS_ITERATIONS, run.max_steps - run.steps)))
+    Y = sol.x.reshape(m, d)
+    return charge(run, int(sol.njev), math.sqrt(d) * Y / np.linalg.norm(Y, axis=1, keepdims=True))
+
+
 HOPS = {"default": hop_default, "angle0.2": hop_angle(0.2), "subset": hop_subset,
         "log-uniform": hop_log_uniform, "mixed": hop_mixed,
-        "small-a-redraw": hop_small_a(True), "small-a-turn": hop_small_a(False)}
+        "small-a-redraw": hop_small_a(True), "small-a-turn": hop_small_a(False),
+        "landscape": hop_landscape, "free-radius": hop_free_radius}
 
 
 def consensus_start(bests, rng, m, d, threshold=0.98):
@@ -255,9 +369,11 @@ def consensus_start(bests, rng, m, d, threshold=0.98):
 
 
 def walk_search(P, X0, rng, *, max_steps, hop, patience=30, tol=1e-10, consensus=False):
-    """:func:`rftheory.varpro.minimise`'s loop (same moves, same stream with ``hop_default``)
+    """:func:`rftheory.varpro.minimise`'s loop (same moves, same stream with ``hop_default``;
+    fresh walks built at d ≥ BUILD_DIMENSION, as there; not the wide first walk of p ≥ 6·dn)
     with a record (walk, loss, X) of every LM run; ``consensus``: fresh walks start from
-    :func:`consensus_start` instead of random points."""
+    :func:`consensus_start` instead. ``hop(P, walk_X, rng, m, d, run)`` gives the next round's
+    start (``run``: for hops that spend LM iterations, which count against the budget)."""
     run = vp.Run(P, tol, max_steps, None, 10, lambda x: x)
     m, d = X0.shape
     X, record, walk, bests = X0, [], 1, []
@@ -277,13 +393,18 @@ def walk_search(P, X0, rng, *, max_steps, hop, patience=30, tol=1e-10, consensus
                 since_better += 1
             if since_better >= patience or returns >= vp.RETURNS:
                 bests.append(walk_X)
-                X = consensus_start(bests, rng, m, d) if consensus else vp.random_points(rng, m, d)
+                if consensus:
+                    X = consensus_start(bests, rng, m, d)
+                elif d >= vp.BUILD_DIMENSION:
+                    X = vp.build(P, rng, run, m)
+                else:
+                    X = vp.random_points(rng, m, d)
                 walk += 1
                 walk_X, walk_loss, walk_rounds, since_better, returns = None, math.inf, 0, 0, 0
                 continue
             move = vp.next_move(walk_rounds, since_better, m)
             if move == "hop":
-                X = hop(P, walk_X, rng, m, d)
+                X = hop(P, walk_X, rng, m, d, run)
             else:
                 X = vp.exchange(P, walk_X, rng, run, grow=move == "grow",
                                 n_screen=vp.EXCHANGE_SCREEN, top=vp.EXCHANGE_TOP)
@@ -330,6 +451,68 @@ def walks(args) -> None:
     print(f"SUMMARY [{args.hop}{' consensus' if args.consensus else ''}] ({args.d}, {args.n}) {args.ratio:g}dn seeds "
           f"{args.first_seed}–{args.first_seed + args.seeds - 1}, budget {args.max_steps}: "
           f"{ok_all}/{args.seeds}", flush=True)
+
+
+# -- continuation -----------------------------------------------------------------------------
+
+ZERO_LOSS = 1e-16        # below this, a subset's loss counts as a zero (float64 round-off level)
+STAGE_STEPS = 400        # LM iterations per stage of the continuation, at most
+
+
+def continuation_try(P: vp.Problem, X_true: np.ndarray, rng: np.random.Generator, start: float,
+                     step: int = 1) -> dict:
+    """One try of the continuation in the number of equations: the p equations in a random
+    order; LM from random rows on the first round(start·dn) of them, then ``step`` more at a
+    time, each stage from the last stage's point (up to STAGE_STEPS iterations, LM runs repeated
+    while they lower the loss by IMPROVEMENT). Below the count (q < dn) every stage has a
+    manifold of zeros through the training set, so a zero can be *tracked* as equations are
+    added; the try succeeds if the tracked zero ends at the training set.
+
+    Returns {"lost_at": the first q whose stage ended above ZERO_LOSS (None if none did),
+    "lost_loss": that stage's loss, "loss": the last stage's (all p equations) loss, "rho": ρ
+    of its point, "steps": LM iterations in all}."""
+    m, d = X_true.shape
+    order = rng.permutation(P.p)
+    X = vp.random_points(rng, m, d)
+    q = min(P.p, max(m + 1, int(round(start * d * m))))
+    lost_at, lost_loss, steps = None, None, 0
+    while True:
+        sub = subset_problem(P, np.sort(order[:q]))
+        X, spent = side_lm(sub, X, STAGE_STEPS, rounds=STAGE_STEPS)
+        steps += spent
+        loss = sub.loss(X)
+        if lost_at is None and loss > ZERO_LOSS:
+            lost_at, lost_loss = q, loss
+        if q == P.p:
+            break
+        q = min(P.p, q + step)
+    return {"lost_at": lost_at, "lost_loss": lost_loss, "loss": loss, "rho": rho(X_true, X, "abs"), "steps": steps}
+
+
+def continuation(args) -> None:
+    for ratio in args.ratios:
+        ok, lost, tries = 0, [], 0
+        for seed in range(args.first_seed, args.first_seed + args.seeds):
+            P, X = problem(args.d, args.n, ratio, seed)
+            count = args.d * args.n
+            for t in range(args.tries):
+                c = time.process_time()
+                out = continuation_try(P, X, np.random.default_rng([seed, t, STREAM_CONTINUATION]),
+                                       args.start, args.step)
+                tries += 1
+                ok += out["rho"] < 0.01
+                where = "kept to the end" if out["lost_at"] is None else \
+                    f"lost at q = {out['lost_at']} ({out['lost_at'] / count:.2f}·dn, loss {out['lost_loss']:.1e})"
+                if out["lost_at"] is not None:
+                    lost.append(out["lost_at"] / count)
+                print(f"({args.d}, {args.n}) {ratio:g}dn seed {seed} try {t}: zero {where}; "
+                      f"p equations: loss {out['loss']:.1e}, ρ = {out['rho']:.2g}; "
+                      f"{out['steps']} LM iterations, cpu {time.process_time() - c:.1f} s", flush=True)
+        spread = (f"; the zero was lost at {min(lost):.2f}–{max(lost):.2f}·dn (median "
+                  f"{float(np.median(lost)):.2f})") if lost else ""
+        print(f"SUMMARY continuation ({args.d}, {args.n}) {ratio:g}dn from {args.start:g}·dn, "
+              f"seeds {args.first_seed}–{args.first_seed + args.seeds - 1} × {args.tries} tries: "
+              f"recovered {ok}/{tries}{spread}", flush=True)
 
 
 # -- hard -------------------------------------------------------------------------------------
@@ -933,6 +1116,17 @@ def main(argv: list[str] | None = None) -> int:
             s.add_argument("--k", type=int, default=3)
             s.add_argument("--eps", type=numbers(float), default="0,1,2,4")
             s.add_argument("--max-steps", type=int, default=3000)
+    ct = sub.add_parser("continuation")
+    ct.add_argument("--d", type=int, default=10)
+    ct.add_argument("--n", type=int, default=10)
+    ct.add_argument("--ratios", type=numbers(float, positive=True), default="1.1,1.5")
+    ct.add_argument("--seeds", type=int, default=4)
+    ct.add_argument("--first-seed", type=int, default=0)
+    ct.add_argument("--tries", type=int, default=2)
+    ct.add_argument("--start", type=lambda t: numbers(float, positive=True)(t)[0], default=0.5,
+                    help="equations of the first stage, in units of dn (default %(default)s)")
+    ct.add_argument("--step", type=lambda t: numbers(int, positive=True)(t)[0], default=1,
+                    help="equations added per stage (default %(default)s)")
     args = ap.parse_args(argv)
     try:
         return _dispatch(args)
@@ -942,7 +1136,7 @@ def main(argv: list[str] | None = None) -> int:
 
 def _dispatch(args) -> int:
     {"basin": basin, "walks": walks, "hard": hard, "cost": cost, "hessian": hessian,
-     "screen": screen, "weights": weights_cmd}[args.cmd](args)
+     "screen": screen, "weights": weights_cmd, "continuation": continuation}[args.cmd](args)
     return 0
 
 

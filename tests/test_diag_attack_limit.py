@@ -286,10 +286,102 @@ def test_a_malformed_run_file_is_a_one_line_error(diag, tmp_path, capsys, conten
 @pytest.mark.parametrize("argv", [["cost", "--ds", "10,x"], ["cost", "--ratios", "-1.1"],
                                   ["cost", "--smooth-kinks", "0"], ["cost", "--smooth-kinks", "nan"],
                                   ["hessian", "--eps", "1e-5,"], ["basin", "--sigmas", "inf"],
-                                  ["screen", "--pool", "1"], ["screen", "--sigma", "-0.1"]])
+                                  ["screen", "--pool", "1"], ["screen", "--sigma", "-0.1"],
+                                  ["continuation", "--start", "0"], ["continuation", "--step", "x"],
+                                  ["continuation", "--ratios", "nan"]])
 def test_bad_arguments_are_a_one_line_usage_error(diag, argv, capsys):
     with pytest.raises(SystemExit) as exit_:
         diag.main(argv)
     assert exit_.value.code == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert sum("error:" in line for line in err) == 1 and "error: argument --" in err[-1]
+
+
+# -- the walks' replica, the landscape and free-radius hops, the continuation (stop 57) -----------
+
+@pytest.mark.parametrize("d, n, ratio, seed, budget", [(40, 2, 1.25, 3, 3000), (20, 3, 1.1, 1, 3000)])
+def test_walk_search_replicates_reconstruct(diag, d, n, ratio, seed, budget):
+    # The replica of minimise's loop follows reconstruct's own run: the d-dependent hop angle
+    # (d = 20: 0.42 rad) and, at d ≥ 32, fresh walks built from the residual's moments. The
+    # same arithmetic on the same machine, so the same loss history to the bit and the same
+    # iterations and stop; the returned loss to round-off (reconstruct evaluates it again).
+    from rftheory.reconstruct import STREAM_CANDIDATES, reconstruct
+
+    features, theta, X = diag.rf_problem("relu+tanh", d, n, ratio, seed)
+    res = reconstruct(features, theta, n, seed=seed, max_steps=budget)
+    P = diag.host_problem(features, theta)
+    rng = np.random.default_rng([seed, STREAM_CANDIDATES])
+    run, stop, record = diag.walk_search(P, diag.vp.random_points(rng, n, d), rng,
+                                         max_steps=budget, hop=diag.hop_default)
+    assert (run.steps, stop) == (res.steps, res.stop_reason)
+    assert list(res.history) == run.history
+    assert run.best_loss == pytest.approx(res.loss, rel=1e-9)
+    assert len({w for w, _, _ in record}) > 1        # several walks: the fresh starts were used
+
+
+def test_free_radius_jacobian_is_exact_at_a_zero(diag):
+    # At the training set (on the sphere) residual and penalty vanish, and Kaufman's Jacobian is
+    # the exact one: central differences (error O(h²) + O(eps/h), h = 1e-6) agree to 1e-6.
+    P, X = diag.problem(5, 3, 3.0, 2)
+    r, J = diag.free_radius_residual(P, X, 1e-3)
+    assert np.abs(r).max() < 1e-12
+    h, y = 1e-6, X.ravel()
+    fd = np.column_stack([(diag.free_radius_residual(P, (y + h * e).reshape(X.shape), 1e-3)[0]
+                           - diag.free_radius_residual(P, (y - h * e).reshape(X.shape), 1e-3)[0])
+                          / (2 * h) for e in np.eye(y.size)])
+    assert np.abs(fd - J).max() < 1e-6 * np.abs(J).max()
+    # Off the sphere only the penalty rows see the radius: √μ(‖y‖²/d − 1) for a row at 2√d.
+    Y = X.copy()
+    Y[1] *= 2.0
+    r, _ = diag.free_radius_residual(P, Y, 1e-2)
+    assert r[-3:] == pytest.approx([0.0, 0.1 * 3.0, 0.0], abs=1e-12)
+
+
+@pytest.mark.parametrize("name", ["landscape", "free-radius"])
+def test_landscape_and_free_radius_hops_count_their_iterations(diag, name):
+    P, X = diag.problem(6, 3, 1.5, 0)
+    run = diag.vp.Run(P, 1e-10, 1000, None, 10, lambda x: x)
+    rng = np.random.default_rng(5)
+    X0 = diag.vp.random_points(rng, 3, 6)
+    X1 = diag.HOPS[name](P, X0, rng, 3, 6, run)
+    assert 0 < run.steps <= (1000 if name == "landscape" else diag.FREE_RADIUS_ITERATIONS)
+    assert np.linalg.norm(X1, axis=1) == pytest.approx(np.full(3, 6 ** 0.5), rel=1e-12)
+    assert not np.allclose(X1, X0)
+    # Near the end of the budget a hop spends at most what is left, and the search then stops.
+    short = diag.vp.Run(P, 1e-10, 3, None, 10, lambda x: x)
+    if name == "landscape":
+        with pytest.raises(diag.vp.Stop, match="budget"):
+            diag.HOPS[name](P, X0, rng, 3, 6, short)
+        assert short.steps == 3
+    else:
+        try:
+            diag.HOPS[name](P, X0, rng, 3, 6, short)
+        except diag.vp.Stop as stop:
+            assert stop.reason == "budget"
+        assert short.steps <= 3
+    # The landscape hop's subset has the fewest equations that keep the zero isolated: m·d.
+    assert diag.subset_problem(P, np.arange(18)).p == 18
+    assert diag.subset_problem(P, np.arange(18)).loss(X) < 1e-20
+
+
+def test_continuation_recovers_a_small_case_and_loses_the_zero_near_the_limit(diag, capsys):
+    # Far above the count at a tiny size the tracked zero reaches the training set; at (10, 10),
+    # 1.1·dn (attack.md, stop 57) it is lost before the count and the end is far from the data.
+    P, X = diag.problem(4, 2, 3.0, 1)
+    out = diag.continuation_try(P, X, np.random.default_rng([1, 0, diag.STREAM_CONTINUATION]), 0.5)
+    assert out["rho"] < 1e-8 and out["loss"] < 1e-20
+    P, X = diag.problem(10, 10, 1.1, 1400)
+    out = diag.continuation_try(P, X, np.random.default_rng([1400, 0, diag.STREAM_CONTINUATION]), 0.5)
+    assert out["lost_at"] is not None and out["lost_at"] < 100 and out["lost_loss"] > 1e-16
+    assert out["rho"] > 0.1 and out["loss"] > 1e-6
+    assert diag.main(["continuation", "--d", "4", "--n", "2", "--ratios", "3", "--seeds", "1",
+                      "--first-seed", "1", "--tries", "1"]) == 0
+    assert "SUMMARY continuation (4, 2) 3dn from 0.5·dn, seeds 1–1 × 1 tries: recovered 1/1" \
+        in capsys.readouterr().out
+
+
+def test_walks_subcommand_runs_the_new_hops(diag, capsys):
+    for hop in ("landscape", "free-radius"):
+        assert diag.main(["walks", "--d", "4", "--n", "2", "--ratio", "2", "--seeds", "1",
+                          "--max-steps", "200", "--hop", hop, "--quiet"]) == 0
+        assert f"SUMMARY [{hop}] (4, 2) 2dn" in capsys.readouterr().out
