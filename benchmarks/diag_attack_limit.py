@@ -23,7 +23,8 @@ Subcommands:
   ``landscape`` (after the hop, one LM run on a random m·d of the p equations: a hop of the
   landscape too) and ``free-radius`` (after the hop, a few LM iterations with the rows off the
   sphere, held near it by a penalty: a continuation in the sphere constraint); the iterations
-  of their extra LM runs count against the budget. ``--consensus`` starts each fresh walk from
+  of their extra LM runs count against the budget; ``softK``/``stiffK`` hop along the K
+  softest/stiffest eigenvectors of the Gauss–Newton matrix at the walk's best point. ``--consensus`` starts each fresh walk from
   the rows that recur in the earlier walks' bests.
 * ``continuation`` — a continuation in the number of equations: the p equations in a random
   order, LM from random rows on the first ``--start``·dn of them (below the count: a manifold of
@@ -337,10 +338,33 @@ def hop_free_radius(P, walk_X, rng, m, d, run):
     return charge(run, int(sol.njev), math.sqrt(d) * Y / np.linalg.norm(Y, axis=1, keepdims=True))
 
 
+def hop_modes(k: int, stiff: bool):
+    """A hop of the default's size (σ√(md) in all) along the k softest (or, ``stiff``, the k
+    stiffest) eigenvectors of the Gauss–Newton matrix at the walk's best point, in the rows'
+    tangent spaces, with independent N(0, 1) weights: do the ways out of a funnel lie along its
+    flat or its steep directions? Dense sizes only (the matrix is LM's own dense one)."""
+    def hop(P, walk_X, rng, m, d, run):
+        H = P.linearise(walk_X).hessian
+        if H is None:
+            raise ValueError("hop_modes needs the dense Gauss–Newton matrix (Problem.dense_for sizes)")
+        B = np.zeros((m * d, m * (d - 1)))
+        for i, x in enumerate(walk_X):
+            B[i * d:(i + 1) * d, i * (d - 1):(i + 1) * (d - 1)] = tangent_basis(x)
+        Ht = B.T @ H @ B
+        _, E = np.linalg.eigh(0.5 * (Ht + Ht.T))            # ascending eigenvalues
+        j = min(k, E.shape[1])
+        c = (E[:, -j:] if stiff else E[:, :j]) @ rng.standard_normal(j)
+        c *= vp.hop_angle_for(d) * math.sqrt(m * d) / np.linalg.norm(c)
+        return vp.retract(walk_X, (B @ c).reshape(m, d))
+    return hop
+
+
 HOPS = {"default": hop_default, "angle0.2": hop_angle(0.2), "subset": hop_subset,
         "log-uniform": hop_log_uniform, "mixed": hop_mixed,
         "small-a-redraw": hop_small_a(True), "small-a-turn": hop_small_a(False),
-        "landscape": hop_landscape, "free-radius": hop_free_radius}
+        "landscape": hop_landscape, "free-radius": hop_free_radius,
+        "soft10": hop_modes(10, False), "soft30": hop_modes(30, False),
+        "stiff30": hop_modes(30, True), "stiff60": hop_modes(60, True)}
 
 
 def consensus_start(bests, rng, m, d, threshold=0.98):

@@ -385,3 +385,34 @@ def test_walks_subcommand_runs_the_new_hops(diag, capsys):
         assert diag.main(["walks", "--d", "4", "--n", "2", "--ratio", "2", "--seeds", "1",
                           "--max-steps", "200", "--hop", hop, "--quiet"]) == 0
         assert f"SUMMARY [{hop}] (4, 2) 2dn" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("stiff", [False, True])
+def test_mode_hops_step_along_the_chosen_eigenvectors(diag, stiff):
+    # Undo the retraction (x̂ = √d(x + s)/‖x + s‖ with s ⊥ x gives ‖x + s‖ = d√d/(x·x̂)) and
+    # check that the step lies in the span of the k chosen eigenvectors of the Gauss–Newton
+    # matrix, with the default hop's total size σ√(md).
+    from rftheory.data import tangent_basis
+
+    m, d, k = 3, 6, 5
+    P, _ = diag.problem(d, m, 1.5, 0)
+    X = diag.vp.random_points(np.random.default_rng(1), m, d)
+    X1 = diag.hop_modes(k, stiff)(P, X, np.random.default_rng(2), m, d, None)
+    norms = d * np.sqrt(d) / np.sum(X * X1, axis=1)
+    S = (norms / np.sqrt(d))[:, None] * X1 - X
+    assert np.abs(np.sum(S * X, axis=1)).max() < 1e-10
+    B = np.zeros((m * d, m * (d - 1)))
+    for i, x in enumerate(X):
+        B[i * d:(i + 1) * d, i * (d - 1):(i + 1) * (d - 1)] = tangent_basis(x)
+    c = B.T @ S.ravel()
+    Ht = B.T @ P.linearise(X).hessian @ B
+    E = np.linalg.eigh(0.5 * (Ht + Ht.T))[1]
+    Ek = E[:, -k:] if stiff else E[:, :k]
+    assert np.linalg.norm(c - Ek @ (Ek.T @ c)) < 1e-9 * np.linalg.norm(c)
+    assert np.linalg.norm(c) == pytest.approx(diag.vp.hop_angle_for(d) * np.sqrt(m * d), rel=1e-9)
+
+
+def test_mode_hops_need_the_dense_matrix(diag):
+    P, X = diag.problem(80, 16, 1.25, 0)     # m·d = 1280: the matrix-free solver
+    with pytest.raises(ValueError, match="dense"):
+        diag.hop_modes(10, False)(P, X, np.random.default_rng(0), 16, 80, None)
