@@ -24,8 +24,8 @@ Subcommands:
   landscape too) and ``free-radius`` (after the hop, a few LM iterations with the rows off the
   sphere, held near it by a penalty: a continuation in the sphere constraint); the iterations
   of their extra LM runs count against the budget; ``softK``/``stiffK`` hop along the K
-  softest/stiffest eigenvectors of the Gauss–Newton matrix at the walk's best point. ``--consensus`` starts each fresh walk from
-  the rows that recur in the earlier walks' bests.
+  softest/stiffest eigenvectors of the Gauss–Newton matrix at the walk's best point.
+  ``--consensus`` starts each fresh walk from the rows that recur in the earlier walks' bests.
 * ``continuation`` — a continuation in the number of equations: the p equations in a random
   order, LM from random rows on the first ``--start``·dn of them (below the count: a manifold of
   zeros through the training set), then one more equation at a time, each stage from the last
@@ -346,7 +346,8 @@ def hop_modes(k: int, stiff: bool):
     def hop(P, walk_X, rng, m, d, run):
         H = P.linearise(walk_X).hessian
         if H is None:
-            raise ValueError("hop_modes needs the dense Gauss–Newton matrix (Problem.dense_for sizes)")
+            raise ValueError("hop_modes needs the dense Gauss–Newton matrix "
+                             "(Problem.dense_for sizes)")
         B = np.zeros((m * d, m * (d - 1)))
         for i, x in enumerate(walk_X):
             B[i * d:(i + 1) * d, i * (d - 1):(i + 1) * (d - 1)] = tangent_basis(x)
@@ -510,7 +511,8 @@ def continuation_try(P: vp.Problem, X_true: np.ndarray, rng: np.random.Generator
         if q == P.p:
             break
         q = min(P.p, q + step)
-    return {"lost_at": lost_at, "lost_loss": lost_loss, "loss": loss, "rho": rho(X_true, X, "abs"), "steps": steps}
+    return {"lost_at": lost_at, "lost_loss": lost_loss, "loss": loss,
+            "rho": rho(X_true, X, "abs"), "steps": steps}
 
 
 def continuation(args) -> None:
@@ -526,7 +528,8 @@ def continuation(args) -> None:
                 tries += 1
                 ok += out["rho"] < 0.01
                 where = "kept to the end" if out["lost_at"] is None else \
-                    f"lost at q = {out['lost_at']} ({out['lost_at'] / count:.2f}·dn, loss {out['lost_loss']:.1e})"
+                    (f"lost at q = {out['lost_at']} ({out['lost_at'] / count:.2f}·dn, "
+                     f"loss {out['lost_loss']:.1e})")
                 if out["lost_at"] is not None:
                     lost.append(out["lost_at"] / count)
                 print(f"({args.d}, {args.n}) {ratio:g}dn seed {seed} try {t}: zero {where}; "
