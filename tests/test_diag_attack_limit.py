@@ -299,8 +299,18 @@ def test_bad_arguments_are_a_one_line_usage_error(diag, argv, capsys):
 
 # -- the walks' replica, the landscape and free-radius hops, the continuation (stop 57) -----------
 
+@pytest.fixture
+def one_blas_thread():
+    # Many small LM systems: with a BLAS thread per core in every xdist worker they run ~10×
+    # slower than on one thread (measured: 26 s against 2.7 s for the d = 40 replica).
+    from threadpoolctl import threadpool_limits
+
+    with threadpool_limits(limits=1, user_api="blas"):
+        yield
+
+
 @pytest.mark.parametrize("d, n, ratio, seed, budget", [(40, 2, 1.25, 3, 3000), (20, 3, 1.1, 1, 3000)])
-def test_walk_search_replicates_reconstruct(diag, d, n, ratio, seed, budget):
+def test_walk_search_replicates_reconstruct(diag, one_blas_thread, d, n, ratio, seed, budget):
     # The replica of minimise's loop follows reconstruct's own run: the d-dependent hop angle
     # (d = 20: 0.42 rad) and, at d ≥ 32, fresh walks built from the residual's moments. The
     # same arithmetic on the same machine, so the same loss history to the bit and the same
@@ -338,7 +348,7 @@ def test_free_radius_jacobian_is_exact_at_a_zero(diag):
 
 
 @pytest.mark.parametrize("name", ["landscape", "free-radius"])
-def test_landscape_and_free_radius_hops_count_their_iterations(diag, name):
+def test_landscape_and_free_radius_hops_count_their_iterations(diag, one_blas_thread, name):
     P, X = diag.problem(6, 3, 1.5, 0)
     run = diag.vp.Run(P, 1e-10, 1000, None, 10, lambda x: x)
     rng = np.random.default_rng(5)
@@ -364,7 +374,7 @@ def test_landscape_and_free_radius_hops_count_their_iterations(diag, name):
     assert diag.subset_problem(P, np.arange(18)).loss(X) < 1e-20
 
 
-def test_continuation_recovers_a_small_case_and_loses_the_zero_near_the_limit(diag, capsys):
+def test_continuation_recovers_a_small_case_and_loses_the_zero_near_the_limit(diag, one_blas_thread, capsys):
     # Far above the count at a tiny size the tracked zero reaches the training set; at (10, 10),
     # 1.1·dn (attack.md, stop 57) it is lost before the count and the end is far from the data.
     P, X = diag.problem(4, 2, 3.0, 1)
@@ -380,7 +390,7 @@ def test_continuation_recovers_a_small_case_and_loses_the_zero_near_the_limit(di
         in capsys.readouterr().out
 
 
-def test_walks_subcommand_runs_the_new_hops(diag, capsys):
+def test_walks_subcommand_runs_the_new_hops(diag, one_blas_thread, capsys):
     for hop in ("landscape", "free-radius"):
         assert diag.main(["walks", "--d", "4", "--n", "2", "--ratio", "2", "--seeds", "1",
                           "--max-steps", "200", "--hop", hop, "--quiet"]) == 0
