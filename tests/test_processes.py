@@ -133,7 +133,16 @@ def test_stop_pool_kills_running_tasks_at_once():
     while any(p.is_alive() for p in processes) and time.monotonic() < deadline:
         time.sleep(0.1)
     assert not any(p.is_alive() for p in processes)
+    # The running futures are failed (BrokenProcessPool) by the executor's own manager thread
+    # once it sees the dead workers, which on a loaded machine can come after the processes are
+    # reaped (CI failed once on a bare ``done()`` here): wait for them with the same deadline.
+    # (Polled on ``done()``: ``cf.wait`` counts a future cancelled by the shutdown as pending
+    # until the manager thread notifies it, which a broken pool's manager may never do.)
+    while not all(f.done() for f in futures) and time.monotonic() < deadline:
+        time.sleep(0.1)
     assert all(f.done() for f in futures)
+    # Lost, not finished: each was cancelled or failed (a 60 s sleep cannot have returned yet).
+    assert all(f.cancelled() or f.exception() is not None for f in futures)
 
 
 @pytest.mark.parametrize("share", [False, True])
