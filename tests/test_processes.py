@@ -149,20 +149,26 @@ def test_stop_pool_kills_running_tasks_at_once():
 def test_workers_keep_to_their_own_share_of_the_cpus_when_asked(share):
     cpus = tuple(sorted(os.sched_getaffinity(0)))
     pool = process_pool(2, share_cpus=share)
+
+    def affinities():
+        return sorted(tuple(sorted(os.sched_getaffinity(p.pid))) for p in pool._processes.values())
+
+    want = [cpus, cpus] if not share else sorted([cpu_share(cpus, 2, 0), cpu_share(cpus, 2, 1)])
     try:
         futures = [pool.submit(time.sleep, 1.0) for _ in range(2)]
-        time.sleep(0.5)
-        got = sorted(tuple(sorted(os.sched_getaffinity(p.pid))) for p in pool._processes.values())
         for f in futures:
             f.result()
+        # A worker's initializer sets its share; on a loaded machine a worker can start
+        # seconds after the pool (and both tasks may have run on the other): poll, with a
+        # deadline, rather than read once after a fixed sleep.
+        deadline = time.monotonic() + 30
+        while (got := affinities()) != want and time.monotonic() < deadline:
+            time.sleep(0.1)
     finally:
         stop_pool(pool)
-    if not share:
-        assert got == [cpus, cpus]
-    else:
-        assert got == sorted([cpu_share(cpus, 2, 0), cpu_share(cpus, 2, 1)])
-        if len(cpus) >= 2:
-            assert not set(got[0]) & set(got[1])  # disjoint: no worker's threads on another's
+    assert got == want
+    if share and len(cpus) >= 2:
+        assert not set(got[0]) & set(got[1])  # disjoint: no worker's threads on another's
 
 
 def test_cpu_share_partitions_the_cpus():
