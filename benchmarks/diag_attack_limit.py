@@ -26,6 +26,12 @@ Subcommands:
   of their extra LM runs count against the budget; ``softK``/``stiffK`` hop along the K
   softest/stiffest eigenvectors of the Gauss–Newton matrix at the walk's best point.
   ``--consensus`` starts each fresh walk from the rows that recur in the earlier walks' bests.
+* ``recurrence`` — can the walks' failures be recombined? On each seed the default search
+  fails, the rows its LM runs reached are clustered (cos > 0.99) and counted by the walks that
+  reached them: how many of the clusters that recur (≥ 2 walks) lie at a training point, the
+  truth of the most-recurring ones, what orthogonal matching pursuit of θ* over that pool
+  picks, and an oracle — the pool's rows at the training points kept, the others random — run
+  by LM (the random rows alone, then all) and by short searches with the default hops.
 * ``continuation`` — a continuation in the number of equations: the p equations in a random
   order, LM from random rows on the first ``--start``·dn of them (below the count: a manifold of
   zeros through the training set), then one more equation at a time, each stage from the last
@@ -78,6 +84,7 @@ Usage::
     python benchmarks/diag_attack_limit.py walks --hop angle0.2 --seeds 8 --quiet
     python benchmarks/diag_attack_limit.py walks --consensus --seeds 8 --quiet
     python benchmarks/diag_attack_limit.py walks --hop landscape --seeds 24 --first-seed 1600 --quiet
+    python benchmarks/diag_attack_limit.py recurrence --seeds 12 --first-seed 1600
     python benchmarks/diag_attack_limit.py continuation --ratios 1.1,1.5 --seeds 6 --tries 2
     python benchmarks/diag_attack_limit.py hard --seed 2 --k 3 --eps 0,1,2,4
     python benchmarks/diag_attack_limit.py hessian --d 10 --n 10 --ratio 1.1 --seeds 6 --first-seed 400
@@ -116,6 +123,7 @@ from bench_attack import rf_problem, success_interval  # benchmarks/ is on the p
 
 GOOD_COS = 0.99   # a row "has found" a training point when its cosine to it exceeds this
 STREAM_CONTINUATION = 2**40 + 2601   # the continuation's tries (an order and a start each)
+STREAM_ORACLE = 2**40 + 2602         # the recurrence oracle's random rows and hops
 
 
 def host_problem(features, theta) -> vp.Problem:
@@ -487,6 +495,93 @@ def walks(args) -> None:
     print(f"SUMMARY [{args.hop}{' consensus' if args.consensus else ''}] ({args.d}, {args.n}) {args.ratio:g}dn seeds "
           f"{args.first_seed}–{args.first_seed + args.seeds - 1}, budget {args.max_steps}: "
           f"{ok_all}/{args.seeds}", flush=True)
+
+
+# -- recurrence -------------------------------------------------------------------------------
+
+def row_clusters(record, threshold: float = GOOD_COS) -> tuple[np.ndarray, np.ndarray]:
+    """The rows of every LM run's end in ``record`` ((walk, loss, X) triples) grouped greedily
+    (a row joins the first cluster whose centre, its first row, lies within cos > threshold);
+    returns the unit centres and, per cluster, the number of distinct walks that reached it."""
+    centres: list[np.ndarray] = []
+    walks_of: list[set] = []
+    for walk, _, X_end in record:
+        for u in X_end / np.linalg.norm(X_end, axis=1, keepdims=True):
+            if centres:
+                c = np.asarray(centres) @ u
+                k = int(np.argmax(c))
+                if c[k] > threshold:
+                    walks_of[k].add(walk)
+                    continue
+            centres.append(u)
+            walks_of.append({walk})
+    return np.asarray(centres), np.array([len(w) for w in walks_of])
+
+
+def omp_rows(P: vp.Problem, pool: np.ndarray, m: int) -> tuple[np.ndarray, float]:
+    """Orthogonal matching pursuit of θ* over the features of the pool rows (√d-sphere): the m
+    rows picked (indices) and the relative loss ‖P⊥θ*‖²/‖θ*‖² of their span."""
+    F = np.asarray(P.features.features(pool), dtype=np.float64).T        # p × K
+    theta = np.asarray(P.theta, dtype=np.float64)
+    norms = np.linalg.norm(F, axis=0)
+    picked: list[int] = []
+    residual = theta
+    for _ in range(m):
+        score = np.linalg.norm(F.T @ residual.reshape(F.shape[0], -1), axis=1) / norms
+        score[picked] = -np.inf
+        picked.append(int(np.argmax(score)))
+        coef, *_ = np.linalg.lstsq(F[:, picked], theta, rcond=None)
+        residual = theta - F[:, picked] @ coef
+    return np.array(picked), float(np.sum(residual**2) / np.sum(theta**2))
+
+
+def recurrence(args) -> None:
+    """Can the walks' failures be recombined? On each seed the default search fails, the rows
+    that its LM runs reached are clustered; printed: how many clusters ≥2 walks reached and how
+    many of them lie at a training point, the truth of the most-recurring ones, what OMP over
+    that pool picks, and an oracle: the pool's rows nearest each training point they found
+    (cos > 0.99) kept, the others random, then ``--tries`` LM runs (the random rows alone, then
+    all) and ``--walk-tries`` searches of ``--walk-steps`` iterations (the default hops)."""
+    for seed in range(args.first_seed, args.first_seed + args.seeds):
+        P, X = problem(args.d, args.n, args.ratio, seed)
+        rng = np.random.default_rng([seed, STREAM_CANDIDATES])   # reconstruct's stream
+        X0 = vp.random_points(rng, args.n, args.d)
+        run, stop, record = walk_search(P, X0, rng, max_steps=args.max_steps, hop=hop_default)
+        r = rho(X, run.best_X, "abs")
+        if r < 0.01:
+            print(f"seed {seed}: recovered ({stop}, {run.steps} iterations)", flush=True)
+            continue
+        T = X / np.linalg.norm(X, axis=1, keepdims=True)
+        centres, reached = row_clusters(record)
+        pool = centres[reached >= 2]
+        if len(pool) == 0:
+            print(f"seed {seed}: ρ = {r:.2f} ({stop}); no row reached by two walks", flush=True)
+            continue
+        near = pool @ T.T
+        true = near.max(axis=1) > GOOD_COS
+        points = np.flatnonzero(near.max(axis=0) > GOOD_COS)
+        top = np.argsort(-reached[reached >= 2], kind="stable")[:12]
+        picked, omp_loss = omp_rows(P, pool * math.sqrt(args.d), args.n)
+        kept = [pool[int(np.argmax(near[:, i]))] * math.sqrt(args.d) for i in points]
+        pinned = walked = 0
+        for t in range(max(args.tries, args.walk_tries)):
+            trng = np.random.default_rng([seed, STREAM_ORACLE, t])
+            start = np.vstack(kept + [vp.random_points(trng, args.n - len(kept), args.d)])
+            if t < args.tries:
+                free = np.arange(len(kept), args.n) if len(kept) < args.n else None
+                Xb, _, _ = one_run(P, start, 400, free=free)
+                pinned += rho(X, Xb, "abs") < 0.01
+            if t < args.walk_tries:
+                wrun, _, _ = walk_search(P, start, trng, max_steps=args.walk_steps,
+                                         hop=hop_default)
+                walked += rho(X, wrun.best_X, "abs") < 0.01
+        print(f"seed {seed}: ρ = {r:.2f} ({stop}, {record[-1][0]} walks); clusters reached by "
+              f"≥2 walks: {len(pool)}, {int(true.sum())} at a training point, "
+              f"{len(points)}/{args.n} points among them; the 12 most reached: "
+              + " ".join(f"{reached[reached >= 2][i]}{'T' if true[i] else 'f'}" for i in top)
+              + f"; OMP picks {int(true[picked].sum())} true (loss {omp_loss:.1e}); oracle with "
+              f"{len(kept)} true rows: LM {pinned}/{args.tries}, walks {walked}/{args.walk_tries}",
+              flush=True)
 
 
 # -- continuation -----------------------------------------------------------------------------
@@ -1164,6 +1259,17 @@ def main(argv: list[str] | None = None) -> int:
                     help="equations of the first stage, in units of dn (default %(default)s)")
     ct.add_argument("--step", type=lambda t: numbers(int, positive=True)(t)[0], default=1,
                     help="equations added per stage (default %(default)s)")
+    rc = sub.add_parser("recurrence")
+    rc.add_argument("--d", type=int, default=10)
+    rc.add_argument("--n", type=int, default=10)
+    rc.add_argument("--ratio", type=float, default=1.1)
+    rc.add_argument("--seeds", type=int, default=6)
+    rc.add_argument("--first-seed", type=int, default=1600)
+    rc.add_argument("--max-steps", type=int, default=20000)
+    rc.add_argument("--tries", type=int, default=20, help="oracle LM runs per seed")
+    rc.add_argument("--walk-tries", type=int, default=3, help="oracle searches per seed")
+    rc.add_argument("--walk-steps", type=int, default=3000,
+                    help="iterations of each oracle search (default %(default)s)")
     args = ap.parse_args(argv)
     try:
         return _dispatch(args)
@@ -1173,7 +1279,8 @@ def main(argv: list[str] | None = None) -> int:
 
 def _dispatch(args) -> int:
     {"basin": basin, "walks": walks, "hard": hard, "cost": cost, "hessian": hessian,
-     "screen": screen, "weights": weights_cmd, "continuation": continuation}[args.cmd](args)
+     "screen": screen, "weights": weights_cmd, "continuation": continuation,
+     "recurrence": recurrence}[args.cmd](args)
     return 0
 
 

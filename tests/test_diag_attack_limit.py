@@ -426,3 +426,38 @@ def test_mode_hops_need_the_dense_matrix(diag):
     P, X = diag.problem(80, 16, 1.25, 0)     # m·d = 1280: the matrix-free solver
     with pytest.raises(ValueError, match="dense"):
         diag.hop_modes(10, False)(P, X, np.random.default_rng(0), 16, 80, None)
+
+
+def test_row_clusters_count_the_walks_that_reach_a_row(diag):
+    e = np.eye(4) * 2.0                                  # rows on the √d-sphere of d = 4
+    near = np.array([2.0, 0.05, 0.0, 0.0])               # cos 0.9997 with e₁: the same cluster
+    apart = np.array([2.0, 0.45, 0.0, 0.0])              # cos 0.976 with e₁: a cluster of its own
+    record = [(1, 1e-3, e[[0, 1]]), (1, 1e-3, e[[0, 1]]), (2, 1e-4, np.vstack([near, e[2]])),
+              (3, 1e-4, np.vstack([apart, e[2]]))]
+    centres, reached = diag.row_clusters(record)
+    assert np.allclose(np.linalg.norm(centres, axis=1), 1.0)
+    assert reached.tolist() == [2, 1, 2, 1]              # e₁ by walks 1, 2; e₂; e₃ by 2, 3; apart
+    assert np.allclose(centres[0], [1, 0, 0, 0]) and np.allclose(centres[3], apart / np.linalg.norm(apart))
+
+
+def test_omp_rows_fits_theta_from_the_training_set_and_not_from_random_rows(diag):
+    P, X = diag.problem(6, 3, 3.0, 5)
+    picked, loss = diag.omp_rows(P, X, 3)
+    # θ* lies in the span of the training points' features: the loss is round-off, ~(κ·eps)².
+    assert sorted(picked.tolist()) == [0, 1, 2] and loss < 1e-16
+    other = diag.vp.random_points(np.random.default_rng(0), 12, 6)
+    _, loss_random = diag.omp_rows(P, other, 3)
+    assert loss_random > 1e-6                            # a random pool does not fit it
+
+
+def test_recurrence_subcommand_reports_a_failed_seed(diag, one_blas_thread, capsys):
+    # (10, 10) at 1.05·dn: the default failed 0/24 within 100 000 iterations (attack.md, stop
+    # 56), so 3 000 iterations fail on any machine's path (which walks recur may differ).
+    assert diag.main(["recurrence", "--d", "10", "--n", "10", "--ratio", "1.05", "--max-steps",
+                      "3000", "--seeds", "1", "--first-seed", "0", "--tries", "2",
+                      "--walk-tries", "1", "--walk-steps", "200"]) == 0
+    line = capsys.readouterr().out.strip()
+    assert line.startswith("seed 0: ρ = ") and "\n" not in line
+    assert ("no row reached by two walks" in line
+            or ("clusters reached by ≥2 walks:" in line and "OMP picks" in line
+                and "oracle with" in line and "LM " in line))
