@@ -451,8 +451,8 @@ def test_omp_rows_fits_theta_from_the_training_set_and_not_from_random_rows(diag
 
 
 def test_recurrence_subcommand_reports_a_failed_seed(diag, one_blas_thread, capsys):
-    # (10, 10) at 1.05·dn: the default failed 0/24 within 100 000 iterations (attack.md, stop
-    # 56), so 3 000 iterations fail on any machine's path (which walks recur may differ).
+    # (10, 10) at 1.05·dn: the default recovered 0 of 24 seeds within 20 000 iterations
+    # (attack.md, stop 56), so 3 000 fail on any machine's path (which rows recur may differ).
     assert diag.main(["recurrence", "--d", "10", "--n", "10", "--ratio", "1.05", "--max-steps",
                       "3000", "--seeds", "1", "--first-seed", "0", "--tries", "2",
                       "--walk-tries", "1", "--walk-steps", "200"]) == 0
