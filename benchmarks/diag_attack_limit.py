@@ -379,7 +379,8 @@ def hop_modes(k: int, stiff: bool):
     return hop
 
 
-HOPS = {"default": hop_default, "angle0.2": hop_angle(0.2), "subset": hop_subset,
+HOPS = {"default": hop_default, "angle0.2": hop_angle(0.2), "angle0.45": hop_angle(0.45),
+        "subset": hop_subset,
         "log-uniform": hop_log_uniform, "mixed": hop_mixed,
         "small-a-redraw": hop_small_a(True), "small-a-turn": hop_small_a(False),
         "landscape": hop_landscape, "free-radius": hop_free_radius,
