@@ -460,16 +460,21 @@ def walk_search(P, X0, rng, *, max_steps, hop, patience=30, tol=1e-10, consensus
     return run, stop, record
 
 
+def seed_search(P: vp.Problem, seed: int, n: int, **options):
+    """:func:`walk_search` for n rows from ``reconstruct(..., seed=seed)``'s random start and
+    stream."""
+    rng = np.random.default_rng([seed, STREAM_CANDIDATES])   # reconstruct's stream
+    return walk_search(P, vp.random_points(rng, n, P.d), rng, **options)
+
+
 def walks(args) -> None:
     hop = HOPS[args.hop]
     ok_all = 0
     for seed in range(args.first_seed, args.first_seed + args.seeds):
         P, X = problem(args.d, args.n, args.ratio, seed)
         a = weights(P, X)
-        rng = np.random.default_rng([seed, STREAM_CANDIDATES])   # reconstruct's stream
-        X0 = vp.random_points(rng, args.n, args.d)
         c = time.process_time()
-        run, stop, record = walk_search(P, X0, rng, max_steps=args.max_steps, hop=hop,
+        run, stop, record = seed_search(P, seed, args.n, max_steps=args.max_steps, hop=hop,
                                         consensus=args.consensus)
         cpu = time.process_time() - c
         r = rho(X, run.best_X, "abs")
@@ -528,7 +533,7 @@ def omp_rows(P: vp.Problem, pool: np.ndarray, m: int) -> tuple[np.ndarray, float
     picked: list[int] = []
     residual = theta
     for _ in range(m):
-        score = np.linalg.norm(F.T @ residual.reshape(F.shape[0], -1), axis=1) / norms
+        score = np.linalg.norm(F.T @ residual, axis=1) / norms             # θ*: p × k
         score[picked] = -np.inf
         picked.append(int(np.argmax(score)))
         coef, *_ = np.linalg.lstsq(F[:, picked], theta, rcond=None)
@@ -545,23 +550,23 @@ def recurrence(args) -> None:
     all) and ``--walk-tries`` searches of ``--walk-steps`` iterations (the default hops)."""
     for seed in range(args.first_seed, args.first_seed + args.seeds):
         P, X = problem(args.d, args.n, args.ratio, seed)
-        rng = np.random.default_rng([seed, STREAM_CANDIDATES])   # reconstruct's stream
-        X0 = vp.random_points(rng, args.n, args.d)
-        run, stop, record = walk_search(P, X0, rng, max_steps=args.max_steps, hop=hop_default)
+        run, stop, record = seed_search(P, seed, args.n, max_steps=args.max_steps,
+                                        hop=hop_default)
         r = rho(X, run.best_X, "abs")
         if r < 0.01:
             print(f"seed {seed}: recovered ({stop}, {run.steps} iterations)", flush=True)
             continue
         T = X / np.linalg.norm(X, axis=1, keepdims=True)
         centres, reached = row_clusters(record)
-        pool = centres[reached >= 2]
+        recurs = reached >= 2
+        pool, pool_reached = centres[recurs], reached[recurs]
         if len(pool) == 0:
             print(f"seed {seed}: ρ = {r:.2f} ({stop}); no row reached by two walks", flush=True)
             continue
         near = pool @ T.T
         true = near.max(axis=1) > GOOD_COS
         points = np.flatnonzero(near.max(axis=0) > GOOD_COS)
-        top = np.argsort(-reached[reached >= 2], kind="stable")[:12]
+        top = np.argsort(-pool_reached, kind="stable")[:12]
         picked, omp_loss = omp_rows(P, pool * math.sqrt(args.d), args.n)
         kept = [pool[int(np.argmax(near[:, i]))] * math.sqrt(args.d) for i in points]
         pinned = walked = 0
@@ -579,7 +584,7 @@ def recurrence(args) -> None:
         print(f"seed {seed}: ρ = {r:.2f} ({stop}, {record[-1][0]} walks); clusters reached by "
               f"≥2 walks: {len(pool)}, {int(true.sum())} at a training point, "
               f"{len(points)}/{args.n} points among them; the 12 most reached: "
-              + " ".join(f"{reached[reached >= 2][i]}{'T' if true[i] else 'f'}" for i in top)
+              + " ".join(f"{pool_reached[i]}{'T' if true[i] else 'f'}" for i in top)
               + f"; OMP picks {int(true[picked].sum())} true (loss {omp_loss:.1e}); oracle with "
               f"{len(kept)} true rows: LM {pinned}/{args.tries}, walks {walked}/{args.walk_tries}",
               flush=True)
