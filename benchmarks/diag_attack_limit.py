@@ -52,9 +52,9 @@ Subcommands:
   ``reconstruct`` (default options) with a large budget, and the runs of one (d, p/(dn)) give a
   success *rate per iteration* λ = successes / iterations spent (an exponential waiting time,
   censored at the budget: the maximum-likelihood rate), its exact 95 % Poisson interval, the
-  expected iterations to success 1/λ, and the success within the default budget (observed,
-  and 1 − exp(−λ·20 000) as the constant-rate model predicts it: a check of that model), and
-  the budget that model needs for an 80 % success, ln 5/λ (with λ's interval carried over). A
+  expected iterations to success 1/λ, and the success within the default budget B at that d
+  (observed, and 1 − exp(−λ·B) as the constant-rate model predicts it: a check of that model),
+  and the budget that model needs for an 80 % success, ln 5/λ (with λ's interval carried over). A
   Poisson regression of the successes on d (log λ = α + βd, exposure = iterations) gives the
   factor e^β by which each unit of d multiplies the rate, with a profile-likelihood interval.
   ``--jsonl`` keeps one line per run; ``--from`` pools such files (several processes' runs)
@@ -102,7 +102,6 @@ from __future__ import annotations
 import argparse
 import contextlib
 import gzip
-import inspect
 import json
 import math
 import sys
@@ -724,7 +723,12 @@ def screen(args) -> None:
 
 # -- cost -------------------------------------------------------------------------------------
 
-DEFAULT_BUDGET = inspect.signature(reconstruct).parameters["max_steps"].default   # 20 000
+DEFAULT_BUDGET = vp.STEP_BUDGET   # 20 000: reconstruct's budget up to d = vp.STEP_DIMENSION
+
+
+def default_budget(d: int) -> int:
+    """reconstruct's default budget of LM iterations at dimension d (20 000 up to d = 40)."""
+    return vp.default_max_steps(d)
 
 
 def tangent_hessian(P: vp.Problem, X: np.ndarray, eps: float) -> tuple:
@@ -946,16 +950,17 @@ def cost_table(rows: list[dict]) -> list[str]:
                      f"(exact 95 % interval); 1/λ = expected iterations to success")
         lines.append(f"{'d':>3} {'seeds':>5} {'budget':>7} {'successes':>9} {'iterations':>11} "
                      f"{'λ·1e5 [95 %]':>22} {'1/λ':>9} {'CPU/1e5 it':>10} "
-                     f"{f'within {DEFAULT_BUDGET // 1000}k: seen [95 %]':>24} {'model':>6} "
+                     f"{'within default: seen [95 %]':>28} {'model':>6} "
                      f"{'budget for 80 %':>22}")
         xs, ks, Ts = [], [], []
         for d, (k, T, rs) in by_d.items():
             lo, hi = rate_interval(k, T)
             lam = k / T
             cpu = 1e5 * sum(r["cpu"] for r in rs) / T
-            within = sum(r["success"] and r["steps"] <= DEFAULT_BUDGET for r in rs)
+            default = default_budget(d)
+            within = sum(r["success"] and r["steps"] <= default for r in rs)
             wl, wh = success_interval(within, len(rs))
-            model = 1.0 - math.exp(-lam * DEFAULT_BUDGET)
+            model = 1.0 - math.exp(-lam * default)
             inv = f"{1 / lam:9.3g}" if k else f"{'>' + format(1 / hi, '.2g'):>9}"
             # The constant-rate model's budget for an 80 % success: 1 − exp(−λB) = 0.8.
             b80 = (f"{math.log(5) / lam:.2g} [{math.log(5) / hi:.2g}, "
@@ -1113,16 +1118,17 @@ def cost(args) -> None:
 
 # -- weights ----------------------------------------------------------------------------------
 
-def smallest_weights(rows: list[dict], budget: int) -> dict:
+def smallest_weights(rows: list[dict], budget: int | None) -> dict:
     """{(activation, d, n, p/(dn)): (min |a|/max|a| of the recovered seeds, of the others)}.
 
-    A seed counts as recovered when its run succeeded within ``budget`` iterations; a seed run
-    more than once counts by its last row.
+    A seed counts as recovered when its run succeeded within ``budget`` iterations (None:
+    reconstruct's default budget at its d); a seed run more than once counts by its last row.
     """
     last = {}
     for r in rows:
         key = (r.get("activation", "relu+tanh"), int(r["d"]), int(r["n"]), float(r["ratio"]))
-        last[key + (int(r["seed"]),)] = bool(r["success"]) and int(r["steps"]) <= budget
+        within = default_budget(int(r["d"])) if budget is None else budget
+        last[key + (int(r["seed"]),)] = bool(r["success"]) and int(r["steps"]) <= within
     groups: dict = {}
     for (act, d, n, ratio, seed), ok in sorted(last.items()):
         P, X = problem(d, n, ratio, seed, act)
@@ -1131,7 +1137,7 @@ def smallest_weights(rows: list[dict], budget: int) -> dict:
     return groups
 
 
-def weights_table(groups: dict, budget: int) -> list[str]:
+def weights_table(groups: dict, budget: int | None) -> list[str]:
     """One line per case: the smallest weight of recovered against failed seeds."""
     from scipy.stats import mannwhitneyu
 
@@ -1139,8 +1145,9 @@ def weights_table(groups: dict, budget: int) -> list[str]:
         return (f"{np.median(v):.3f} [{np.quantile(v, 0.25):.3f}, {np.quantile(v, 0.75):.3f}]"
                 if v else "–")
 
-    lines = [f"# smallest |a_i|/max|a| per seed (median [quartiles]); recovered: within {budget} "
-             "iterations; p: two-sided Mann–Whitney U",
+    within = "the default budget at each d" if budget is None else f"{budget} iterations"
+    lines = [f"# smallest |a_i|/max|a| per seed (median [quartiles]); recovered: within {within}; "
+             "p: two-sided Mann–Whitney U",
              "activation  (d, n)  p/(dn)  recovered  recovered: min|a|     failed: min|a|"
              "        p        rate, min|a| ≤ median / > median"]
     for (act, d, n, ratio), (ok, bad) in groups.items():
@@ -1207,7 +1214,8 @@ def main(argv: list[str] | None = None) -> int:
     h.add_argument("--ratio", type=float, default=1.1)
     h.add_argument("--seeds", type=int, default=6)
     h.add_argument("--first-seed", type=int, default=400)
-    h.add_argument("--max-steps", type=int, default=20000)
+    h.add_argument("--max-steps", type=int, default=None,
+                   help="budget of each run (default: reconstruct's at --d)")
     h.add_argument("--eps", type=numbers(float, positive=True), default="1e-5,1e-6,1e-4",
                    help="difference steps; the first one's eigenvectors are scanned")
     sc = sub.add_parser("screen")
@@ -1227,9 +1235,9 @@ def main(argv: list[str] | None = None) -> int:
     w.add_argument("--from", dest="from_", nargs="+", type=run_file, required=True, metavar="FILE",
                    help="JSONL files of cost --jsonl (plain or gzipped)")
     w.add_argument("--budget", type=lambda t: numbers(int, positive=True)(t)[0],
-                   default=DEFAULT_BUDGET,
+                   default=None,
                    help="a seed is recovered if it succeeded within this many iterations "
-                        "(default %(default)s, the attack's)")
+                        "(default: the attack's at each d, 20 000 up to d = 40, 500·d above)")
     for name in ("basin", "walks", "hard"):
         s = sub.add_parser(name)
         s.add_argument("--d", type=int, default=10)
@@ -1243,7 +1251,9 @@ def main(argv: list[str] | None = None) -> int:
             s.add_argument("--max-steps", type=int, default=3000)
         elif name == "walks":
             s.add_argument("--ratio", type=float, default=1.1)
-            s.add_argument("--max-steps", type=int, default=20000)
+            s.add_argument("--max-steps", type=int, default=None,
+                           help="iteration budget (default: reconstruct's at --d, 20 000 up "
+                                "to d = 40, 500·d above)")
             s.add_argument("--hop", choices=sorted(HOPS), default="default")
             s.add_argument("--quiet", action="store_true", help="no per-walk lines")
             s.add_argument("--consensus", action="store_true",
@@ -1271,12 +1281,15 @@ def main(argv: list[str] | None = None) -> int:
     rc.add_argument("--ratio", type=float, default=1.1)
     rc.add_argument("--seeds", type=int, default=6)
     rc.add_argument("--first-seed", type=int, default=1600)
-    rc.add_argument("--max-steps", type=int, default=20000)
+    rc.add_argument("--max-steps", type=int, default=None,
+                    help="iteration budget (default: reconstruct's at --d)")
     rc.add_argument("--tries", type=int, default=20, help="oracle LM runs per seed")
     rc.add_argument("--walk-tries", type=int, default=3, help="oracle searches per seed")
     rc.add_argument("--walk-steps", type=int, default=3000,
                     help="iterations of each oracle search (default %(default)s)")
     args = ap.parse_args(argv)
+    if getattr(args, "max_steps", 0) is None:   # the attack's own budget at this d
+        args.max_steps = default_budget(args.d)
     try:
         return _dispatch(args)
     except RunFileError as exc:

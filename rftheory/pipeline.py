@@ -658,7 +658,8 @@ def time_probe(*, steps: int = 2, max_steps: int | None = None, max_sweeps: int 
     steps : int
         Optimiser steps to time (default 2).
     max_steps : int, optional
-        The step budget to scale to (default: :func:`rftheory.reconstruct.reconstruct`'s).
+        The step budget to scale to (default: :func:`rftheory.reconstruct.reconstruct`'s for
+        the method and the data's dimension: :func:`rftheory.reconstruct.step_budget`).
     max_sweeps : int, optional
         The work budget to scale to (default: :func:`rftheory.varpro.default_max_sweeps`).
     n_hat, method : optional
@@ -674,10 +675,14 @@ def time_probe(*, steps: int = 2, max_steps: int | None = None, max_sweeps: int 
         per step × max_steps and per sweep × max_sweeps (an upper bound at this rate: a run
         that reaches its tolerance stops earlier).
     """
-    max_steps = _default("max_steps") if max_steps is None else int(max_steps)
     start = time.perf_counter()
     fitted = fit_model(**fit_options)
     fit_seconds = time.perf_counter() - start
+    if max_steps is None:   # reconstruct's default for the method and the data's dimension
+        from .reconstruct import step_budget
+
+        max_steps = step_budget(fitted.d, method)
+    max_steps = int(max_steps)
     probe = recover_training_set(fitted, n_hat, method=method, max_steps=steps, max_rounds=1)
     done = max(1, probe.result.steps)
     per_step = probe.reconstruct_seconds / done

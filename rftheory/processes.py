@@ -231,6 +231,13 @@ def _start_quiet_resource_tracker() -> None:
             sys.warnoptions.remove(_TRACKER_WARNINGS)
 
 
+def _default_method() -> str | None:
+    """``None`` (the platform's method), or a method that does not fork where JAX is loaded."""
+    if "jax" not in sys.modules:
+        return None
+    return "forkserver" if "forkserver" in multiprocessing.get_all_start_methods() else "spawn"
+
+
 def process_pool(workers: int, *, method: str | None = None,
                  share_cpus: bool = False) -> cf.ProcessPoolExecutor:
     """A ProcessPoolExecutor of ``workers`` processes that die with this process.
@@ -240,8 +247,14 @@ def process_pool(workers: int, *, method: str | None = None,
     workers : int
         Worker processes (the command line allows 1 to the CPUs: :func:`check_workers`).
     method : str, optional
-        multiprocessing start method (``"forkserver"``, ``"spawn"``, ``"fork"``); default the
-        platform's.
+        multiprocessing start method (``"forkserver"``, ``"spawn"``, ``"fork"``). Default: the
+        platform's, except that a process which has imported JAX never forks (``"forkserver"``,
+        ``"spawn"`` where that does not exist): XLA's runtime holds threads whose locks a fork
+        can leave held, and JAX warns at every fork. The platform's ``fork`` is kept otherwise:
+        with ``forkserver`` a worker still being started when this process ends (a SIGTERM
+        during the pool's start) fails to open the pool's semaphore, which the ending process
+        has unlinked, and prints a traceback to the shared stderr (measured: ``rftheory demo``
+        killed 1.2 s after its start).
     share_cpus : bool
         Give each worker its own share of this process's CPUs (:func:`cpu_share`, set as its
         affinity where the platform has one). For tasks whose library sizes its thread pool
@@ -261,7 +274,7 @@ def process_pool(workers: int, *, method: str | None = None,
     ...     pool.submit(abs, -3).result()
     3
     """
-    context = multiprocessing.get_context(method)
+    context = multiprocessing.get_context(_default_method() if method is None else method)
     if context.get_start_method() != "fork":  # fork pools register nothing with the tracker
         _start_quiet_resource_tracker()
     share = None

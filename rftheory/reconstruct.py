@@ -87,16 +87,20 @@ from .deadline import NO_DEADLINE, TIME_LIMIT_REACHED, Deadline
 from .projection import projection_loss
 from .seeding import RNGLike, check_rng, generator, rng_or_seed
 from .spectral_init import spectral_init
-from .varpro import (SOLVERS, hop_angle_for, Problem, default_max_sweeps, loss_passes, minimise,
+from .varpro import (SOLVERS, hop_angle_for, Problem, default_max_rounds, default_max_steps,
+                     default_max_sweeps, loss_passes, minimise,
                      random_points)
 
 __all__ = ["ReconstructionResult", "reconstruct", "memory", "STOP_REASONS", "METHODS",
-           "STREAM_CANDIDATES"]
+           "STREAM_CANDIDATES", "LBFGS_MAX_STEPS", "step_budget"]
 
 #: Possible values of :attr:`ReconstructionResult.stop_reason`.
 STOP_REASONS = ("tolerance", "stalled", "budget", "callback", "time_limit")
 #: Reconstruction algorithms of :func:`reconstruct`; the first is the default.
 METHODS = ("varpro", "lbfgs")
+#: Default iteration budget of ``method="lbfgs"`` (``"varpro"``'s grows with d:
+#: :func:`rftheory.varpro.default_max_steps`).
+LBFGS_MAX_STEPS = 20000
 
 #: Stream tag of the random candidates: ``default_rng([seed, tag])`` never coincides with the
 #: streams of V's blocks (``[seed, b]``, b < 2**40) nor with rftheory.data's tags (2**40 + 1..4).
@@ -351,8 +355,35 @@ def _select_rows(features: RandomFeatures, X: np.ndarray, theta: Any, xp: Any, d
     return np.asarray(active)
 
 
+def step_budget(d: int, method: str | None = None) -> int:
+    """The iteration budget :func:`reconstruct` uses when given none.
+
+    Parameters
+    ----------
+    d : int
+        The data's dimension.
+    method : {"varpro", "lbfgs"}, optional
+        The reconstruction method (default :func:`reconstruct`'s, ``"varpro"``).
+
+    Returns
+    -------
+    int
+        :func:`rftheory.varpro.default_max_steps` of d for ``"varpro"`` (20 000 up to d = 40,
+        then 500·d), :data:`LBFGS_MAX_STEPS` for ``"lbfgs"``.
+
+    Examples
+    --------
+    >>> step_budget(10), step_budget(80), step_budget(80, "lbfgs")
+    (20000, 40000, 20000)
+    """
+    method = METHODS[0] if method is None else method
+    if method not in METHODS:
+        raise RFTheoryError(f"unknown method {method!r}; choose one of {', '.join(METHODS)}")
+    return LBFGS_MAX_STEPS if method == "lbfgs" else default_max_steps(d)
+
+
 def reconstruct(features: FeatureMap, theta: Any, n_hat: int, *, method: str = "varpro",
-                rng: RNGLike = 0, seed: int | None = None, X_init: Any = None, tol: float = 1e-10, max_steps: int = 20000,
+                rng: RNGLike = 0, seed: int | None = None, X_init: Any = None, tol: float = 1e-10, max_steps: int | None = None,
                 max_sweeps: int | None = None,
                 callback: Callable[[int, float, Any], Any] | None = None,
                 callback_every: int = 10, max_rounds: int | None = None,
@@ -391,10 +422,13 @@ def reconstruct(features: FeatureMap, theta: Any, n_hat: int, *, method: str = "
         here; they are not the default (:data:`SPECTRAL_START`, measured no better).
     tol : float
         Target loss; the run stops as soon as the n̂ returned rows reach it.
-    max_steps : int
+    max_steps : int, optional
         Budget of optimiser iterations over all rounds: L-BFGS iterations, or accepted LM
         iterations (each one linearisation and one or more trial evaluations; see ``passes``
-        in the result for a cost comparable across methods).
+        in the result for a cost comparable across methods). Default: ``"varpro"``
+        :func:`rftheory.varpro.default_max_steps` of the data's dimension (20 000 up to
+        d = 40, then 500·d: the iterations a success needs grow with d); ``"lbfgs"``
+        :data:`LBFGS_MAX_STEPS` (20 000).
     max_sweeps : int, optional
         Work budget: the run also stops ("budget") once it has made this many sweeps over V
         (products of V with the candidates; ``sweeps`` in the result). Default
@@ -412,7 +446,8 @@ def reconstruct(features: FeatureMap, theta: Any, n_hat: int, *, method: str = "
     max_rounds : int, optional
         Most rounds: over-complete rounds (``"lbfgs"``, default 10) or LM runs, the first from
         the start and every further one from a perturbed best point (``"varpro"``, default
-        1000; 1 means a single LM run, free to stop in any local minimum).
+        :func:`rftheory.varpro.default_max_rounds` of the budget: 1000 for 20 000 iterations,
+        max_steps/20 above; 1 means a single LM run, free to stop in any local minimum).
     oversample : float, optional
         ``"lbfgs"`` only: pool size factor, ⌈oversample·n̂⌉ candidates per round (default 2,
         capped at p). ``"varpro"`` works on n̂ rows and accepts only 1.
@@ -488,11 +523,15 @@ def reconstruct(features: FeatureMap, theta: Any, n_hat: int, *, method: str = "
         stall_window = 200 if stall_window is None else stall_window
         stall_factor = 0.9 if stall_factor is None else stall_factor
         max_rounds = 10 if max_rounds is None else max_rounds
+        max_steps = step_budget(features.d, method) if max_steps is None else max_steps
     else:
         for name, value in lbfgs_only.items():
             if value is not None and not (name == "oversample" and value == 1.0):
                 raise RFTheoryError(f"{name} applies to method='lbfgs' only")
-        max_rounds = 1000 if max_rounds is None else max_rounds
+        max_steps = step_budget(features.d, method) if max_steps is None else max_steps
+        if max_rounds is None:   # grows with the budget (a bad budget is refused below)
+            max_rounds = default_max_rounds(max_steps) if isinstance(max_steps, (int, np.integer)) \
+                and not isinstance(max_steps, bool) and max_steps > 0 else 1000
         if solver not in SOLVERS:
             raise RFTheoryError(f"unknown solver {solver!r}; choose one of {', '.join(SOLVERS)}")
         if hop_angle is None:

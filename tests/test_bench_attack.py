@@ -43,3 +43,33 @@ def test_the_verdict_names_a_target_inside_the_interval_undecided(bench, success
     assert f"success {successes}/{runs}" in line and "95 % interval" in line
     assert f"target ≥ 80 %: {verdict}" in line
     assert ("undecided at 30 seeds" in line) is undecided
+
+
+def test_budget_table_reads_successes_within_each_budget_up_to_the_runs_own(bench):
+    rows = _rows(3, 4)
+    for r, steps in zip(rows, (500, 25000, 39000, 40000)):
+        r["steps"], r["budget"] = steps, 40000
+        r["stop"] = "tolerance" if r["rho"] < 0.01 else "budget"
+    line = bench.budget_table("relu+tanh:80:8:1.25", "varpro", rows, [1000, 20000, 30000,
+                                                                       40000, 60000], 0.01)
+    # 60 000 lies beyond the runs' budget: not read off them
+    assert "1000: 1/4, 20000: 1/4, 30000: 2/4, 40000: 3/4, 60000: –" in line
+    assert "failures stopped by: budget" in line
+
+
+def test_a_seed_records_the_budget_it_ran_with(bench, monkeypatch):
+    # None: reconstruct's own budget at the case's d (500·d above d = 40); else the option's.
+    from types import SimpleNamespace
+
+    import numpy as np
+
+    def fake(features, theta, n, **kwargs):
+        X_hat = np.full((n, features.d), 1.0)
+        return SimpleNamespace(X_hat=X_hat, loss=1.0, steps=kwargs.get("max_steps", 7),
+                               rounds=1, evaluations=1, passes=1, stop_reason="budget")
+
+    monkeypatch.setattr(bench, "reconstruct", fake)
+    assert bench.run_seed("relu+tanh:48:2:1.5", 0, "varpro")["budget"] == 24000
+    assert bench.run_seed("relu+tanh:8:2:1.5", 0, "varpro")["budget"] == 20000
+    assert bench.run_seed("relu+tanh:48:2:1.5", 0, "lbfgs")["budget"] == 20000
+    assert bench.run_seed("relu+tanh:48:2:1.5", 0, "varpro", max_steps=123)["budget"] == 123

@@ -77,7 +77,7 @@ def test_a_good_run_has_no_warning(capsys):
 def test_reconstruct_json_says_what_produced_it(capsys):
     from rftheory import __version__
     from rftheory.features import V_DEFINITION
-    from rftheory.reconstruct import reconstruct
+    from rftheory.reconstruct import reconstruct, step_budget
     import inspect
 
     code, out, _ = run(capsys, "reconstruct", "--d", "4", "--n", "3", "--p-mult", "10",
@@ -88,7 +88,7 @@ def test_reconstruct_json_says_what_produced_it(capsys):
     defaults = inspect.signature(reconstruct).parameters
     params = origin["parameters"]
     assert params["tol"] == defaults["tol"].default
-    assert params["max_steps"] == defaults["max_steps"].default
+    assert params["max_steps"] == step_budget(4) == 20000   # the budget the run used at d = 4
     assert params["labels"] == "sign" and params["p"] == 120 and params["p_mult"] == 10
     assert json.loads(out)["labels"] == "sign"
 

@@ -113,8 +113,10 @@ def test_shipped_runs_give_the_notes_figures(diag):
         k, T, _ = at[ratio][d]
         return k / T
 
-    needed = math.log(5) / diag.DEFAULT_BUDGET          # 80 % within the default budget
-    assert all(8 < needed / rate(1.1, d) < 100 for d in (6, 8, 10, 12, 14, 16))
+    def needed(d):                                      # 80 % within the default budget
+        return math.log(5) / diag.default_budget(d)
+
+    assert all(8 < needed(d) / rate(1.1, d) < 100 for d in (6, 8, 10, 12, 14, 16))
     assert rate(1.1, 20) == 0 and rate(1.05, 10) == 0
     ds = list(at[1.1])
     factor, (low, high) = diag.rate_trend(ds, [at[1.1][d][0] for d in ds],

@@ -16,6 +16,7 @@ import subprocess
 import sys
 import time
 import uuid
+import warnings
 from pathlib import Path
 from typing import Iterator
 
@@ -143,6 +144,24 @@ def test_stop_pool_kills_running_tasks_at_once():
     assert all(f.done() for f in futures)
     # Lost, not finished: each was cancelled or failed (a 60 s sleep cannot have returned yet).
     assert all(f.cancelled() or f.exception() is not None for f in futures)
+
+
+def test_a_pool_does_not_fork_a_process_that_has_loaded_jax():
+    # XLA's runtime holds threads; JAX warns at every fork (a RuntimeWarning from its at-fork
+    # hook, in this process). The default start method must then not be fork; the explicit
+    # fork shows the warning this test would catch.
+    jax = pytest.importorskip("jax")
+    jax.numpy.ones(3).sum().block_until_ready()
+    for method, warns in [("fork", True), (None, False)]:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            pool = process_pool(1, method=method)
+            try:
+                assert pool.submit(abs, -3).result(timeout=60) == 3
+            finally:
+                stop_pool(pool)
+        forked = [w for w in caught if "os.fork()" in str(w.message)]
+        assert bool(forked) == warns, (method, [str(w.message) for w in caught])
 
 
 @pytest.mark.parametrize("share", [False, True])

@@ -62,6 +62,18 @@ def test_time_probe_measures_two_real_steps(capsys):
     assert probe["max_sweeps"] == default_max_sweeps(500, 10, 5)
 
 
+@pytest.mark.parametrize("d, method, budget", [(10, None, 20000), (48, None, 24000),
+                                               (48, "lbfgs", 20000)])
+def test_time_probe_scales_to_the_default_budget_of_the_method_and_dimension(d, method, budget):
+    from rftheory.pipeline import time_probe
+
+    probe = time_probe(activation="relu+tanh", d=d, n=2, p=4 * d, method=method)
+    assert probe["max_steps"] == budget
+    assert probe["upper_bound_seconds"] == pytest.approx(
+        probe["fit_seconds"] + min(budget * probe["seconds_per_step"],
+                                   probe["max_sweeps"] * probe["seconds_per_sweep"]))
+
+
 def test_time_probe_bound_follows_the_work_budget_when_it_binds_first():
     """Where the sweep budget ends a run before max_steps (d = 3072), the probe's upper bound
     is the sweeps' — here forced by a budget of 30 sweeps against 10⁶ steps."""
@@ -100,3 +112,11 @@ def test_sweep_time_probe_times_the_largest_reconstruction_cell(capsys, tmp_path
     assert plan["estimate"]["largest_cell"]["params"]["p_mult"] == 2.0
     assert probe["max_steps"] == 300 and probe["probe_steps"] == 2
     assert not (tmp_path / "o").exists()
+
+
+@pytest.mark.parametrize("d, method, budget", [(48, [], 24000), (48, ["--method", "lbfgs"], 20000),
+                                               (40, [], 20000)])
+def test_dry_run_reports_the_budget_the_run_would_use(capsys, d, method, budget):
+    assert main(["reconstruct", "--d", str(d), "--n", "2", "--p", "400", "--dry-run",
+                 "--json", *method]) == 0
+    assert json.loads(capsys.readouterr().out)["sizes"]["max_steps"] == budget

@@ -316,6 +316,46 @@ def test_a_smaller_step_budget_cuts_the_same_run():
     assert cut.history == full.history[:len(cut.history)] and len(cut.history) > 100
 
 
+def test_default_step_budget_grows_with_d_beyond_40():
+    from rftheory.varpro import (STEP_BUDGET, STEP_DIMENSION, default_max_rounds,
+                                 default_max_steps)
+
+    assert [default_max_steps(d) for d in (1, 10, 39, 40)] == [STEP_BUDGET] * 4
+    assert [default_max_steps(d) for d in (41, 80, 3072)] == [20500, 40000, 1536000]
+    assert all(default_max_steps(d) * STEP_DIMENSION >= STEP_BUDGET * d for d in range(1, 200))
+    assert [default_max_rounds(b) for b in (1, 3000, 20000, 40000, 60000)] == \
+        [1000, 1000, 1000, 2000, 3000]
+
+
+@pytest.mark.parametrize("d, method, steps, rounds", [(8, "varpro", 20000, 1000),
+                                                     (80, "varpro", 40000, 2000),
+                                                     (80, "lbfgs", 20000, 10)])
+def test_reconstruct_passes_the_default_budget_of_its_dimension(monkeypatch, d, method, steps,
+                                                               rounds):
+    # What reconstruct hands its search when no budget is given: varpro's grows with d, the
+    # L-BFGS method keeps its own; an explicit budget and round cap are passed as they are.
+    import rftheory.reconstruct as rec
+
+    seen = []
+
+    class Seen(Exception):
+        pass
+
+    def spy(*args, **kwargs):
+        seen.append((kwargs["max_steps"], kwargs["max_rounds"]))
+        raise Seen
+
+    monkeypatch.setattr(rec, "minimise", spy)
+    monkeypatch.setattr(rec, "_reconstruct_lbfgs", spy)
+    rf, X, theta = _problem(d=d, n=2, ratio=2.0, data_seed=5)
+    cap_of_77 = 10 if method == "lbfgs" else 1000          # the round cap of a 77-step budget
+    for kwargs, want in [({}, (steps, rounds)), ({"max_steps": 77}, (77, cap_of_77)),
+                         ({"max_steps": 77, "max_rounds": 5}, (77, 5))]:
+        with pytest.raises(Seen):
+            rec.reconstruct(rf, theta, 2, seed=0, method=method, **kwargs)
+        assert seen.pop() == want
+
+
 @pytest.mark.parametrize("d, dense", [(12, True), (100, False)])
 def test_auto_solver_switch_by_size_recovers_on_both_sides(d, dense):
     # solver="auto" picks the dense Gauss–Newton matrix for n̂d = 48 and matrix-free CG for

@@ -63,7 +63,9 @@ def register(subparsers: Any) -> None:
                         help=f"reconstruction algorithm (default: {METHODS[0]}, Levenberg–Marquardt "
                              "on the variable-projection loss; lbfgs: the earlier over-complete "
                              "L-BFGS)")
-    parser.add_argument("--max-steps", type=integer_type(), help="optimiser iteration budget")
+    parser.add_argument("--max-steps", type=integer_type(),
+                        help="optimiser iteration budget (default: 20 000 up to d = 40, then "
+                             "500·d; --method lbfgs 20 000)")
     parser.add_argument("--tol", type=float, help="target loss")
     parser.add_argument("--v-cache-mb", type=integer_type(), default=DEFAULT_V_CACHE_MB,
                         help="keep V in memory if it fits in this many MB (default: keep it when "
@@ -123,7 +125,7 @@ def handle(args: argparse.Namespace) -> int:
                             "features span R^p and the loss is identically 0")
     if args.time_probe and not args.dry_run:
         raise RFTheoryError("--time-probe goes with --dry-run")
-    resolved = _optimiser_options(tol, max_steps)
+    resolved = _optimiser_options(tol, max_steps, d, args.method)
     resolved["max_sweeps"] = default_max_sweeps(p, d, n_hat)
     need = check(reconstruction_memory(d=d, n=n, p=p, n_hat=n_hat, method=args.method,
                                        v_cache_bytes=v_cache_bytes), **guard)
@@ -176,19 +178,14 @@ def _dry_run(args: argparse.Namespace, need: Any, sizes: dict[str, Any],
     return 0
 
 
-def _optimiser_options(tol: float | None, max_steps: int | None) -> dict[str, Any]:
+def _optimiser_options(tol: float | None, max_steps: int | None, d: int,
+                       method: str | None) -> dict[str, Any]:
     """``tol`` and ``max_steps`` as the run uses them: the options, or the reconstruction's
-    defaults (read from its signature, so they follow the library)."""
-    from ..reconstruct import reconstruct
+    defaults (its signature's tolerance and its budget at d, so they follow the library)."""
+    from ..reconstruct import reconstruct, step_budget
 
-    defaults = inspect.signature(reconstruct).parameters
-
-    def default(name: str) -> Any:
-        parameter = defaults.get(name)
-        return None if parameter is None else parameter.default
-
-    return {"tol": default("tol") if tol is None else tol,
-            "max_steps": default("max_steps") if max_steps is None else max_steps}
+    return {"tol": inspect.signature(reconstruct).parameters["tol"].default if tol is None else tol,
+            "max_steps": step_budget(d, method) if max_steps is None else max_steps}
 
 
 class _ProgressBar:
