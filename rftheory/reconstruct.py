@@ -379,6 +379,8 @@ def step_budget(d: int, method: str | None = None) -> int:
     method = METHODS[0] if method is None else method
     if method not in METHODS:
         raise RFTheoryError(f"unknown method {method!r}; choose one of {', '.join(METHODS)}")
+    if isinstance(d, bool) or not isinstance(d, (int, np.integer)) or d < 1:
+        raise RFTheoryError(f"d must be a positive integer, got {d!r}")
     return LBFGS_MAX_STEPS if method == "lbfgs" else default_max_steps(d)
 
 

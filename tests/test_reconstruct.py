@@ -327,6 +327,17 @@ def test_default_step_budget_grows_with_d_beyond_40():
         [1000, 1000, 1000, 2000, 3000]
 
 
+def test_step_budget_refuses_what_is_not_a_dimension_or_a_method():
+    from rftheory.reconstruct import step_budget
+
+    assert step_budget(np.int64(80)) == 40000
+    for bad in (0, -3, 2.5, True, "80", None):
+        with pytest.raises(ValueError, match="d must be a positive integer"):
+            step_budget(bad)
+    with pytest.raises(ValueError, match="unknown method 'adam'"):
+        step_budget(10, "adam")
+
+
 @pytest.mark.parametrize("d, method, steps, rounds", [(8, "varpro", 20000, 1000),
                                                      (80, "varpro", 40000, 2000),
                                                      (80, "lbfgs", 20000, 10)])
