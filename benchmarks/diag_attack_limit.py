@@ -723,9 +723,6 @@ def screen(args) -> None:
 
 # -- cost -------------------------------------------------------------------------------------
 
-DEFAULT_BUDGET = vp.STEP_BUDGET   # 20 000: reconstruct's budget up to d = vp.STEP_DIMENSION
-
-
 def default_budget(d: int) -> int:
     """reconstruct's default budget of LM iterations at dimension d (20 000 up to d = 40)."""
     return vp.default_max_steps(d)
@@ -1024,8 +1021,10 @@ def cost_figure(rows: list[dict], path: str) -> None:
         if any_bound:
             ax.plot([], [], marker="^", linestyle="none", color="0.4",
                     label="no success: lower end of 1/λ's interval")
-        ax.axhline(DEFAULT_BUDGET, color="0.5", linewidth=0.8, linestyle="--")
-        ax.text(ax.get_xlim()[1], DEFAULT_BUDGET * 0.8, "default budget ", color="0.4",
+        dims = sorted({d for by_d in groups.values() for d in by_d})
+        budgets = [default_budget(d) for d in dims]   # flat at 20 000 up to d = 40
+        ax.plot(dims, budgets, color="0.5", linewidth=0.8, linestyle="--")
+        ax.text(dims[-1], budgets[-1] * 0.8, "default budget ", color="0.4",
                 fontsize="x-small", ha="right", va="top")
         ax.set_yscale("log")
         ax.set_xlabel("d (n = %s)" % ", ".join(sorted({str(r["n"]) for r in rows})))
@@ -1185,6 +1184,19 @@ def numbers(kind, *, positive: bool = False):
     return parse
 
 
+def case_options(parser: argparse.ArgumentParser, *, first_seed: int) -> argparse.ArgumentParser:
+    """The options of a subcommand that runs the default search on seeds of one case: --d,
+    --n, --ratio, --seeds, --first-seed and --max-steps (default: reconstruct's at --d)."""
+    parser.add_argument("--d", type=int, default=10)
+    parser.add_argument("--n", type=int, default=10)
+    parser.add_argument("--ratio", type=float, default=1.1)
+    parser.add_argument("--seeds", type=int, default=6)
+    parser.add_argument("--first-seed", type=int, default=first_seed)
+    parser.add_argument("--max-steps", type=int, default=None,
+                        help="iteration budget of each run (default: reconstruct's at --d)")
+    return parser
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     sub = ap.add_subparsers(dest="cmd", required=True)
@@ -1208,14 +1220,7 @@ def main(argv: list[str] | None = None) -> int:
                    help="only analyse these --jsonl files (pooled; .gz ones gunzipped)")
     c.add_argument("--plot", default=None, metavar="PNG",
                    help="draw 1/λ against d, one line per p/(dn), into this file")
-    h = sub.add_parser("hessian")
-    h.add_argument("--d", type=int, default=10)
-    h.add_argument("--n", type=int, default=10)
-    h.add_argument("--ratio", type=float, default=1.1)
-    h.add_argument("--seeds", type=int, default=6)
-    h.add_argument("--first-seed", type=int, default=400)
-    h.add_argument("--max-steps", type=int, default=None,
-                   help="budget of each run (default: reconstruct's at --d)")
+    h = case_options(sub.add_parser("hessian"), first_seed=400)
     h.add_argument("--eps", type=numbers(float, positive=True), default="1e-5,1e-6,1e-4",
                    help="difference steps; the first one's eigenvectors are scanned")
     sc = sub.add_parser("screen")
@@ -1275,14 +1280,7 @@ def main(argv: list[str] | None = None) -> int:
                     help="equations of the first stage, in units of dn (default %(default)s)")
     ct.add_argument("--step", type=lambda t: numbers(int, positive=True)(t)[0], default=1,
                     help="equations added per stage (default %(default)s)")
-    rc = sub.add_parser("recurrence")
-    rc.add_argument("--d", type=int, default=10)
-    rc.add_argument("--n", type=int, default=10)
-    rc.add_argument("--ratio", type=float, default=1.1)
-    rc.add_argument("--seeds", type=int, default=6)
-    rc.add_argument("--first-seed", type=int, default=1600)
-    rc.add_argument("--max-steps", type=int, default=None,
-                    help="iteration budget (default: reconstruct's at --d)")
+    rc = case_options(sub.add_parser("recurrence"), first_seed=1600)
     rc.add_argument("--tries", type=int, default=20, help="oracle LM runs per seed")
     rc.add_argument("--walk-tries", type=int, default=3, help="oracle searches per seed")
     rc.add_argument("--walk-steps", type=int, default=3000,

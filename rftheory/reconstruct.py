@@ -531,9 +531,6 @@ def reconstruct(features: FeatureMap, theta: Any, n_hat: int, *, method: str = "
             if value is not None and not (name == "oversample" and value == 1.0):
                 raise RFTheoryError(f"{name} applies to method='lbfgs' only")
         max_steps = step_budget(features.d, method) if max_steps is None else max_steps
-        if max_rounds is None:   # grows with the budget (a bad budget is refused below)
-            max_rounds = default_max_rounds(max_steps) if isinstance(max_steps, (int, np.integer)) \
-                and not isinstance(max_steps, bool) and max_steps > 0 else 1000
         if solver not in SOLVERS:
             raise RFTheoryError(f"unknown solver {solver!r}; choose one of {', '.join(SOLVERS)}")
         if hop_angle is None:
@@ -543,13 +540,15 @@ def reconstruct(features: FeatureMap, theta: Any, n_hat: int, *, method: str = "
             raise RFTheoryError(f"hop_angle must be a positive finite number, got {hop_angle!r}")
     if max_sweeps is None:
         max_sweeps = default_max_sweeps(features.p, features.d, n_hat)
-    ints = [("max_steps", max_steps), ("max_rounds", max_rounds),
-            ("callback_every", callback_every), ("max_sweeps", max_sweeps)]
+    ints = [("max_steps", max_steps), ("callback_every", callback_every),
+            ("max_sweeps", max_sweeps)] + ([] if max_rounds is None else [("max_rounds", max_rounds)])
     ints += [("memory", memory), ("stall_window", stall_window)] if method == "lbfgs" \
         else [("patience", patience)]
     for name, value in ints:
         if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
             raise RFTheoryError(f"{name} must be a positive integer, got {value!r}")
+    if max_rounds is None:   # varpro's: grows with the (now checked) budget
+        max_rounds = default_max_rounds(max_steps)
     if not (tol >= 0.0 and math.isfinite(tol)):
         raise RFTheoryError(f"tol must be a finite non-negative number, got {tol!r}")
     if method == "lbfgs":
