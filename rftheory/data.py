@@ -273,7 +273,8 @@ def tangent_basis(x: Any) -> np.ndarray:
     x = np.asarray(to_host(x), dtype=np.float64)
     if x.ndim != 1 or not np.any(x):
         raise ShapeError("x must be a non-zero vector")
-    norm = np.linalg.norm(x)
+    with np.errstate(over="ignore", under="ignore"):  # handled below, no warning to show
+        norm = np.linalg.norm(x)
     if not 0.0 < norm < math.inf:                    # x·x under- or overflowed: rescale first
         x = x / np.max(np.abs(x))
         norm = np.linalg.norm(x)

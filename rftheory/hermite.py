@@ -38,6 +38,7 @@ from sympy.codegen.cfunctions import expm1, log1p
 from .activations import Activation, Z, get_activation
 from .deprecation import keyword_only_after
 from .errors import ActivationError, HermiteOptionError
+from .processes import child_context
 
 __all__ = [
     "HermiteCoefficients",
@@ -1028,6 +1029,8 @@ def _child_loop(function: Callable, jobs: Sequence[tuple], results: Any, steps: 
     """Run the jobs in order with one budget of ``steps`` Python calls for all of them."""
     import sys
 
+    from sympy.core import random as sympy_random
+
     sp.core.cache.clear_cache()  # the count must not depend on what the parent computed before
     used = [0]
 
@@ -1044,6 +1047,9 @@ def _child_loop(function: Callable, jobs: Sequence[tuple], results: Any, steps: 
             results.put((i, False, None, 0))
             continue
         try:
+            # sympy draws random numbers (its assumptions' shuffle, numeric zero tests) from an
+            # unseeded generator: seeded per job, a job's work does not vary from run to run
+            sympy_random.seed(0)
             sys.settrace(count)
             try:
                 value = function(*job)
@@ -1088,13 +1094,24 @@ def evaluate_within_budget(function: Callable, jobs: Sequence[tuple], time_budge
     -----
     The bound counts the Python function calls the job makes (a ``sys.settrace`` hook on
     'call' events in the child; sympy is pure Python, so every step of its work is calls), with
-    sympy's cache cleared first. So whether a job finishes does not depend on the machine's
-    load or speed: the same input gives the same verdict on a busy or an idle machine. The count
-    is a deterministic function of the input, the Python and sympy versions and the string hash
-    seed (``PYTHONHASHSEED``, which orders some of sympy's sets: measured, counts move by ~2 %
-    between seeds; the package's own activations stay far below the defaults). Results travel
-    back pickled through a multiprocessing queue; nothing is rebuilt from a string. The child
-    is started with ``fork`` where available (no re-import cost), ``spawn`` otherwise.
+    sympy's cache cleared first and sympy's random generator (its assumptions' shuffle and
+    numeric zero tests draw from it) seeded before each job. So whether a job finishes does not
+    depend on the machine's load or speed: the same input gives the same verdict on a busy or an
+    idle machine. The count is not exactly reproducible from run to run, though: it depends on
+    the string hash seed (``PYTHONHASHSEED``, which orders some of sympy's sets) and, a little,
+    on memory addresses (sympy's dispatchers order type signatures by their hashes). Measured on
+    the registry's 21 activations (3 jobs each, 9 runs, 2026-12-08): the counts of one job
+    spread by a median 2 % between runs, by at most 12 % on jobs of 10⁴ calls or more and by
+    23 % on one job of ~1 500; with
+    ``PYTHONHASHSEED`` fixed, 49 of the 63 jobs gave the same count in every run and the rest
+    spread by at most 6 % (before sympy's generator was seeded: 23 % with the seed fixed). The
+    largest total of one activation's verdict jobs was 1.6·10⁶ calls, a third of the default 10 s
+    (5·10⁶), so those verdicts do not depend on the run; an input whose count lies within ~25 %
+    of the bound can finish in one run and not in the next. Results travel back pickled through a
+    multiprocessing queue; nothing is rebuilt from a string. The child is started with ``fork``
+    where available (no re-import cost), ``spawn`` otherwise, and never forks a process that has
+    imported JAX (:func:`rftheory.processes.child_context`: ``forkserver`` there; the counts
+    spread the same way, measured).
 
     Examples
     --------
@@ -1109,8 +1126,7 @@ def evaluate_within_budget(function: Callable, jobs: Sequence[tuple], time_budge
     steps = int(time_budget * STEPS_PER_SECOND)
     if not jobs or steps <= 0:
         return results
-    methods = multiprocessing.get_all_start_methods()
-    ctx = multiprocessing.get_context("fork" if "fork" in methods else "spawn")
+    ctx = child_context("fork" if "fork" in multiprocessing.get_all_start_methods() else "spawn")
     channel = ctx.Queue()
     child = ctx.Process(target=_child_loop, args=(function, list(jobs), channel, steps), daemon=True)
     child.start()

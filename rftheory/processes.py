@@ -49,7 +49,8 @@ import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
-__all__ = ["available_cpus", "check_workers", "cpu_share", "process_pool", "stop_pool"]
+__all__ = ["available_cpus", "check_workers", "child_context", "cpu_share", "process_pool",
+           "stop_pool"]
 
 _PR_SET_PDEATHSIG = 1
 
@@ -285,11 +286,36 @@ def _start_quiet_resource_tracker() -> None:
             sys.warnoptions.remove(_TRACKER_WARNINGS)
 
 
-def _default_method() -> str | None:
-    """``None`` (the platform's method), or a method that does not fork where JAX is loaded."""
-    if "jax" not in sys.modules:
-        return None
-    return "forkserver" if "forkserver" in multiprocessing.get_all_start_methods() else "spawn"
+def child_context(preferred: str | None = None) -> Any:
+    """The multiprocessing context to start helper processes with: ``preferred``, unless it would
+    fork a process that has imported JAX.
+
+    Parameters
+    ----------
+    preferred : str, optional
+        A start method (``"fork"``, ``"forkserver"``, ``"spawn"``); None: the platform's.
+
+    Returns
+    -------
+    multiprocessing.context.BaseContext
+        ``preferred``'s context; where JAX is loaded and that context would fork, the
+        ``forkserver`` one (``spawn`` where forkserver does not exist). XLA's runtime holds
+        threads whose locks a fork can leave held, and JAX warns at every fork. A context that
+        does not fork has multiprocessing's resource tracker started first, with its "leaked
+        semaphore" warnings silenced (:data:`_TRACKER_WARNINGS`).
+
+    Examples
+    --------
+    >>> child_context("spawn").get_start_method()
+    'spawn'
+    """
+    context = multiprocessing.get_context(preferred)
+    if "jax" in sys.modules and context.get_start_method() == "fork":
+        methods = multiprocessing.get_all_start_methods()
+        context = multiprocessing.get_context("forkserver" if "forkserver" in methods else "spawn")
+    if context.get_start_method() != "fork":  # fork children register nothing with the tracker
+        _start_quiet_resource_tracker()
+    return context
 
 
 def process_pool(workers: int, *, method: str | None = None,
@@ -326,9 +352,12 @@ def process_pool(workers: int, *, method: str | None = None,
     ...     pool.submit(abs, -3).result()
     3
     """
-    context = multiprocessing.get_context(_default_method() if method is None else method)
-    if context.get_start_method() != "fork":  # fork pools register nothing with the tracker
-        _start_quiet_resource_tracker()
+    if method is None:
+        context = child_context()
+    else:
+        context = multiprocessing.get_context(method)
+        if method != "fork":
+            _start_quiet_resource_tracker()
     share = None
     if share_cpus and hasattr(os, "sched_setaffinity"):
         share = (context.Value("i", 0), tuple(sorted(os.sched_getaffinity(0))), workers)

@@ -21,6 +21,7 @@ from rftheory.hermite import (
     evaluate_within_budget,
     hermite_coefficients,
 )
+from rftheory.processes import child_context
 
 REFERENCE_PATH = pathlib.Path(__file__).with_name("reference") / "hermite_reference.json"
 
@@ -344,6 +345,44 @@ def test_evaluate_within_budget_counts_steps_not_seconds():
     assert evaluate_within_budget(_calls, [(5,)], 0) == [None]  # no budget: nothing runs
 
 
+def _sympy_random_calls() -> int:
+    # Work that depends on sympy's random generator, as its assumptions' shuffle does.
+    from sympy.core import random as sympy_random
+
+    n = sympy_random.randint(1, 5000)
+    _calls(n)
+    return n
+
+
+def test_a_job_that_draws_from_sympys_generator_does_the_same_work_every_run():
+    # sympy's generator is seeded per job (unseeded, each run would draw its own n and make
+    # 1..5000 calls); so a job's count does not depend on the job before it either.
+    from sympy.core import random as sympy_random
+
+    sympy_random.seed(0)
+    want = sympy_random.randint(1, 5000)
+    first: list = []
+    results = evaluate_within_budget(_sympy_random_calls, [(), ()], 1.0, steps_used=first)
+    again: list = []
+    assert evaluate_within_budget(_sympy_random_calls, [()], 1.0, steps_used=again) == [want]
+    assert results == [want, want] and first[0] == first[1] == again[0]
+
+
+def test_the_work_bound_does_not_fork_a_process_that_has_loaded_jax():
+    # XLA's runtime holds threads and JAX warns at every fork (a RuntimeWarning of its at-fork
+    # hook, in this process): the child must then start without a fork and count as before.
+    import warnings
+
+    jax = pytest.importorskip("jax")
+    jax.numpy.ones(3).sum().block_until_ready()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        counts: list = []
+        assert evaluate_within_budget(_calls, [(1000,)], 1.0, steps_used=counts) == [1000]
+    assert counts == [1001]
+    assert not [w for w in caught if "os.fork()" in str(w.message)], [str(w.message) for w in caught]
+
+
 def _hog() -> None:
     while True:
         pass
@@ -359,8 +398,7 @@ def test_verdicts_do_not_depend_on_load():
     idle: list = []
     idle_results = evaluate_within_budget(_calls, jobs, 0.75, steps_used=idle)
     idle_tanh = hermite_coefficients("tanh", 4, method="exact", time_budget=0.5)
-    ctx = multiprocessing.get_context("fork" if "fork" in multiprocessing.get_all_start_methods()
-                                      else "spawn")
+    ctx = child_context("fork" if "fork" in multiprocessing.get_all_start_methods() else "spawn")
     hogs = [ctx.Process(target=_hog, daemon=True) for _ in range(2 * (os.cpu_count() or 1))]
     for h in hogs:
         h.start()
