@@ -25,7 +25,9 @@ Subcommands:
   sphere, held near it by a penalty: a continuation in the sphere constraint); the iterations
   of their extra LM runs count against the budget; ``softK``/``stiffK`` hop along the K
   softest/stiffest eigenvectors of the Gauss–Newton matrix at the walk's best point.
-  ``--consensus`` starts each fresh walk from the rows that recur in the earlier walks' bests.
+  ``loss-scaled`` shrinks the hop as the walk's best loss falls (to a third of the angle below
+  1e-5). ``--consensus`` starts each fresh walk from the rows that recur in the earlier walks'
+  bests; ``--patience N`` ends a walk after N rounds without a 10 % gain (reconstruct's: 30).
 * ``recurrence`` — can the walks' failures be recombined? On each seed the default search
   fails, the rows its LM runs reached are clustered (cos > 0.99) and counted by the walks that
   reached them: how many of the clusters that recur (≥ 2 walks) lie at a training point, the
@@ -83,6 +85,7 @@ Usage::
     python benchmarks/diag_attack_limit.py walks --d 10 --n 10 --ratio 1.1 --seeds 2 --first-seed 1
     python benchmarks/diag_attack_limit.py walks --hop angle0.2 --seeds 8 --quiet
     python benchmarks/diag_attack_limit.py walks --consensus --seeds 8 --quiet
+    python benchmarks/diag_attack_limit.py walks --patience 60 --seeds 24 --first-seed 2000 --quiet
     python benchmarks/diag_attack_limit.py walks --hop landscape --seeds 24 --first-seed 1600 --quiet
     python benchmarks/diag_attack_limit.py recurrence --seeds 12 --first-seed 1600
     python benchmarks/diag_attack_limit.py continuation --ratios 1.1,1.5 --seeds 6 --tries 2
@@ -218,6 +221,15 @@ def hop_mixed(P, walk_X, rng, m, d, run):
     """Every row turned by 0.1, 0.2 or 0.3 rad (one of them, uniformly)."""
     angle = [0.1, 0.2, 0.3][rng.integers(3)]
     return vp.retract(walk_X, angle * rng.standard_normal((m, d)))
+
+
+def hop_loss_scaled(P, walk_X, rng, m, d, run):
+    """The default hop's angle scaled by (L/1e-3)^(1/4), within [1/3, 1], L the walk's best loss:
+    the full angle far from a zero (plain LM's minima sit near 1e-3), a third of it near one
+    (the truth's basin is ~0.1 rad per row at 1.1·dn, "the outer search" above)."""
+    loss = float(P.evaluate(walk_X).loss)
+    scale = min(1.0, max(1.0 / 3.0, (loss / 1e-3) ** 0.25))
+    return vp.retract(walk_X, scale * vp.hop_angle_for(d) * rng.standard_normal((m, d)))
 
 
 def hop_subset(P, walk_X, rng, m, d, run):
@@ -380,7 +392,7 @@ def hop_modes(k: int, stiff: bool):
 
 HOPS = {"default": hop_default, "angle0.2": hop_angle(0.2), "angle0.45": hop_angle(0.45),
         "subset": hop_subset,
-        "log-uniform": hop_log_uniform, "mixed": hop_mixed,
+        "log-uniform": hop_log_uniform, "mixed": hop_mixed, "loss-scaled": hop_loss_scaled,
         "small-a-redraw": hop_small_a(True), "small-a-turn": hop_small_a(False),
         "landscape": hop_landscape, "free-radius": hop_free_radius,
         "soft10": hop_modes(10, False), "soft30": hop_modes(30, False),
@@ -468,18 +480,21 @@ def seed_search(P: vp.Problem, seed: int, n: int, **options):
 
 def walks(args) -> None:
     hop = HOPS[args.hop]
+    patience = {} if args.patience is None else {"patience": args.patience}
+    label = args.hop + (" consensus" if args.consensus else "") + \
+        ("" if args.patience is None else f" patience {args.patience}")
     ok_all = 0
     for seed in range(args.first_seed, args.first_seed + args.seeds):
         P, X = problem(args.d, args.n, args.ratio, seed)
         a = weights(P, X)
         c = time.process_time()
         run, stop, record = seed_search(P, seed, args.n, max_steps=args.max_steps, hop=hop,
-                                        consensus=args.consensus)
+                                        consensus=args.consensus, **patience)
         cpu = time.process_time() - c
         r = rho(X, run.best_X, "abs")
         ok_all += r < 0.01
         nwalks = record[-1][0] if record else 0
-        print(f"[{args.hop}{' consensus' if args.consensus else ''}] ({args.d}, {args.n}) {args.ratio:g}dn seed {seed}: ρ = {r:.1e}, "
+        print(f"[{label}] ({args.d}, {args.n}) {args.ratio:g}dn seed {seed}: ρ = {r:.1e}, "
               f"loss {run.best_loss:.1e}, {stop}, {run.steps} iterations, {len(record)} LM runs, "
               f"{nwalks} walks, cpu {cpu:.1f} s", flush=True)
         if args.quiet:
@@ -497,7 +512,7 @@ def walks(args) -> None:
         order = np.argsort(a)
         print("    training points by |a_i| (ascending): "
               + ", ".join(f"#{i} |a|={a[i]:.2f} found by {hits[i]}/{nwalks}" for i in order))
-    print(f"SUMMARY [{args.hop}{' consensus' if args.consensus else ''}] ({args.d}, {args.n}) {args.ratio:g}dn seeds "
+    print(f"SUMMARY [{label}] ({args.d}, {args.n}) {args.ratio:g}dn seeds "
           f"{args.first_seed}–{args.first_seed + args.seeds - 1}, budget {args.max_steps}: "
           f"{ok_all}/{args.seeds}", flush=True)
 
@@ -1263,6 +1278,9 @@ def main(argv: list[str] | None = None) -> int:
             s.add_argument("--quiet", action="store_true", help="no per-walk lines")
             s.add_argument("--consensus", action="store_true",
                            help="fresh walks start from the consensus of earlier walk bests")
+            s.add_argument("--patience", type=int, default=None,
+                           help="rounds without a 10 %% gain that end a walk (default: "
+                                "reconstruct's, 30)")
         else:
             s.add_argument("--ratio", type=float, default=1.1)
             s.add_argument("--seed", type=int, default=2)

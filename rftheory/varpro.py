@@ -1909,8 +1909,8 @@ def default_max_steps(d: int) -> int:
     therefore stops ever more runs that would succeed as d grows, and the threshold it measures
     drifts with d — the budget's, not the attack's (issue #26). Measured at (d, n) = (80, 8), p
     = 1.25·dn (relu+tanh; runs of 60 000 iterations, read within each budget, which only cuts a
-    run; ``paper_notes/attack.md``, stop 59): seeds 1800–1847 39/48 recovered within 20 000
-    iterations, 43/48 within 40 000 and within 60 000; seeds 700–723 21/24, 23/24 and 23/24.
+    run; ``paper_notes/attack.md``, stop 59): seeds 1800–1847 38/48 recovered within 20 000
+    iterations, 42/48 within 40 000 and within 60 000; seeds 700–723 21/24, 23/24 and 23/24.
     With this default, unseen seeds 1900–1947 gave 45/48. A failing run costs ~3.5 ms of CPU per
     iteration there (125–140 s at 40 000). Up to d = 40 the default is what it always was, and
     there more iterations do not pay: at the counting limit the success per iteration is 8–90×

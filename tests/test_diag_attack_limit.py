@@ -3,6 +3,7 @@
 import gzip
 import json
 import math
+import re
 from pathlib import Path
 
 import numpy as np
@@ -374,6 +375,29 @@ def test_landscape_and_free_radius_hops_count_their_iterations(diag, one_blas_th
     # The landscape hop's subset has the fewest equations that keep the zero isolated: m·d.
     assert diag.subset_problem(P, np.arange(18)).p == 18
     assert diag.subset_problem(P, np.arange(18)).loss(X) < 1e-20
+
+
+def test_loss_scaled_hop_is_the_default_far_from_a_zero_and_a_third_of_it_near_one(diag, one_blas_thread):
+    P, X = diag.problem(6, 3, 2.0, 0)
+    far = diag.vp.random_points(np.random.default_rng(1), 3, 6)
+    assert P.evaluate(far).loss > 1e-3 and P.evaluate(X).loss < 1e-20
+    angle = diag.vp.hop_angle_for(6)
+    for at, scale in [(far, 1.0), (X, 1.0 / 3.0)]:
+        got = diag.HOPS["loss-scaled"](P, at, np.random.default_rng(7), 3, 6, None)
+        want = diag.vp.retract(at, scale * angle * np.random.default_rng(7).standard_normal((3, 6)))
+        np.testing.assert_array_equal(got, want)
+
+
+def test_walks_patience_ends_walks_sooner(diag, one_blas_thread, capsys):
+    # One round without a 10 % gain ends a walk at --patience 1: more walks in the same budget.
+    counts = {}
+    for extra in ([], ["--patience", "1"]):
+        assert diag.main(["walks", "--d", "6", "--n", "4", "--ratio", "1.1", "--seeds", "1",
+                          "--first-seed", "3", "--max-steps", "600", "--quiet", *extra]) == 0
+        out = capsys.readouterr().out
+        counts[bool(extra)] = int(re.search(r"(\d+) walks", out).group(1))
+        assert ("SUMMARY [default patience 1]" in out) == bool(extra)
+    assert counts[True] > counts[False]
 
 
 def test_continuation_recovers_a_small_case_and_loses_the_zero_near_the_limit(diag, one_blas_thread, capsys):
