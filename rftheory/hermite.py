@@ -1102,9 +1102,9 @@ def evaluate_within_budget(function: Callable, jobs: Sequence[tuple], time_budge
     on memory addresses (sympy's dispatchers order type signatures by their hashes). Measured on
     the registry's 21 activations (3 jobs each, 9 runs, 2026-12-08): the counts of one job
     spread by a median 2 % between runs, by at most 12 % on jobs of 10⁴ calls or more and by
-    23 % on one job of ~1 500; with
-    ``PYTHONHASHSEED`` fixed, 49 of the 63 jobs gave the same count in every run and the rest
-    spread by at most 6 % (before sympy's generator was seeded: 23 % with the seed fixed). The
+    23 % on one job of ~1 500; with ``PYTHONHASHSEED`` fixed, 49 of the 63 jobs gave the same
+    count in every run and the rest spread by at most 6 % (before sympy's generator was seeded:
+    23 % with the seed fixed). The
     largest total of one activation's verdict jobs was 1.6·10⁶ calls, a third of the default 10 s
     (5·10⁶), so those verdicts do not depend on the run; an input whose count lies within ~25 %
     of the bound can finish in one run and not in the next. Results travel back pickled through a

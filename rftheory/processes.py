@@ -302,7 +302,8 @@ def child_context(preferred: str | None = None) -> Any:
         ``forkserver`` one (``spawn`` where forkserver does not exist). XLA's runtime holds
         threads whose locks a fork can leave held, and JAX warns at every fork. A context that
         does not fork has multiprocessing's resource tracker started first, with its "leaked
-        semaphore" warnings silenced (:data:`_TRACKER_WARNINGS`).
+        semaphore" warnings silenced (after a kill of this process the tracker cleans up, as is
+        its job, and has nothing to report).
 
     Examples
     --------
