@@ -118,7 +118,7 @@ from rftheory.activations import Activation, get_activation
 from rftheory.data import tangent_basis
 from rftheory.features import DenseFeatures, RandomFeatures
 from rftheory.metrics import rho
-from rftheory.reconstruct import STREAM_CANDIDATES, reconstruct
+from rftheory.reconstruct import STREAM_CANDIDATES, reconstruct, step_budget
 from rftheory.spectral_init import residual_directions
 
 from bench_attack import rf_problem, success_interval  # benchmarks/ is on the path
@@ -738,11 +738,6 @@ def screen(args) -> None:
 
 # -- cost -------------------------------------------------------------------------------------
 
-def default_budget(d: int) -> int:
-    """reconstruct's default budget of LM iterations at dimension d (20 000 up to d = 40)."""
-    return vp.default_max_steps(d)
-
-
 def tangent_hessian(P: vp.Problem, X: np.ndarray, eps: float) -> tuple:
     """(gradient, Hessian, bases B_i) of c ↦ L(retract(X̂ + B c)) at c = 0, B_i an orthonormal basis of the
     tangent space at row i: the gradient exact, the Hessian by central differences of it with
@@ -969,7 +964,7 @@ def cost_table(rows: list[dict]) -> list[str]:
             lo, hi = rate_interval(k, T)
             lam = k / T
             cpu = 1e5 * sum(r["cpu"] for r in rs) / T
-            default = default_budget(d)
+            default = step_budget(d)
             within = sum(r["success"] and r["steps"] <= default for r in rs)
             wl, wh = success_interval(within, len(rs))
             model = 1.0 - math.exp(-lam * default)
@@ -1037,7 +1032,7 @@ def cost_figure(rows: list[dict], path: str) -> None:
             ax.plot([], [], marker="^", linestyle="none", color="0.4",
                     label="no success: lower end of 1/λ's interval")
         dims = sorted({d for by_d in groups.values() for d in by_d})
-        budgets = [default_budget(d) for d in dims]   # flat at 20 000 up to d = 40
+        budgets = [step_budget(d) for d in dims]   # flat at 20 000 up to d = 40
         ax.plot(dims, budgets, color="0.5", linewidth=0.8, linestyle="--")
         ax.text(dims[-1], budgets[-1] * 0.8, "default budget ", color="0.4",
                 fontsize="x-small", ha="right", va="top")
@@ -1141,7 +1136,7 @@ def smallest_weights(rows: list[dict], budget: int | None) -> dict:
     last = {}
     for r in rows:
         key = (r.get("activation", "relu+tanh"), int(r["d"]), int(r["n"]), float(r["ratio"]))
-        within = default_budget(int(r["d"])) if budget is None else budget
+        within = step_budget(int(r["d"])) if budget is None else budget
         last[key + (int(r["seed"]),)] = bool(r["success"]) and int(r["steps"]) <= within
     groups: dict = {}
     for (act, d, n, ratio, seed), ok in sorted(last.items()):
@@ -1305,7 +1300,7 @@ def main(argv: list[str] | None = None) -> int:
                     help="iterations of each oracle search (default %(default)s)")
     args = ap.parse_args(argv)
     if getattr(args, "max_steps", 0) is None:   # the attack's own budget at this d
-        args.max_steps = default_budget(args.d)
+        args.max_steps = step_budget(args.d)
     try:
         return _dispatch(args)
     except RunFileError as exc:

@@ -517,6 +517,7 @@ def reconstruct(features: FeatureMap, theta: Any, n_hat: int, *, method: str = "
     if n_hat > features.p:
         raise RFTheoryError(f"n_hat = {n_hat} exceeds p = {features.p}: at most p candidates "
                             "have linearly independent features")
+    max_steps = step_budget(features.d, method) if max_steps is None else max_steps
     lbfgs_only = {"oversample": oversample, "memory": memory, "stall_window": stall_window,
                   "stall_factor": stall_factor}
     if method == "lbfgs":
@@ -525,12 +526,10 @@ def reconstruct(features: FeatureMap, theta: Any, n_hat: int, *, method: str = "
         stall_window = 200 if stall_window is None else stall_window
         stall_factor = 0.9 if stall_factor is None else stall_factor
         max_rounds = 10 if max_rounds is None else max_rounds
-        max_steps = step_budget(features.d, method) if max_steps is None else max_steps
     else:
         for name, value in lbfgs_only.items():
             if value is not None and not (name == "oversample" and value == 1.0):
                 raise RFTheoryError(f"{name} applies to method='lbfgs' only")
-        max_steps = step_budget(features.d, method) if max_steps is None else max_steps
         if solver not in SOLVERS:
             raise RFTheoryError(f"unknown solver {solver!r}; choose one of {', '.join(SOLVERS)}")
         if hop_angle is None:

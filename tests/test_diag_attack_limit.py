@@ -115,7 +115,7 @@ def test_shipped_runs_give_the_notes_figures(diag):
         return k / T
 
     def needed(d):                                      # 80 % within the default budget
-        return math.log(5) / diag.default_budget(d)
+        return math.log(5) / diag.step_budget(d)
 
     assert all(8 < needed(d) / rate(1.1, d) < 100 for d in (6, 8, 10, 12, 14, 16))
     assert rate(1.1, 20) == 0 and rate(1.05, 10) == 0
